@@ -1,0 +1,5 @@
+SELECT id, created_at
+FROM events
+WHERE status = 'pending'
+ORDER BY created_at DESC
+LIMIT 50;

@@ -1,0 +1,4 @@
+//! The I/O shell: everything that talks to a PostgreSQL server or starts one.
+
+pub mod cluster;
+pub mod error;

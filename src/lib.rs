@@ -1,0 +1,15 @@
+//! pgplan: measured answers to "does this index pay for itself?" and "what is wrong with my indexes?".
+//!
+//! The crate has a pure core ([`plan`], [`audit`], [`compare`], [`report`]) that never touches a
+//! database or an async runtime, an I/O shell ([`db`]) that talks to PostgreSQL, and one
+//! orchestration layer ([`app`]) that joins them for each command.
+
+pub mod app;
+pub mod audit;
+pub mod cli;
+pub mod compare;
+pub mod db;
+pub mod exit;
+pub mod plan;
+pub mod report;
+pub mod sql;
