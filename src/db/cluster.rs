@@ -22,6 +22,28 @@ use std::time::{Duration, Instant};
 /// The environment variable that names a directory of server binaries (`initdb`, `postgres`).
 pub const PG_BIN_ENV: &str = "PGPLAN_PG_BIN";
 
+/// The environment variable that names the cache `scripts/fetch-postgres.sh` fills.
+pub const PG_CACHE_ENV: &str = "PGPLAN_PG_CACHE";
+
+/// Where `scripts/fetch-postgres.sh` keeps server binaries, one directory per major version:
+/// `$PGPLAN_PG_CACHE`, else `/var/cache/pgplan/postgres` for root (the unprivileged user that
+/// runs the server must be able to read them), else `~/.cache/pgplan/postgres`.
+pub fn binaries_cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os(PG_CACHE_ENV).filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return PathBuf::from("/var/cache/pgplan/postgres");
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    cache.join("pgplan").join("postgres")
+}
+
 /// What can go wrong while finding binaries or starting a throwaway server.
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
@@ -33,7 +55,9 @@ pub enum ClusterError {
     BinariesNotFound { searched: String },
     #[error("{path}: not a PostgreSQL bin directory ({reason})")]
     BadBinDir { path: PathBuf, reason: String },
-    #[error("running as root, and there is no unprivileged user to run the server as (tried: postgres, nobody)\nhint: create one with `useradd --system postgres`")]
+    #[error(
+        "running as root, and there is no unprivileged user to run the server as (tried: postgres, nobody)\nhint: create one with `useradd --system postgres`"
+    )]
     NoUnprivilegedUser,
     #[error("{step} failed: {source}")]
     Io {
@@ -83,7 +107,10 @@ impl ServerBinaries {
         let out = Command::new(bin_dir.join("postgres"))
             .arg("--version")
             .output()
-            .map_err(io_err(format!("running {}/postgres --version", bin_dir.display())))?;
+            .map_err(io_err(format!(
+                "running {}/postgres --version",
+                bin_dir.display()
+            )))?;
         let text = String::from_utf8_lossy(&out.stdout);
         // "postgres (PostgreSQL) 16.14" or "postgres (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)"
         let version = text
@@ -111,7 +138,7 @@ impl ServerBinaries {
 
     /// Finds server binaries: `explicit` (from `--pg-bin`), then `$PGPLAN_PG_BIN`, then
     /// `pg_config --bindir`, then `postgres` on `PATH`, then the newest Debian
-    /// `/usr/lib/postgresql/<major>/bin`.
+    /// `/usr/lib/postgresql/<major>/bin`, then the newest in [`binaries_cache_dir`].
     pub fn discover(explicit: Option<&Path>) -> Result<Self, ClusterError> {
         if let Some(dir) = explicit {
             return Self::at(dir);
@@ -161,6 +188,13 @@ impl ServerBinaries {
             }
         }
         searched.push("/usr/lib/postgresql/*/bin".into());
+        let cache = binaries_cache_dir();
+        for major in (13..=30).rev() {
+            if let Ok(found) = Self::at(cache.join(major.to_string()).join("bin")) {
+                return Ok(found);
+            }
+        }
+        searched.push(format!("{}/*/bin", cache.display()));
         Err(ClusterError::BinariesNotFound {
             searched: searched.join(", "),
         })
@@ -206,7 +240,8 @@ impl ClusterOptions {
     }
 
     pub fn data_file(mut self, name: &str, contents: impl Into<Vec<u8>>, mode: u32) -> Self {
-        self.data_files.push((name.to_owned(), contents.into(), mode));
+        self.data_files
+            .push((name.to_owned(), contents.into(), mode));
         self
     }
 }
@@ -676,7 +711,10 @@ impl Cluster {
 
     /// A libpq conninfo string over TCP on 127.0.0.1.
     pub fn tcp_conninfo(&self, dbname: &str, user: &str) -> String {
-        format!("host=127.0.0.1 port={} user={user} dbname={dbname}", self.port)
+        format!(
+            "host=127.0.0.1 port={} user={user} dbname={dbname}",
+            self.port
+        )
     }
 
     /// A `tokio_postgres::Config` for the Unix socket, as superuser `postgres`.

@@ -6,7 +6,12 @@ use std::fmt::Write as _;
 /// One line for the error, then the server's DETAIL, HINT and CONTEXT lines when it sent them.
 pub fn describe(error: &tokio_postgres::Error) -> String {
     if let Some(db) = error.as_db_error() {
-        let mut text = format!("{}: {} (SQLSTATE {})", db.severity(), db.message(), db.code().code());
+        let mut text = format!(
+            "{}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        );
         if let Some(detail) = db.detail() {
             let _ = write!(text, "\nDETAIL: {detail}");
         }
