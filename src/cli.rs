@@ -1,1 +1,355 @@
-//! TODO
+//! Command-line arguments, and their conversion into validated request values before anything
+//! connects or reads a file.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+
+use crate::plan::Severity;
+use crate::report::Format;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "pgplan",
+    version,
+    about = "Measures whether a PostgreSQL index pays for itself, and audits the indexes and tables you already have.",
+    long_about = None,
+    // psql's -h is the host; help is --help (or -?).
+    disable_help_flag = true,
+    propagate_version = true,
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+
+    /// When to colour text output: auto (a terminal, unless NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
+
+    /// Say more on stderr (connection sources, every step).
+    #[arg(short = 'v', long, action = ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// Print help.
+    #[arg(long = "help", short = '?', action = ArgAction::Help, global = true)]
+    pub help: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Read a saved EXPLAIN (FORMAT JSON) plan: its figures, tree and findings. No database needed.
+    Explain(ExplainArgs),
+    /// Diff two saved plans of the same query node by node. No database needed.
+    Diff(DiffArgs),
+    /// Connect like psql and show what pgplan learned about the server and what it can do there.
+    Info(InfoArgs),
+    /// Measure a query before and after candidate indexes, each built in a transaction that is
+    /// always rolled back.
+    Compare(Box<CompareArgs>),
+    /// Audit index and table health across a primary and its standbys, read-only.
+    Audit(AuditArgs),
+    /// Start a throwaway server, load a 500,000-row table and run compare and audit on it.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The plan: a file with EXPLAIN (FORMAT JSON) output (as psql prints it, or auto_explain's
+    /// JSON), or - for standard input.
+    pub plan: String,
+
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Exit with code 1 when a finding is at least this severe.
+    #[arg(long, value_enum)]
+    pub fail_on: Option<SeverityArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The plan before the change (a file, or - for standard input).
+    pub before: String,
+    /// The plan after the change (a file, or - for standard input; not both).
+    pub after: String,
+
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+
+    /// Exit with code 1 when the after plan touches more than PERCENT% more pages than the before
+    /// plan (or, without buffer counts, takes that much longer).
+    #[arg(long, value_name = "PERCENT")]
+    pub fail_on_regression: Option<f64>,
+}
+
+/// Severity thresholds on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SeverityArg {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl From<SeverityArg> for Severity {
+    fn from(s: SeverityArg) -> Self {
+        match s {
+            SeverityArg::Info => Severity::Info,
+            SeverityArg::Warning => Severity::Warning,
+            SeverityArg::Critical => Severity::Critical,
+        }
+    }
+}
+
+/// Where to connect, as psql takes it. Anything not given comes from a service file, the PG*
+/// environment variables and libpq's defaults, in libpq's order.
+#[derive(Debug, Clone, Args, Default)]
+pub struct ConnArgs {
+    /// Database name, or a conninfo string (key=value ...), or a postgresql:// URL.
+    #[arg(short = 'd', long = "dbname", value_name = "DBNAME|CONNINFO")]
+    pub dbname: Option<String>,
+    /// Server host name, IP address, or Unix socket directory.
+    #[arg(short = 'h', long = "host")]
+    pub host: Option<String>,
+    /// Server port.
+    #[arg(short = 'p', long = "port")]
+    pub port: Option<String>,
+    /// User name.
+    #[arg(short = 'U', long = "username")]
+    pub username: Option<String>,
+}
+
+/// Limits applied to everything pgplan runs, transaction-locally.
+#[derive(Debug, Clone, Args)]
+pub struct SessionArgs {
+    /// statement_timeout for every statement pgplan runs (a number of ms, or with a unit: 30s, 5min).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub statement_timeout: Option<Duration>,
+    /// lock_timeout for every statement: how long to wait for a lock before giving up.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub lock_timeout: Option<Duration>,
+    /// Connection attempts after the first when the server cannot be reached (full-jitter
+    /// exponential backoff, never on authentication errors).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub retries: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
+    /// Output format (text or json).
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The query: a file holding one statement, or - for standard input.
+    pub query: String,
+
+    /// A candidate: one CREATE [UNIQUE] INDEX statement. Repeat for several; each is measured
+    /// alone, in its own rolled-back transaction.
+    #[arg(long = "index", value_name = "SQL")]
+    pub indexes: Vec<String>,
+    /// A file of candidates, one CREATE INDEX statement each.
+    #[arg(long, value_name = "FILE")]
+    pub index_file: Option<PathBuf>,
+    /// The reverse question: how does the query run without this existing index? Dropped inside
+    /// the rolled-back transaction (it takes an ACCESS EXCLUSIVE lock on the table while it runs).
+    #[arg(long = "drop-index", value_name = "NAME")]
+    pub drop_indexes: Vec<String>,
+
+    /// Measured runs after the first (cold) one; the warm figures are their median.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub runs: u32,
+    /// A candidate pays when it cuts the median pages touched by at least this percentage.
+    #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
+    pub min_gain: f64,
+    /// Run ANALYZE on the candidate's table inside its transaction (expression indexes have no
+    /// statistics until then).
+    #[arg(long)]
+    pub analyze: bool,
+    /// Allow INSERT, UPDATE, DELETE and MERGE (still rolled back; sequences still advance).
+    #[arg(long)]
+    pub allow_writes: bool,
+    /// A value for the query's parameters $1, $2, ... in order (repeatable).
+    #[arg(long = "param", value_name = "VALUE")]
+    pub params: Vec<String>,
+    /// Show the estimate-only generic plan (plan_cache_mode = force_generic_plan) instead of running.
+    #[arg(long)]
+    pub generic_plan: bool,
+    /// Hypothetical indexes with HypoPG: estimates only, nothing is built; works on a standby.
+    #[arg(long)]
+    pub hypothetical: bool,
+
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Write every captured plan (JSON) into DIR, to replay with pgplan diff.
+    #[arg(long, value_name = "DIR")]
+    pub save_plans: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuditFormat {
+    Text,
+    Json,
+    Markdown,
+    Prometheus,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// A node to audit (conninfo, URL or database name); repeat for a primary and its standbys.
+    #[arg(short = 'd', long = "dbname", value_name = "DBNAME|CONNINFO")]
+    pub nodes: Vec<String>,
+    /// Server host for nodes given without one (as psql's -h).
+    #[arg(short = 'h', long = "host")]
+    pub host: Option<String>,
+    /// Server port for nodes given without one.
+    #[arg(short = 'p', long = "port")]
+    pub port: Option<String>,
+    /// User name for nodes given without one.
+    #[arg(short = 'U', long = "username")]
+    pub username: Option<String>,
+
+    #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+    pub format: AuditFormat,
+    /// Exit with code 1 when a finding is at least this severe.
+    #[arg(long, value_enum, default_value_t = SeverityArg::Warning)]
+    pub fail_on: SeverityArg,
+    /// Only these schemas (repeatable).
+    #[arg(long = "schema", value_name = "NAME")]
+    pub schemas: Vec<String>,
+    /// Skip these schemas (repeatable).
+    #[arg(long = "exclude-schema", value_name = "NAME")]
+    pub exclude_schemas: Vec<String>,
+    /// Only these tables (repeatable; schema.table or table).
+    #[arg(long = "table", value_name = "NAME")]
+    pub tables: Vec<String>,
+    /// Skip objects smaller than this (bytes, or with a unit: 8MB, 1GB).
+    #[arg(long, value_parser = parse_size, default_value = "0", value_name = "SIZE")]
+    pub min_size: u64,
+    /// Below this much counting time, unused-index findings are only informational.
+    #[arg(long, value_parser = parse_duration, default_value = "7d", value_name = "DURATION")]
+    pub min_stats_age: Duration,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Directory of PostgreSQL server binaries (initdb, postgres) to use.
+    #[arg(long, value_name = "DIR", env = "PGPLAN_PG_BIN")]
+    pub pg_bin: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+}
+
+/// Parses a duration the way PostgreSQL reads time settings: a bare number is milliseconds;
+/// units us, ms, s, min, h, d.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration (examples: 500ms, 30s, 5min, 1h, 7d)"))?;
+    let ms = match unit.trim() {
+        "" | "ms" => value,
+        "us" => value / 1000.0,
+        "s" => value * 1000.0,
+        "min" => value * 60_000.0,
+        "h" => value * 3_600_000.0,
+        "d" => value * 86_400_000.0,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}; use us, ms, s, min, h or d"
+            ));
+        }
+    };
+    if !ms.is_finite() || ms < 0.0 {
+        return Err(format!("{text:?} is not a valid duration"));
+    }
+    Ok(Duration::from_micros((ms * 1000.0).round() as u64))
+}
+
+/// Parses a size the way PostgreSQL reads memory settings: bytes, or kB, MB, GB, TB (1024-based).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (examples: 0, 8kB, 10MB, 1GB)"))?;
+    let factor = match unit.trim() {
+        "" | "B" => 1.0,
+        "kB" | "KB" | "k" => 1024.0,
+        "MB" | "M" => 1024.0 * 1024.0,
+        "GB" | "G" => 1024.0 * 1024.0 * 1024.0,
+        "TB" | "T" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?}; use kB, MB, GB or TB"
+            ));
+        }
+    };
+    Ok((value * factor).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("5min").unwrap(), Duration::from_secs(300));
+        assert_eq!(
+            parse_duration("7d").unwrap(),
+            Duration::from_secs(7 * 86400)
+        );
+        assert!(parse_duration("5 fortnights").is_err());
+        assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("0").unwrap(), 0);
+        assert_eq!(parse_size("8kB").unwrap(), 8192);
+        assert_eq!(parse_size("1GB").unwrap(), 1 << 30);
+        assert!(parse_size("lots").is_err());
+    }
+}

@@ -1,1 +1,30 @@
-//! TODO
+//! Exit codes, the same for every command (documented in the README).
+
+/// Success: the command ran and nothing crossed the user's threshold.
+pub const SUCCESS: u8 = 0;
+/// The command's findings or regressions crossed the threshold the user set (`--fail-on`, ...).
+pub const FINDINGS: u8 = 1;
+/// Usage, input or connection error (psql also exits 2 when it cannot connect).
+pub const ERROR: u8 = 2;
+/// Partial: a command that talks to several servers could not reach some of them.
+pub const PARTIAL: u8 = 3;
+/// Interrupted by Ctrl-C (SIGINT), after cancelling server work and rolling back: 128 + 2.
+pub const INTERRUPTED: u8 = 130;
+
+/// An error that ends the command with a specific exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum Exit {
+    /// Ctrl-C: the server work was cancelled and rolled back.
+    #[error(
+        "interrupted: the running statement was cancelled and the transaction rolled back; nothing was left on the server"
+    )]
+    Interrupted,
+}
+
+impl Exit {
+    pub fn code(&self) -> u8 {
+        match self {
+            Exit::Interrupted => INTERRUPTED,
+        }
+    }
+}

@@ -1,1 +1,20 @@
-fn main() {}
+//! The pgplan binary: parse arguments, run, report errors on stderr, exit with a documented code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = pgplan::cli::Cli::parse();
+    match pgplan::app::run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            if let Some(exit) = error.downcast_ref::<pgplan::exit::Exit>() {
+                eprintln!("pgplan: {exit}");
+                return ExitCode::from(exit.code());
+            }
+            eprintln!("pgplan: {}", pgplan::app::render_error(&error));
+            ExitCode::from(pgplan::exit::ERROR)
+        }
+    }
+}

@@ -1,1 +1,53 @@
-//! TODO
+//! The plan core: a typed model of PostgreSQL's EXPLAIN output, the figures an expert reads off
+//! it, findings, and a node-matched diff of two plans. Pure: no database, no async.
+
+pub mod diff;
+pub mod findings;
+pub mod metrics;
+pub mod model;
+pub mod parse;
+
+pub use diff::{Change, ChangeKind, Pair, PlanDiff, diff};
+pub use findings::{Finding, FindingKind, Severity};
+pub use metrics::{PlanMetrics, measure};
+pub use model::{Actual, Buffers, IoTimes, Node, NodeId, Plan, Trigger, Wal};
+pub use parse::{PlanError, parse_plan};
+
+/// A plan with its figures and findings: what every command shows about one plan.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub plan: Plan,
+    pub metrics: PlanMetrics,
+    pub findings: Vec<Finding>,
+}
+
+impl Analysis {
+    pub fn of(plan: Plan) -> Self {
+        let metrics = measure(&plan);
+        let findings = findings::find(&plan, &metrics);
+        Self {
+            plan,
+            metrics,
+            findings,
+        }
+    }
+}
+
+/// Two analysed plans of the same query and their diff.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub before: Analysis,
+    pub after: Analysis,
+    pub diff: PlanDiff,
+}
+
+impl Comparison {
+    pub fn of(before: Analysis, after: Analysis) -> Self {
+        let diff = diff(&before.plan, &before.metrics, &after.plan, &after.metrics);
+        Self {
+            before,
+            after,
+            diff,
+        }
+    }
+}

@@ -1,1 +1,87 @@
-//! TODO
+//! Renderers: each report value written as text (for a terminal), JSON (the documented contract)
+//! or Markdown (for a pull request or a ticket), to any `io::Write`.
+
+pub mod format;
+pub mod markdown;
+pub mod text;
+pub mod tree;
+pub mod wire;
+
+use std::io;
+
+use anstyle::{AnsiColor, Style};
+
+/// An output format a command can write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Markdown,
+}
+
+/// How text output looks. Colour is decided once, at the edge (terminal, `--color`, `NO_COLOR`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextOptions {
+    pub color: bool,
+    /// The terminal's width, when writing to one; tables wrap to it.
+    pub width: Option<u16>,
+}
+
+/// Writes `value` as pretty-printed JSON followed by a newline.
+pub fn write_json<T: serde::Serialize>(out: &mut dyn io::Write, value: &T) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+/// Colours for text output, or none at all.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    pub fn new(on: bool) -> Self {
+        Self { on }
+    }
+
+    fn apply(&self, style: Style, text: &str) -> String {
+        if self.on && !text.is_empty() {
+            format!("{}{text}{}", style.render(), style.render_reset())
+        } else {
+            text.to_owned()
+        }
+    }
+
+    pub fn bold(&self, text: &str) -> String {
+        self.apply(Style::new().bold(), text)
+    }
+
+    pub fn dim(&self, text: &str) -> String {
+        self.apply(Style::new().dimmed(), text)
+    }
+
+    pub fn good(&self, text: &str) -> String {
+        self.apply(AnsiColor::Green.on_default(), text)
+    }
+
+    pub fn bad(&self, text: &str) -> String {
+        self.apply(AnsiColor::Red.on_default(), text)
+    }
+
+    pub fn warn(&self, text: &str) -> String {
+        self.apply(AnsiColor::Yellow.on_default(), text)
+    }
+
+    pub fn accent(&self, text: &str) -> String {
+        self.apply(AnsiColor::Cyan.on_default(), text)
+    }
+
+    /// A severity word in its colour.
+    pub fn severity(&self, severity: crate::plan::Severity, text: &str) -> String {
+        match severity {
+            crate::plan::Severity::Critical => self.apply(AnsiColor::Red.on_default().bold(), text),
+            crate::plan::Severity::Warning => self.warn(text),
+            crate::plan::Severity::Info => self.accent(text),
+        }
+    }
+}

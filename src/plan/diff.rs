@@ -1,0 +1,522 @@
+//! A node-matched diff of two plans of the same query.
+//!
+//! Nodes are matched by the work they do, not by their position: a scan by the relation it reads
+//! (so a Seq Scan that became an Index Scan on the same table is one change, not a removal and an
+//! addition), a join or any other node by its kind and the relations below it. Matching is by
+//! hashing, so the diff costs O(n log n) at worst for plans of n nodes.
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+use serde::Serialize;
+
+use super::findings::{node_label, significant_misestimate};
+use super::metrics::PlanMetrics;
+use super::model::{Node, NodeId, Plan};
+
+/// A figure before and after.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Pair {
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+}
+
+impl Pair {
+    pub fn new(before: Option<f64>, after: Option<f64>) -> Self {
+        Self { before, after }
+    }
+
+    /// after / before; `None` when either is missing or before is zero.
+    pub fn ratio(&self) -> Option<f64> {
+        match (self.before, self.after) {
+            (Some(b), Some(a)) if b > 0.0 => Some(a / b),
+            _ => None,
+        }
+    }
+}
+
+/// Plan totals before and after.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TotalsDiff {
+    pub planning_ms: Pair,
+    pub execution_ms: Pair,
+    pub shared_hit_blocks: Pair,
+    pub shared_read_blocks: Pair,
+    pub pages_touched: Pair,
+    pub temp_blocks: Pair,
+    pub io_ms: Pair,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    /// The same relation is read another way (Seq Scan → Index Scan, ...).
+    AccessMethodChanged,
+    /// The same access method through another index.
+    IndexChanged,
+    /// The same relations joined another way (Hash Join → Nested Loop, ...).
+    JoinStrategyChanged,
+    /// Another node type doing the same work (HashAggregate → GroupAggregate, Sort → Incremental Sort).
+    NodeTypeChanged,
+    NodeAdded,
+    NodeRemoved,
+    /// The node's estimate became wrong by 10× or more.
+    EstimateErrorAppeared,
+    /// The node's estimate error of 10× or more is gone.
+    EstimateErrorVanished,
+    /// The pages the node itself touched changed by half or more.
+    PagesChanged,
+    /// The rows its filter removed changed by half or more.
+    RowsRemovedChanged,
+    HeapFetchesChanged,
+    /// A sort or hash now spills to disk.
+    SpillAppeared,
+    /// A sort or hash no longer spills to disk.
+    SpillVanished,
+}
+
+impl ChangeKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeKind::AccessMethodChanged => "access_method_changed",
+            ChangeKind::IndexChanged => "index_changed",
+            ChangeKind::JoinStrategyChanged => "join_strategy_changed",
+            ChangeKind::NodeTypeChanged => "node_type_changed",
+            ChangeKind::NodeAdded => "node_added",
+            ChangeKind::NodeRemoved => "node_removed",
+            ChangeKind::EstimateErrorAppeared => "estimate_error_appeared",
+            ChangeKind::EstimateErrorVanished => "estimate_error_vanished",
+            ChangeKind::PagesChanged => "pages_changed",
+            ChangeKind::RowsRemovedChanged => "rows_removed_changed",
+            ChangeKind::HeapFetchesChanged => "heap_fetches_changed",
+            ChangeKind::SpillAppeared => "spill_appeared",
+            ChangeKind::SpillVanished => "spill_vanished",
+        }
+    }
+}
+
+/// One classified difference between the plans.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub kind: ChangeKind,
+    pub before_node: Option<NodeId>,
+    pub after_node: Option<NodeId>,
+    /// The relation concerned, schema-qualified, when the node reads one.
+    pub relation: Option<String>,
+    pub message: String,
+    /// The figure that changed, when the change is about a figure.
+    pub figure: Option<Pair>,
+}
+
+/// The diff of two plans.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlanDiff {
+    /// For each node of the after plan, the before node it was matched to.
+    pub after_to_before: Vec<Option<NodeId>>,
+    /// For each node of the before plan, the after node it was matched to.
+    pub before_to_after: Vec<Option<NodeId>>,
+    pub totals: TotalsDiff,
+    /// Changes in the after plan's order, then removals in the before plan's order.
+    pub changes: Vec<Change>,
+}
+
+/// A changed figure must move by at least this factor...
+const FIGURE_CHANGE_FACTOR: f64 = 2.0;
+/// ...and by at least this much, to count as a change.
+const PAGES_CHANGE_MIN: f64 = 100.0;
+const ROWS_CHANGE_MIN: f64 = 1000.0;
+
+/// What kind of work a node does, for matching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Category {
+    /// Reads one relation (table, CTE, function): matched by that relation.
+    Scan,
+    /// Reads an index into a bitmap: matched by the index.
+    BitmapIndex,
+    Join,
+    Aggregate,
+    Sort,
+    Gather,
+    /// Anything else: matched by node type and the relations below it.
+    Other(u64),
+}
+
+fn category(node: &Node) -> Category {
+    if node.node_type == "Bitmap Index Scan" {
+        return Category::BitmapIndex;
+    }
+    if relation_key(node).is_some() {
+        return Category::Scan;
+    }
+    match node.node_type.as_str() {
+        "Nested Loop" | "Hash Join" | "Merge Join" => Category::Join,
+        "Aggregate" | "Group" => Category::Aggregate,
+        "Sort" | "Incremental Sort" => Category::Sort,
+        "Gather" | "Gather Merge" => Category::Gather,
+        other => Category::Other(hash_of(&other)),
+    }
+}
+
+/// The relation a scan reads, as a stable key: schema, name and alias (the alias tells a
+/// self-join's two scans apart).
+fn relation_key(node: &Node) -> Option<u64> {
+    if let Some(rel) = &node.relation_name {
+        return Some(hash_of(&("rel", &node.schema, rel, &node.alias)));
+    }
+    if node.node_type == "CTE Scan"
+        && let Some(cte) = &node.cte_name
+    {
+        return Some(hash_of(&("cte", cte, &node.alias)));
+    }
+    if let Some(function) = &node.function_name {
+        return Some(hash_of(&("fn", function, &node.alias)));
+    }
+    None
+}
+
+fn hash_of<T: Hash + ?Sized>(value: &T) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Mixes a hash so that summing mixed hashes gives a usable multiset hash.
+fn mix(mut x: u64) -> u64 {
+    // splitmix64's finaliser.
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Per node: the match key (category, what it works on) in one linear bottom-up pass.
+fn match_keys(plan: &Plan) -> Vec<(Category, u64)> {
+    let n = plan.nodes.len();
+    // Multiset hash of the relations read in each subtree: the sum of mixed relation keys, which
+    // does not depend on child order.
+    let mut relations = vec![0u64; n];
+    for id in (0..n).rev() {
+        let node = &plan.nodes[id];
+        let mut sum = relation_key(node).map(mix).unwrap_or(0);
+        for &c in &node.children {
+            sum = sum.wrapping_add(relations[c]);
+        }
+        relations[id] = sum;
+    }
+    plan.nodes
+        .iter()
+        .enumerate()
+        .map(|(id, node)| {
+            let category = category(node);
+            let what = match category {
+                Category::Scan => relation_key(node).unwrap_or(0),
+                Category::BitmapIndex => hash_of(&node.index_name),
+                _ => relations[id],
+            };
+            (category, what)
+        })
+        .collect()
+}
+
+/// Matches after-plan nodes to before-plan nodes with the same key, in plan order.
+fn match_nodes(before: &Plan, after: &Plan) -> (Vec<Option<NodeId>>, Vec<Option<NodeId>>) {
+    let before_keys = match_keys(before);
+    let after_keys = match_keys(after);
+    let mut queues: HashMap<(Category, u64), VecDeque<NodeId>> = HashMap::new();
+    for (id, key) in before_keys.iter().enumerate() {
+        queues.entry(*key).or_default().push_back(id);
+    }
+    let mut after_to_before = vec![None; after.nodes.len()];
+    let mut before_to_after = vec![None; before.nodes.len()];
+    for (id, key) in after_keys.iter().enumerate() {
+        if let Some(queue) = queues.get_mut(key)
+            && let Some(b) = queue.pop_front()
+        {
+            after_to_before[id] = Some(b);
+            before_to_after[b] = Some(id);
+        }
+    }
+    (after_to_before, before_to_after)
+}
+
+fn spills(node: &Node) -> bool {
+    node.sort_method
+        .as_deref()
+        .is_some_and(|m| m.starts_with("external"))
+        || node.sort_space_type.as_deref() == Some("Disk")
+        || (node.node_type == "Hash"
+            && node
+                .hash_batches
+                .unwrap_or(1.0)
+                .max(node.original_hash_batches.unwrap_or(1.0))
+                > 1.0)
+        || node.disk_usage_kb.unwrap_or(0.0) > 0.0
+}
+
+fn changed_enough(pair: Pair, minimum: f64) -> bool {
+    let (b, a) = (pair.before.unwrap_or(0.0), pair.after.unwrap_or(0.0));
+    let (lo, hi) = (b.min(a), b.max(a));
+    hi - lo >= minimum && (lo == 0.0 || hi / lo >= FIGURE_CHANGE_FACTOR)
+}
+
+fn count(v: f64) -> String {
+    crate::report::format::count(v)
+}
+
+/// Diffs two plans of the same query.
+pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> PlanDiff {
+    let (after_to_before, before_to_after) = match_nodes(before, after);
+    let mut changes = Vec::new();
+
+    for (a_id, a) in after.nodes.iter().enumerate() {
+        let relation = a.qualified_relation();
+        let Some(b_id) = after_to_before[a_id] else {
+            changes.push(Change {
+                kind: ChangeKind::NodeAdded,
+                before_node: None,
+                after_node: Some(a_id),
+                relation,
+                message: format!("added: {}", node_label(a)),
+                figure: None,
+            });
+            continue;
+        };
+        let b = &before.nodes[b_id];
+        let (b_m, a_m) = (&bm.nodes[b_id], &am.nodes[a_id]);
+        let mut push = |kind, message: String, figure: Option<Pair>| {
+            changes.push(Change {
+                kind,
+                before_node: Some(b_id),
+                after_node: Some(a_id),
+                relation: relation.clone(),
+                message,
+                figure,
+            })
+        };
+
+        let (b_type, a_type) = (b.display_type(), a.display_type());
+        match category(a) {
+            Category::Scan if b_type != a_type => push(
+                ChangeKind::AccessMethodChanged,
+                format!("{} → {}", node_label(b), node_label(a)),
+                None,
+            ),
+            Category::Scan if b.index_name != a.index_name => push(
+                ChangeKind::IndexChanged,
+                format!(
+                    "{}: index {} → {}",
+                    a.qualified_relation().unwrap_or_default(),
+                    b.index_name.as_deref().unwrap_or("none"),
+                    a.index_name.as_deref().unwrap_or("none")
+                ),
+                None,
+            ),
+            Category::Join if b_type != a_type => push(
+                ChangeKind::JoinStrategyChanged,
+                format!("join strategy {b_type} → {a_type}"),
+                None,
+            ),
+            _ if b_type != a_type => push(
+                ChangeKind::NodeTypeChanged,
+                format!("{b_type} → {a_type}"),
+                None,
+            ),
+            _ => {}
+        }
+
+        match (significant_misestimate(b_m), significant_misestimate(a_m)) {
+            (false, true) => {
+                let e = a_m.misestimate.map(|e| e.factor).unwrap_or(0.0);
+                push(
+                    ChangeKind::EstimateErrorAppeared,
+                    format!(
+                        "{}: estimate now off by {e:.0}× ({} estimated, {} actual per loop)",
+                        node_label(a),
+                        count(a.plan_rows.unwrap_or(0.0)),
+                        count(a.actual.map(|x| x.rows).unwrap_or(0.0))
+                    ),
+                    Some(Pair::new(
+                        b_m.misestimate.map(|e| e.factor),
+                        a_m.misestimate.map(|e| e.factor),
+                    )),
+                );
+            }
+            (true, false) => {
+                let e = b_m.misestimate.map(|e| e.factor).unwrap_or(0.0);
+                push(
+                    ChangeKind::EstimateErrorVanished,
+                    format!("{}: the {e:.0}× estimate error is gone", node_label(a)),
+                    Some(Pair::new(
+                        b_m.misestimate.map(|e| e.factor),
+                        a_m.misestimate.map(|e| e.factor),
+                    )),
+                );
+            }
+            _ => {}
+        }
+
+        let pages = Pair::new(
+            b_m.exclusive_buffers.map(|x| x.pages_touched()),
+            a_m.exclusive_buffers.map(|x| x.pages_touched()),
+        );
+        if pages.before.is_some()
+            && pages.after.is_some()
+            && changed_enough(pages, PAGES_CHANGE_MIN)
+        {
+            push(
+                ChangeKind::PagesChanged,
+                format!(
+                    "{}: pages touched {} → {}",
+                    node_label(a),
+                    count(pages.before.unwrap_or(0.0)),
+                    count(pages.after.unwrap_or(0.0))
+                ),
+                Some(pages),
+            );
+        }
+
+        let removed = Pair::new(
+            b_m.rows_removed_by_filter_total,
+            a_m.rows_removed_by_filter_total,
+        );
+        if (removed.before.is_some() || removed.after.is_some())
+            && changed_enough(removed, ROWS_CHANGE_MIN)
+        {
+            push(
+                ChangeKind::RowsRemovedChanged,
+                format!(
+                    "{}: rows removed by filter {} → {}",
+                    node_label(a),
+                    count(removed.before.unwrap_or(0.0)),
+                    count(removed.after.unwrap_or(0.0))
+                ),
+                Some(removed),
+            );
+        }
+
+        let fetches = Pair::new(b.heap_fetches, a.heap_fetches);
+        if (fetches.before.is_some() || fetches.after.is_some())
+            && changed_enough(fetches, ROWS_CHANGE_MIN)
+        {
+            push(
+                ChangeKind::HeapFetchesChanged,
+                format!(
+                    "{}: heap fetches {} → {}",
+                    node_label(a),
+                    count(fetches.before.unwrap_or(0.0)),
+                    count(fetches.after.unwrap_or(0.0))
+                ),
+                Some(fetches),
+            );
+        }
+
+        match (spills(b), spills(a)) {
+            (false, true) => push(
+                ChangeKind::SpillAppeared,
+                format!("{}: now spills to disk", node_label(a)),
+                None,
+            ),
+            (true, false) => push(
+                ChangeKind::SpillVanished,
+                format!("{}: no longer spills to disk", node_label(a)),
+                None,
+            ),
+            _ => {}
+        }
+    }
+
+    for (b_id, b) in before.nodes.iter().enumerate() {
+        if before_to_after[b_id].is_none() {
+            changes.push(Change {
+                kind: ChangeKind::NodeRemoved,
+                before_node: Some(b_id),
+                after_node: None,
+                relation: b.qualified_relation(),
+                message: format!("removed: {}", node_label(b)),
+                figure: None,
+            });
+        }
+    }
+
+    let (bt, at) = (&bm.totals, &am.totals);
+    PlanDiff {
+        after_to_before,
+        before_to_after,
+        totals: TotalsDiff {
+            planning_ms: Pair::new(bt.planning_ms, at.planning_ms),
+            execution_ms: Pair::new(bt.execution_ms, at.execution_ms),
+            shared_hit_blocks: Pair::new(bt.shared_hit_blocks, at.shared_hit_blocks),
+            shared_read_blocks: Pair::new(bt.shared_read_blocks, at.shared_read_blocks),
+            pages_touched: Pair::new(bt.pages_touched, at.pages_touched),
+            temp_blocks: Pair::new(bt.temp_blocks, at.temp_blocks),
+            io_ms: Pair::new(bt.io_ms, at.io_ms),
+        },
+        changes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{metrics::measure, parse_plan};
+
+    fn diff_json(before: &str, after: &str) -> PlanDiff {
+        let (b, a) = (parse_plan(before).unwrap(), parse_plan(after).unwrap());
+        diff(&b, &measure(&b), &a, &measure(&a))
+    }
+
+    #[test]
+    fn seq_scan_to_index_scan_is_one_change() {
+        let d = diff_json(
+            r#"{"Plan": {"Node Type": "Limit", "Plans": [{"Node Type": "Sort", "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "events", "Schema": "public", "Alias": "events"}]}]}}"#,
+            r#"{"Plan": {"Node Type": "Limit", "Plans": [
+                {"Node Type": "Index Scan", "Relation Name": "events", "Schema": "public", "Alias": "events",
+                 "Index Name": "events_idx"}]}}"#,
+        );
+        let kinds: Vec<ChangeKind> = d.changes.iter().map(|c| c.kind).collect();
+        assert_eq!(
+            kinds,
+            [ChangeKind::AccessMethodChanged, ChangeKind::NodeRemoved]
+        );
+        assert_eq!(d.changes[0].relation.as_deref(), Some("public.events"));
+        assert_eq!(d.after_to_before, [Some(0), Some(2)]);
+    }
+
+    #[test]
+    fn join_matched_by_relations_not_position() {
+        let d = diff_json(
+            r#"{"Plan": {"Node Type": "Hash Join", "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "a"},
+                {"Node Type": "Hash", "Plans": [{"Node Type": "Seq Scan", "Relation Name": "b"}]}]}}"#,
+            r#"{"Plan": {"Node Type": "Nested Loop", "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "b"},
+                {"Node Type": "Index Scan", "Relation Name": "a", "Index Name": "a_pkey"}]}}"#,
+        );
+        let kinds: Vec<ChangeKind> = d.changes.iter().map(|c| c.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                ChangeKind::JoinStrategyChanged,
+                ChangeKind::AccessMethodChanged,
+                ChangeKind::NodeRemoved
+            ]
+        );
+        // b's scan matched b's scan though it moved from inner to outer.
+        assert_eq!(d.after_to_before[1], Some(3));
+    }
+
+    #[test]
+    fn identical_plans_have_no_changes() {
+        let json = r#"{"Plan": {"Node Type": "Seq Scan", "Relation Name": "t", "Plan Rows": 5,
+            "Actual Startup Time": 0, "Actual Total Time": 1, "Actual Rows": 5, "Actual Loops": 1}}"#;
+        assert!(diff_json(json, json).changes.is_empty());
+    }
+
+    #[test]
+    fn ratio_needs_a_nonzero_before() {
+        assert_eq!(Pair::new(Some(10.0), Some(5.0)).ratio(), Some(0.5));
+        assert_eq!(Pair::new(Some(0.0), Some(5.0)).ratio(), None);
+        assert_eq!(Pair::new(None, Some(5.0)).ratio(), None);
+    }
+}

@@ -1,0 +1,377 @@
+//! The figures an expert reads off a plan, computed exactly from what the server reported:
+//! loop-aware totals, exclusive buffers and time, and the estimate error of each node.
+//!
+//! What the server reports, and how it is turned into totals (verified on PostgreSQL 13–18):
+//! - `Actual Rows`, `Actual Startup/Total Time` are per-loop averages, so totals are `× loops`.
+//! - `Rows Removed by Filter/Join Filter/Index Recheck` are per-loop averages rounded to whole
+//!   numbers, so their totals are `× loops` too (and approximate by up to half a row per loop).
+//! - `Heap Fetches`, `Exact/Lossy Heap Blocks`, `Index Searches` and buffer counters are already
+//!   totals over all loops; buffer counters include the node's children.
+//! - A parallel node's figures sum the leader and the workers, and its `Actual Loops` counts the
+//!   processes, so a parallel node's time × loops is CPU time, not elapsed time.
+
+use super::model::{Buffers, Node, NodeId, Plan};
+
+/// Which way the planner was wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// More rows came than the planner expected.
+    Under,
+    /// Fewer rows came than the planner expected.
+    Over,
+}
+
+/// Actual against estimated rows per loop, as a factor ≥ 1 with its direction.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Misestimate {
+    pub factor: f64,
+    pub direction: Direction,
+}
+
+/// Figures derived for one node.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeMetrics {
+    /// `Actual Loops`; `None` for estimate-only plans.
+    pub loops: Option<f64>,
+    /// The node ran zero times ("never executed").
+    pub never_executed: bool,
+    /// The node runs inside parallel workers (below a Gather or Gather Merge).
+    pub in_parallel_worker: bool,
+    /// The node's consumer may stop reading before the node is exhausted (a Limit above it with
+    /// only streaming nodes between, the inner side of a semi or anti join, a merge join's
+    /// inputs). `Plan Rows` is the estimate for running to completion, so fewer actual rows than
+    /// estimated is expected here, not an estimate error.
+    pub may_stop_early: bool,
+    /// Rows produced over all loops (`Actual Rows × Actual Loops`).
+    pub actual_rows_total: Option<f64>,
+    /// Estimated rows over all loops (`Plan Rows × Actual Loops`, or `Plan Rows` when not run).
+    pub estimated_rows_total: Option<f64>,
+    pub rows_removed_by_filter_total: Option<f64>,
+    pub rows_removed_by_join_filter_total: Option<f64>,
+    pub rows_removed_by_index_recheck_total: Option<f64>,
+    /// Buffers used by this node alone: its inclusive counters minus its children's.
+    pub exclusive_buffers: Option<Buffers>,
+    /// Elapsed time spent in this node and its children, in ms (for a node in parallel workers,
+    /// its CPU time divided by the number of processes).
+    pub inclusive_ms: Option<f64>,
+    /// Elapsed time spent in this node alone, in ms.
+    pub exclusive_ms: Option<f64>,
+    pub misestimate: Option<Misestimate>,
+}
+
+/// Figures for the whole plan.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlanTotals {
+    pub planning_ms: Option<f64>,
+    pub execution_ms: Option<f64>,
+    pub shared_hit_blocks: Option<f64>,
+    pub shared_read_blocks: Option<f64>,
+    pub shared_dirtied_blocks: Option<f64>,
+    pub shared_written_blocks: Option<f64>,
+    /// Shared hit + read: every page the execution touched.
+    pub pages_touched: Option<f64>,
+    /// Pages read from outside shared buffers (the OS cache or disk).
+    pub pages_read: Option<f64>,
+    pub temp_blocks: Option<f64>,
+    /// I/O time with `track_io_timing`, in ms.
+    pub io_ms: Option<f64>,
+    pub planning_pages_touched: Option<f64>,
+}
+
+/// A plan's figures, one [`NodeMetrics`] per node (same ids as [`Plan::nodes`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PlanMetrics {
+    pub nodes: Vec<NodeMetrics>,
+    pub totals: PlanTotals,
+}
+
+/// An init plan that computes a CTE. The CTE Scan nodes that read it already include its work,
+/// so subtracting it from the node it hangs under too would count it twice.
+fn is_cte_init_plan(node: &Node) -> bool {
+    node.parent_relationship.as_deref() == Some("InitPlan")
+        && node
+            .subplan_name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("CTE "))
+}
+
+/// Nodes that read all of their input before returning their first row: an early stop above
+/// them does not reach their children.
+fn reads_all_input(node: &Node) -> bool {
+    match node.node_type.as_str() {
+        "Sort" | "Hash" => true,
+        "Aggregate" => node.strategy.as_deref() != Some("Sorted"),
+        "SetOp" => node.strategy.as_deref() == Some("Hashed"),
+        _ => false,
+    }
+}
+
+/// Whether `child` of `parent` may be stopped early by its parent.
+fn stops_child_early(parent: &Node, parent_stops_early: bool, child: &Node) -> bool {
+    if parent.node_type == "Limit" {
+        return true;
+    }
+    if parent.node_type == "Merge Join" {
+        return true;
+    }
+    if parent.is_join()
+        && matches!(parent.join_type.as_deref(), Some("Semi" | "Anti"))
+        && child.parent_relationship.as_deref() == Some("Inner")
+    {
+        return true;
+    }
+    // Init plans and subplans are run by expressions, not pulled by the parent's consumer.
+    if matches!(
+        child.parent_relationship.as_deref(),
+        Some("InitPlan" | "SubPlan")
+    ) {
+        return false;
+    }
+    parent_stops_early && !reads_all_input(parent)
+}
+
+fn is_gather(node: &Node) -> bool {
+    matches!(node.node_type.as_str(), "Gather" | "Gather Merge")
+}
+
+/// Computes every node's figures and the plan totals in two linear passes.
+pub fn measure(plan: &Plan) -> PlanMetrics {
+    let n = plan.nodes.len();
+    let mut metrics: Vec<NodeMetrics> = Vec::with_capacity(n);
+    // Processes running each node: 1 outside parallel sections, the Gather's process count below.
+    let mut processes: Vec<f64> = vec![1.0; n];
+
+    // Pre-order: parents come before children, so parallel context flows down in one pass.
+    for (id, node) in plan.nodes.iter().enumerate() {
+        let parent = node.parent;
+        let in_parallel_worker =
+            parent.is_some_and(|p| metrics[p].in_parallel_worker || is_gather(&plan.nodes[p]));
+        if let Some(p) = parent {
+            processes[id] = if is_gather(&plan.nodes[p]) {
+                // The Gather's child runs once per process (workers, plus the leader unless
+                // parallel_leader_participation is off), so its loops count the processes.
+                node.actual.map(|a| a.loops.max(1.0)).unwrap_or(1.0)
+            } else {
+                processes[p]
+            };
+        }
+        let may_stop_early = parent
+            .is_some_and(|p| stops_child_early(&plan.nodes[p], metrics[p].may_stop_early, node));
+        let mut m = node_metrics(node, in_parallel_worker, processes[id]);
+        m.may_stop_early = may_stop_early;
+        metrics.push(m);
+    }
+
+    // Children have larger ids than their parents: walking backwards sees children first.
+    for id in (0..n).rev() {
+        let node = &plan.nodes[id];
+        let counted_children = || {
+            node.children
+                .iter()
+                .copied()
+                .filter(|&c| !is_cte_init_plan(&plan.nodes[c]))
+        };
+        if let Some(own) = node.buffers {
+            let mut children = Buffers::default();
+            for c in counted_children() {
+                if let Some(b) = plan.nodes[c].buffers {
+                    children.add(&b);
+                }
+            }
+            metrics[id].exclusive_buffers = Some(own.saturating_sub(&children));
+        }
+        if let Some(own) = metrics[id].inclusive_ms {
+            let children: f64 = counted_children()
+                .filter_map(|c| metrics[c].inclusive_ms)
+                .sum();
+            metrics[id].exclusive_ms = Some((own - children).max(0.0));
+        }
+    }
+
+    PlanMetrics {
+        totals: totals(plan),
+        nodes: metrics,
+    }
+}
+
+fn node_metrics(node: &Node, in_parallel_worker: bool, processes: f64) -> NodeMetrics {
+    let loops = node.actual.map(|a| a.loops);
+    let never_executed = loops == Some(0.0);
+    let times_loops = |per_loop: Option<f64>| match (per_loop, loops) {
+        (Some(v), Some(l)) => Some(v * l),
+        _ => None,
+    };
+    let estimated_rows_total = node.plan_rows.map(|rows| match loops {
+        Some(l) if l > 0.0 => rows * l,
+        _ => rows,
+    });
+    let inclusive_ms = node.actual.map(|a| {
+        let cpu = a.total_ms * a.loops;
+        if in_parallel_worker {
+            cpu / processes.max(1.0)
+        } else {
+            cpu
+        }
+    });
+    NodeMetrics {
+        loops,
+        never_executed,
+        in_parallel_worker,
+        may_stop_early: false,
+        actual_rows_total: node.actual.map(|a| a.rows * a.loops),
+        estimated_rows_total,
+        rows_removed_by_filter_total: times_loops(node.rows_removed_by_filter),
+        rows_removed_by_join_filter_total: times_loops(node.rows_removed_by_join_filter),
+        rows_removed_by_index_recheck_total: times_loops(node.rows_removed_by_index_recheck),
+        exclusive_buffers: None,
+        inclusive_ms,
+        exclusive_ms: None,
+        misestimate: misestimate(node),
+    }
+}
+
+/// The estimate error of a node that ran: actual against estimated rows per loop. Both are
+/// floored at one row, so "0 rows, 1 estimated" is not an error and the factor stays finite.
+pub fn misestimate(node: &Node) -> Option<Misestimate> {
+    let actual = node.actual?;
+    if actual.loops <= 0.0 {
+        return None;
+    }
+    let estimated = node.plan_rows?.max(1.0);
+    let rows = actual.rows.max(1.0);
+    Some(if rows >= estimated {
+        Misestimate {
+            factor: rows / estimated,
+            direction: Direction::Under,
+        }
+    } else {
+        Misestimate {
+            factor: estimated / rows,
+            direction: Direction::Over,
+        }
+    })
+}
+
+fn totals(plan: &Plan) -> PlanTotals {
+    let root = plan.nodes.first();
+    let buffers = root.and_then(|r| r.buffers);
+    // Execution I/O time is the root's: its counters include every node below it.
+    let io_ms = root.and_then(|r| r.io.total_ms());
+    PlanTotals {
+        planning_ms: plan.planning_ms,
+        execution_ms: plan.execution_ms,
+        shared_hit_blocks: buffers.map(|b| b.shared_hit_blocks),
+        shared_read_blocks: buffers.map(|b| b.shared_read_blocks),
+        shared_dirtied_blocks: buffers.map(|b| b.shared_dirtied_blocks),
+        shared_written_blocks: buffers.map(|b| b.shared_written_blocks),
+        pages_touched: buffers.map(|b| b.pages_touched()),
+        pages_read: buffers.map(|b| b.shared_read_blocks),
+        temp_blocks: buffers.map(|b| b.temp_blocks()),
+        io_ms,
+        planning_pages_touched: plan.planning_buffers.map(|b| b.pages_touched()),
+    }
+}
+
+/// The node ids of `plan` whose subtree contains `id` (its ancestors), nearest first.
+pub fn ancestors(plan: &Plan, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+    std::iter::successors(plan.nodes[id].parent, |&p| plan.nodes[p].parent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::parse_plan;
+
+    fn plan(json: &str) -> Plan {
+        parse_plan(json).unwrap()
+    }
+
+    #[test]
+    fn loops_multiply_per_loop_figures_but_not_totals() {
+        // An inner index scan run 100 times: 3 rows and 2 removed per loop, 50 heap fetches in all.
+        let p = plan(
+            r#"{"Plan": {"Node Type": "Index Scan", "Relation Name": "t", "Plan Rows": 1,
+                "Actual Startup Time": 0.01, "Actual Total Time": 0.02, "Actual Rows": 3,
+                "Actual Loops": 100, "Rows Removed by Filter": 2, "Heap Fetches": 50,
+                "Shared Hit Blocks": 300, "Shared Read Blocks": 0}}"#,
+        );
+        let m = measure(&p);
+        let root = &m.nodes[0];
+        assert_eq!(root.actual_rows_total, Some(300.0));
+        assert_eq!(root.rows_removed_by_filter_total, Some(200.0));
+        assert_eq!(root.estimated_rows_total, Some(100.0));
+        assert_eq!(p.root().heap_fetches, Some(50.0));
+        assert_eq!(root.inclusive_ms, Some(2.0));
+        let mis = root.misestimate.unwrap();
+        assert_eq!(mis.factor, 3.0);
+        assert_eq!(mis.direction, Direction::Under);
+    }
+
+    #[test]
+    fn exclusive_buffers_subtract_children() {
+        let p = plan(
+            r#"{"Plan": {"Node Type": "Limit", "Shared Hit Blocks": 10, "Shared Read Blocks": 5,
+                "Plans": [{"Node Type": "Seq Scan", "Relation Name": "t",
+                           "Shared Hit Blocks": 7, "Shared Read Blocks": 5}]}}"#,
+        );
+        let m = measure(&p);
+        let own = m.nodes[0].exclusive_buffers.unwrap();
+        assert_eq!(own.shared_hit_blocks, 3.0);
+        assert_eq!(own.shared_read_blocks, 0.0);
+        assert_eq!(m.totals.pages_touched, Some(15.0));
+        assert_eq!(m.totals.pages_read, Some(5.0));
+    }
+
+    #[test]
+    fn never_executed_is_not_fast() {
+        let p = plan(
+            r#"{"Plan": {"Node Type": "Index Scan", "Relation Name": "t", "Plan Rows": 5,
+                "Actual Startup Time": 0, "Actual Total Time": 0, "Actual Rows": 0,
+                "Actual Loops": 0}}"#,
+        );
+        let m = measure(&p);
+        assert!(m.nodes[0].never_executed);
+        assert_eq!(m.nodes[0].misestimate, None);
+    }
+
+    #[test]
+    fn parallel_time_is_divided_by_processes() {
+        // Gather ran once for 30 ms; its parallel child ran in 3 processes, 27 ms each on average.
+        let p = plan(
+            r#"{"Plan": {"Node Type": "Gather", "Actual Startup Time": 1, "Actual Total Time": 30,
+                "Actual Rows": 300, "Actual Loops": 1, "Workers Launched": 2,
+                "Plans": [{"Node Type": "Seq Scan", "Parallel Aware": true, "Relation Name": "t",
+                    "Actual Startup Time": 0, "Actual Total Time": 27, "Actual Rows": 100,
+                    "Actual Loops": 3}]}}"#,
+        );
+        let m = measure(&p);
+        assert!(m.nodes[1].in_parallel_worker);
+        assert_eq!(m.nodes[1].actual_rows_total, Some(300.0));
+        assert_eq!(m.nodes[1].inclusive_ms, Some(27.0));
+        assert_eq!(m.nodes[0].exclusive_ms, Some(3.0));
+    }
+
+    #[test]
+    fn limit_stops_streaming_children_early_but_not_below_a_sort() {
+        let p = plan(
+            r#"{"Plan": {"Node Type": "Limit", "Plans": [{"Node Type": "Gather Merge", "Plans": [
+                {"Node Type": "Sort", "Plans": [{"Node Type": "Seq Scan", "Relation Name": "t"}]}]}]}}"#,
+        );
+        let m = measure(&p);
+        let early: Vec<bool> = m.nodes.iter().map(|n| n.may_stop_early).collect();
+        assert_eq!(early, [false, true, true, false]);
+    }
+
+    #[test]
+    fn overestimate_direction() {
+        let p = plan(
+            r#"{"Plan": {"Node Type": "Seq Scan", "Relation Name": "t", "Plan Rows": 5000,
+                "Actual Startup Time": 0, "Actual Total Time": 1, "Actual Rows": 0,
+                "Actual Loops": 1}}"#,
+        );
+        let mis = measure(&p).nodes[0].misestimate.unwrap();
+        assert_eq!(mis.factor, 5000.0);
+        assert_eq!(mis.direction, Direction::Over);
+    }
+}

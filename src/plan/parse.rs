@@ -1,0 +1,897 @@
+//! Reading EXPLAIN output into a [`Plan`]: the JSON as the server sends it, a bare object as
+//! auto_explain logs it, or what a user pastes from psql, and clear errors for everything else.
+//!
+//! The JSON is read in one pass straight into the pre-order node arena (no intermediate
+//! `serde_json::Value` tree), so reading a plan costs about what parsing its bytes costs.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::model::{Actual, Buffers, IoTimes, Node, NodeId, Plan, Trigger, Wal};
+
+/// The deepest plan pgplan reads. Each level costs stack; real plans stay far below this.
+pub const MAX_PLAN_DEPTH: usize = 1000;
+
+/// Why an input is not a plan pgplan can read. Each message says what was expected.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PlanError {
+    #[error("the input is empty; expected the output of EXPLAIN (FORMAT JSON)")]
+    Empty,
+    #[error(
+        "this is EXPLAIN's TEXT format; pgplan reads JSON: run EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) instead"
+    )]
+    TextFormat,
+    #[error("not JSON ({detail}); expected the output of EXPLAIN (FORMAT JSON)")]
+    NotJson { detail: String },
+    #[error(
+        "the JSON ends early ({detail}); the plan looks truncated: copy the whole EXPLAIN output"
+    )]
+    Truncated { detail: String },
+    #[error(
+        "not a plan: {detail}; expected EXPLAIN (FORMAT JSON) output, an array holding one object with a \"Plan\" key"
+    )]
+    NotAPlan { detail: String },
+    #[error(
+        "the EXPLAIN output holds {count} plans (a statement that rules rewrote into several); pgplan reads one plan at a time"
+    )]
+    SeveralPlans { count: usize },
+    #[error(
+        "the plan is deeper than {MAX_PLAN_DEPTH} levels; pgplan does not read plans that deep"
+    )]
+    TooDeep,
+}
+
+/// Reads a plan from text: EXPLAIN (FORMAT JSON) output, an auto_explain JSON object, or either
+/// pasted from psql's aligned or expanded output.
+pub fn parse_plan(input: &str) -> Result<Plan, PlanError> {
+    let json = extract_json(input)?;
+    parse_json(&json)
+}
+
+/// Finds the JSON in what the user gave us, undoing psql's table decorations.
+fn extract_json(input: &str) -> Result<Cow<'_, str>, PlanError> {
+    let text = input.trim_start_matches('\u{feff}').trim();
+    if text.is_empty() {
+        return Err(PlanError::Empty);
+    }
+    if text.starts_with('[') || text.starts_with('{') {
+        return Ok(Cow::Borrowed(text));
+    }
+    if looks_like_psql_table(text) {
+        let json = strip_psql_table(text);
+        if json.trim().is_empty() {
+            return Err(PlanError::Empty);
+        }
+        if !(json.trim_start().starts_with('[') || json.trim_start().starts_with('{')) {
+            if looks_like_text_format(&json) {
+                return Err(PlanError::TextFormat);
+            }
+            return Err(PlanError::NotJson {
+                detail: "psql's output holds no JSON".into(),
+            });
+        }
+        return Ok(Cow::Owned(json));
+    }
+    // auto_explain in a server log: "LOG:  duration: 1.234 ms  plan:" then the JSON, its lines
+    // indented by a tab.
+    if let Some(at) = text.find("plan:") {
+        let rest = &text[at + "plan:".len()..];
+        if let Some(start) = rest.find(['{', '[']) {
+            let body: Vec<&str> = rest[start..]
+                .lines()
+                .map(|l| l.strip_prefix('\t').unwrap_or(l))
+                .collect();
+            return Ok(Cow::Owned(body.join("\n")));
+        }
+    }
+    if looks_like_text_format(text) {
+        return Err(PlanError::TextFormat);
+    }
+    let first = text.lines().next().unwrap_or_default();
+    Err(PlanError::NotJson {
+        detail: format!(
+            "it starts with {:?}",
+            first.chars().take(40).collect::<String>()
+        ),
+    })
+}
+
+fn looks_like_text_format(text: &str) -> bool {
+    text.contains("(cost=")
+        || text.contains("(actual time=")
+        || text.contains("(actual rows=")
+        || text.lines().any(|l| l.trim_start().starts_with("->  "))
+}
+
+fn looks_like_psql_table(text: &str) -> bool {
+    let mut lines = text.lines().map(str::trim);
+    let first = lines.next().unwrap_or_default();
+    first == "QUERY PLAN"
+        || first.starts_with("-[ RECORD")
+        || text.lines().any(|l| l.trim_end().ends_with('+'))
+}
+
+/// Undoes psql's aligned output (`QUERY PLAN` header, dashed rule, one leading space, `+` at the
+/// end of continued lines, `(1 row)` footer) and expanded output (`-[ RECORD 1 ]`, a
+/// `QUERY PLAN |` label on the first line and `|` on the others).
+fn strip_psql_table(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed == "QUERY PLAN"
+            || trimmed.starts_with("-[ RECORD")
+            || (!trimmed.is_empty() && trimmed.chars().all(|c| c == '-' || c == '+'))
+            || is_row_count_footer(trimmed)
+            || trimmed.is_empty()
+        {
+            continue;
+        }
+        let mut content = line;
+        if let Some(rest) = content.trim_start().strip_prefix("QUERY PLAN") {
+            content = rest.trim_start().strip_prefix('|').unwrap_or(rest);
+        } else if let Some(bar) = content.find('|')
+            && content[..bar].trim().is_empty()
+        {
+            // Expanded-format continuation line: spaces, a bar, the content.
+            content = &content[bar + 1..];
+        }
+        let content = content.strip_prefix(' ').unwrap_or(content);
+        let content = content.trim_end();
+        let content = content.strip_suffix('+').unwrap_or(content).trim_end();
+        out.push_str(content);
+        out.push('\n');
+    }
+    out
+}
+
+fn is_row_count_footer(line: &str) -> bool {
+    line.strip_prefix('(')
+        .and_then(|l| l.strip_suffix(')'))
+        .and_then(|l| l.split_once(' '))
+        .is_some_and(|(n, word)| {
+            n.chars().all(|c| c.is_ascii_digit()) && (word == "row" || word == "rows")
+        })
+}
+
+/// Stack for the reading thread: reading recurses once per plan level, and a deep plan on a
+/// small thread stack (2 MiB for spawned threads) would overflow long before MAX_PLAN_DEPTH.
+const PARSE_STACK_BYTES: usize = 64 << 20;
+
+fn parse_json(json: &str) -> Result<Plan, PlanError> {
+    // Shallow plans (nearly all) are read in place; only inputs nested deep enough to need it
+    // pay for a thread with a large stack.
+    if max_nesting(json) <= 64 {
+        return parse_json_here(json);
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("pgplan-parse".into())
+            .stack_size(PARSE_STACK_BYTES)
+            .spawn_scoped(scope, || parse_json_here(json))
+            .map(|handle| handle.join())
+    })
+    .ok()
+    .and_then(Result::ok)
+    .unwrap_or_else(|| parse_json_here(json))
+}
+
+/// How deeply brackets nest, ignoring brackets inside strings. Stops counting at 65.
+fn max_nesting(json: &str) -> usize {
+    let mut depth = 0usize;
+    let mut max = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in json.as_bytes() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    max = depth;
+                    if max > 64 {
+                        return max;
+                    }
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+fn parse_json_here(json: &str) -> Result<Plan, PlanError> {
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    // Depth is bounded by MAX_PLAN_DEPTH in NodeSeed instead of serde_json's fixed 128 levels,
+    // which a plan joining sixty tables already exceeds.
+    deserializer.disable_recursion_limit();
+    let result = TopLevelSeed
+        .deserialize(&mut deserializer)
+        .and_then(|plan| {
+            deserializer.end()?;
+            Ok(plan)
+        });
+    match result {
+        Ok(TopLevel::One(plan)) => Ok(*plan),
+        Ok(TopLevel::Several(count)) => Err(PlanError::SeveralPlans { count }),
+        Err(e) => Err(classify_error(json, e)),
+    }
+}
+
+/// Marker strings our own visitors put in custom errors, to map them back to [`PlanError`].
+const NOT_A_PLAN: &str = "pgplan:not-a-plan:";
+const TOO_DEEP: &str = "pgplan:too-deep";
+
+fn classify_error(json: &str, error: serde_json::Error) -> PlanError {
+    let message = error.to_string();
+    if message.contains(TOO_DEEP) {
+        return PlanError::TooDeep;
+    }
+    if let Some(at) = message.find(NOT_A_PLAN) {
+        let detail = message[at + NOT_A_PLAN.len()..].to_owned();
+        // serde_json appends " at line L column C" to custom errors; keep it, it helps.
+        return PlanError::NotAPlan { detail };
+    }
+    let position = format!("line {}, column {}", error.line(), error.column());
+    match error.classify() {
+        serde_json::error::Category::Eof => PlanError::Truncated {
+            detail: format!("input ends at {position}"),
+        },
+        serde_json::error::Category::Data => PlanError::NotAPlan {
+            detail: strip_position(&message).to_owned() + &format!(" at {position}"),
+        },
+        _ => {
+            let msg = strip_position(&message);
+            let detail = if msg.contains("number out of range") {
+                format!("a number out of range at {position}")
+            } else {
+                let near = snippet_at(json, error.line(), error.column());
+                format!("{msg} at {position}{near}")
+            };
+            PlanError::NotJson { detail }
+        }
+    }
+}
+
+fn strip_position(message: &str) -> &str {
+    match message.rfind(" at line ") {
+        Some(at) => &message[..at],
+        None => message,
+    }
+}
+
+fn snippet_at(json: &str, line: usize, column: usize) -> String {
+    let Some(text) = json.lines().nth(line.saturating_sub(1)) else {
+        return String::new();
+    };
+    let start = column.saturating_sub(20);
+    let snippet: String = text.chars().skip(start).take(40).collect();
+    if snippet.trim().is_empty() {
+        String::new()
+    } else {
+        format!(", near {:?}", snippet.trim())
+    }
+}
+
+enum TopLevel {
+    One(Box<Plan>),
+    Several(usize),
+}
+
+struct TopLevelSeed;
+
+impl<'de> DeserializeSeed<'de> for TopLevelSeed {
+    type Value = TopLevel;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<TopLevel, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopLevelSeed {
+    type Value = TopLevel;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an EXPLAIN (FORMAT JSON) array or a plan object")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
+        let Some(first) = seq.next_element_seed(PlanObjectSeed)? else {
+            return Err(de::Error::custom(format!("{NOT_A_PLAN}an empty array")));
+        };
+        let mut count = 1;
+        while seq.next_element::<IgnoredAny>()?.is_some() {
+            count += 1;
+        }
+        if count > 1 {
+            return Ok(TopLevel::Several(count));
+        }
+        Ok(TopLevel::One(Box::new(first)))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TopLevel, A::Error> {
+        PlanObjectSeed
+            .visit_map(map)
+            .map(|p| TopLevel::One(Box::new(p)))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<TopLevel, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}a JSON string")))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<TopLevel, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}a JSON boolean")))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<TopLevel, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}a JSON number")))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<TopLevel, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}a JSON number")))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<TopLevel, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}a JSON number")))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<TopLevel, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}JSON null")))
+    }
+}
+
+/// A map key, borrowed from the input when it holds no escapes (EXPLAIN's keys never do).
+struct Key<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+/// One element of the EXPLAIN array: `{"Plan": {...}, "Planning Time": ..., ...}`.
+struct PlanObjectSeed;
+
+impl<'de> DeserializeSeed<'de> for PlanObjectSeed {
+    type Value = Plan;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Plan, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PlanObjectSeed {
+    type Value = Plan;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a plan object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Plan, A::Error> {
+        let mut plan = Plan::default();
+        let mut saw_plan = false;
+        let mut other_keys = Vec::new();
+        while let Some(Key(key)) = map.next_key::<Key>()? {
+            match key.as_ref() {
+                "Plan" => {
+                    if saw_plan {
+                        return Err(de::Error::custom(format!(
+                            "{NOT_A_PLAN}two \"Plan\" keys in one object"
+                        )));
+                    }
+                    saw_plan = true;
+                    map.next_value_seed(NodeSeed {
+                        arena: &mut plan.nodes,
+                        parent: None,
+                        depth: 0,
+                    })?;
+                }
+                "Planning Time" => plan.planning_ms = Some(map.next_value()?),
+                "Execution Time" => plan.execution_ms = Some(map.next_value()?),
+                "Query Text" => plan.query_text = Some(map.next_value()?),
+                "Planning" => {
+                    let value: Map<String, Value> = map.next_value()?;
+                    plan.planning_buffers = buffers_from_map(&value);
+                    for (k, v) in value {
+                        if !is_buffer_key(&k) {
+                            plan.extra.insert(format!("Planning {k}"), v);
+                        }
+                    }
+                }
+                "Triggers" => {
+                    let value: Vec<Map<String, Value>> = map.next_value()?;
+                    plan.triggers = value.iter().map(trigger_from_map).collect();
+                }
+                "Settings" => {
+                    let value: Map<String, Value> = map.next_value()?;
+                    plan.settings = value
+                        .into_iter()
+                        .map(|(k, v)| {
+                            let v = match v {
+                                Value::String(s) => s,
+                                other => other.to_string(),
+                            };
+                            (k, v)
+                        })
+                        .collect();
+                }
+                other => {
+                    if other_keys.len() < 5 {
+                        other_keys.push(other.to_owned());
+                    }
+                    let value: Value = map.next_value()?;
+                    plan.extra.insert(other.to_owned(), value);
+                }
+            }
+        }
+        if !saw_plan {
+            let found = if other_keys.is_empty() {
+                "an empty object".to_owned()
+            } else {
+                format!("an object with keys {}", other_keys.join(", "))
+            };
+            return Err(de::Error::custom(format!("{NOT_A_PLAN}{found}")));
+        }
+        Ok(plan)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Plan, A::Error> {
+        Err(de::Error::custom(format!(
+            "{NOT_A_PLAN}an array inside the array"
+        )))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Plan, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}an array of strings")))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Plan, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}an array of numbers")))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Plan, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}an array of numbers")))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Plan, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}an array of numbers")))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Plan, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}an array of booleans")))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Plan, E> {
+        Err(E::custom(format!("{NOT_A_PLAN}an array holding null")))
+    }
+}
+
+fn is_buffer_key(key: &str) -> bool {
+    key.ends_with(" Blocks")
+}
+
+fn number(value: Option<&Value>) -> Option<f64> {
+    value.and_then(Value::as_f64)
+}
+
+fn buffers_from_map(map: &Map<String, Value>) -> Option<Buffers> {
+    if !map.keys().any(|k| is_buffer_key(k)) {
+        return None;
+    }
+    let get = |k: &str| number(map.get(k)).unwrap_or(0.0);
+    Some(Buffers {
+        shared_hit_blocks: get("Shared Hit Blocks"),
+        shared_read_blocks: get("Shared Read Blocks"),
+        shared_dirtied_blocks: get("Shared Dirtied Blocks"),
+        shared_written_blocks: get("Shared Written Blocks"),
+        local_hit_blocks: get("Local Hit Blocks"),
+        local_read_blocks: get("Local Read Blocks"),
+        local_dirtied_blocks: get("Local Dirtied Blocks"),
+        local_written_blocks: get("Local Written Blocks"),
+        temp_read_blocks: get("Temp Read Blocks"),
+        temp_written_blocks: get("Temp Written Blocks"),
+    })
+}
+
+fn trigger_from_map(map: &Map<String, Value>) -> Trigger {
+    Trigger {
+        name: map
+            .get("Trigger Name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        relation: map
+            .get("Relation")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        time_ms: number(map.get("Time")),
+        calls: number(map.get("Calls")),
+    }
+}
+
+/// Reads one node object into the arena at the position pre-order gives it: a slot is reserved
+/// before the node's children are read, so the node's id precedes every id in its subtree.
+struct NodeSeed<'a> {
+    arena: &'a mut Vec<Node>,
+    parent: Option<NodeId>,
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for NodeSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+/// Reads a `Plans` array, each element a node whose parent is `parent`.
+struct ChildrenSeed<'a> {
+    arena: &'a mut Vec<Node>,
+    parent: NodeId,
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ChildrenSeed<'_> {
+    type Value = Vec<NodeId>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<NodeId>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ChildrenSeed<'_> {
+    type Value = Vec<NodeId>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of plan nodes")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<NodeId>, A::Error> {
+        let mut children = Vec::new();
+        loop {
+            let id = self.arena.len();
+            let seed = NodeSeed {
+                arena: self.arena,
+                parent: Some(self.parent),
+                depth: self.depth,
+            };
+            if seq.next_element_seed(seed)?.is_none() {
+                break;
+            }
+            children.push(id);
+        }
+        Ok(children)
+    }
+}
+
+impl<'de> Visitor<'de> for NodeSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a plan node object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        if self.depth >= MAX_PLAN_DEPTH {
+            return Err(de::Error::custom(TOO_DEEP));
+        }
+        let id = self.arena.len();
+        // Reserve the slot; filled when the node's own keys are read.
+        self.arena.push(Node::default());
+        let mut node = Node {
+            parent: self.parent,
+            depth: self.depth,
+            ..Node::default()
+        };
+        let mut actual = Actual::default();
+        let mut has_actual = false;
+        let mut buffers = Buffers::default();
+        let mut has_buffers = false;
+        let mut wal = Wal::default();
+        let mut has_wal = false;
+        let mut io = IoTimes::default();
+        let mut saw_node_type = false;
+
+        while let Some(Key(key)) = map.next_key::<Key>()? {
+            macro_rules! num {
+                () => {
+                    Some(map.next_value::<f64>()?)
+                };
+            }
+            macro_rules! text {
+                () => {
+                    Some(map.next_value::<String>()?)
+                };
+            }
+            macro_rules! buf {
+                ($field:ident) => {{
+                    buffers.$field = map.next_value::<f64>()?;
+                    has_buffers = true;
+                }};
+            }
+            match key.as_ref() {
+                "Node Type" => {
+                    node.node_type = map.next_value()?;
+                    saw_node_type = true;
+                }
+                "Parent Relationship" => node.parent_relationship = text!(),
+                "Subplan Name" => node.subplan_name = text!(),
+                "Parallel Aware" => node.parallel_aware = map.next_value()?,
+                "Async Capable" => node.async_capable = Some(map.next_value()?),
+                "Relation Name" => node.relation_name = text!(),
+                "Schema" => node.schema = text!(),
+                "Alias" => node.alias = text!(),
+                "Index Name" => node.index_name = text!(),
+                "CTE Name" => node.cte_name = text!(),
+                "Function Name" => node.function_name = text!(),
+                "Join Type" => node.join_type = text!(),
+                "Strategy" => node.strategy = text!(),
+                "Partial Mode" => node.partial_mode = text!(),
+                "Scan Direction" => node.scan_direction = text!(),
+                "Operation" => node.operation = text!(),
+                "Startup Cost" => node.startup_cost = num!(),
+                "Total Cost" => node.total_cost = num!(),
+                "Plan Rows" => node.plan_rows = num!(),
+                "Plan Width" => node.plan_width = num!(),
+                "Disabled" => node.disabled = Some(map.next_value()?),
+                "Actual Startup Time" => {
+                    actual.startup_ms = map.next_value()?;
+                    has_actual = true;
+                }
+                "Actual Total Time" => {
+                    actual.total_ms = map.next_value()?;
+                    has_actual = true;
+                }
+                "Actual Rows" => {
+                    actual.rows = map.next_value()?;
+                    has_actual = true;
+                }
+                "Actual Loops" => {
+                    actual.loops = map.next_value()?;
+                    has_actual = true;
+                }
+                "Rows Removed by Filter" => node.rows_removed_by_filter = num!(),
+                "Rows Removed by Join Filter" => node.rows_removed_by_join_filter = num!(),
+                "Rows Removed by Index Recheck" => node.rows_removed_by_index_recheck = num!(),
+                "Heap Fetches" => node.heap_fetches = num!(),
+                "Exact Heap Blocks" => node.exact_heap_blocks = num!(),
+                "Lossy Heap Blocks" => node.lossy_heap_blocks = num!(),
+                "Index Searches" => node.index_searches = num!(),
+                "Shared Hit Blocks" => buf!(shared_hit_blocks),
+                "Shared Read Blocks" => buf!(shared_read_blocks),
+                "Shared Dirtied Blocks" => buf!(shared_dirtied_blocks),
+                "Shared Written Blocks" => buf!(shared_written_blocks),
+                "Local Hit Blocks" => buf!(local_hit_blocks),
+                "Local Read Blocks" => buf!(local_read_blocks),
+                "Local Dirtied Blocks" => buf!(local_dirtied_blocks),
+                "Local Written Blocks" => buf!(local_written_blocks),
+                "Temp Read Blocks" => buf!(temp_read_blocks),
+                "Temp Written Blocks" => buf!(temp_written_blocks),
+                // PostgreSQL 17 renamed "I/O Read Time" to "Shared I/O Read Time".
+                "I/O Read Time" | "Shared I/O Read Time" => io.shared_read_ms = num!(),
+                "I/O Write Time" | "Shared I/O Write Time" => io.shared_write_ms = num!(),
+                "Local I/O Read Time" => io.local_read_ms = num!(),
+                "Local I/O Write Time" => io.local_write_ms = num!(),
+                "Temp I/O Read Time" => io.temp_read_ms = num!(),
+                "Temp I/O Write Time" => io.temp_write_ms = num!(),
+                "WAL Records" => {
+                    wal.records = num!();
+                    has_wal = true;
+                }
+                "WAL FPI" => {
+                    wal.full_page_images = num!();
+                    has_wal = true;
+                }
+                "WAL Bytes" => {
+                    wal.bytes = num!();
+                    has_wal = true;
+                }
+                "Sort Method" => node.sort_method = text!(),
+                "Sort Space Used" => node.sort_space_used_kb = num!(),
+                "Sort Space Type" => node.sort_space_type = text!(),
+                "Hash Buckets" => node.hash_buckets = num!(),
+                "Original Hash Buckets" => node.original_hash_buckets = num!(),
+                "Hash Batches" => node.hash_batches = num!(),
+                "Original Hash Batches" => node.original_hash_batches = num!(),
+                "Peak Memory Usage" => node.peak_memory_usage_kb = num!(),
+                "HashAgg Batches" => node.hashagg_batches = num!(),
+                "Disk Usage" => node.disk_usage_kb = num!(),
+                "Workers Planned" => node.workers_planned = num!(),
+                "Workers Launched" => node.workers_launched = num!(),
+                "Filter" => node.filter = text!(),
+                "Join Filter" => node.join_filter = text!(),
+                "Index Cond" => node.index_cond = text!(),
+                "Recheck Cond" => node.recheck_cond = text!(),
+                "Hash Cond" => node.hash_cond = text!(),
+                "Merge Cond" => node.merge_cond = text!(),
+                "Output" => node.output = map.next_value()?,
+                "Plans" => {
+                    node.children = map.next_value_seed(ChildrenSeed {
+                        arena: self.arena,
+                        parent: id,
+                        depth: self.depth + 1,
+                    })?;
+                }
+                other => {
+                    let value: Value = map.next_value()?;
+                    node.extra.insert(other.to_owned(), value);
+                }
+            }
+        }
+        if !saw_node_type {
+            return Err(de::Error::custom(format!(
+                "{NOT_A_PLAN}a node without \"Node Type\""
+            )));
+        }
+        node.actual = has_actual.then_some(actual);
+        node.buffers = has_buffers.then_some(buffers);
+        node.wal = has_wal.then_some(wal);
+        node.io = io;
+        self.arena[id] = node;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"[{"Plan": {"Node Type": "Seq Scan", "Relation Name": "t",
+        "Plan Rows": 10, "Actual Rows": 6.50, "Actual Loops": 2, "Actual Startup Time": 0.1,
+        "Actual Total Time": 0.2, "Shared Hit Blocks": 3, "Future Key": {"x": 1}},
+        "Planning Time": 0.5, "Execution Time": 1.5, "JIT": {"Functions": 3}}]"#;
+
+    #[test]
+    fn reads_server_output() {
+        let plan = parse_plan(MINIMAL).unwrap();
+        assert_eq!(plan.nodes.len(), 1);
+        let root = plan.root();
+        assert_eq!(root.node_type, "Seq Scan");
+        assert_eq!(root.actual.unwrap().rows, 6.5);
+        assert_eq!(root.actual.unwrap().loops, 2.0);
+        assert_eq!(root.buffers.unwrap().shared_hit_blocks, 3.0);
+        assert_eq!(plan.planning_ms, Some(0.5));
+        assert_eq!(plan.execution_ms, Some(1.5));
+        // Unknown keys are kept, at node and top level.
+        assert!(root.extra.contains_key("Future Key"));
+        assert!(plan.extra.contains_key("JIT"));
+    }
+
+    #[test]
+    fn reads_a_bare_object() {
+        let bare = MINIMAL.trim().trim_start_matches('[').trim_end_matches(']');
+        let plan = parse_plan(bare).unwrap();
+        assert_eq!(plan.root().node_type, "Seq Scan");
+    }
+
+    #[test]
+    fn pre_order_ids_with_parents() {
+        let json = r#"{"Plan": {"Node Type": "A", "Plans": [
+            {"Node Type": "B", "Plans": [{"Node Type": "C"}]},
+            {"Node Type": "D"}]}}"#;
+        let plan = parse_plan(json).unwrap();
+        let types: Vec<&str> = plan.nodes.iter().map(|n| n.node_type.as_str()).collect();
+        assert_eq!(types, ["A", "B", "C", "D"]);
+        assert_eq!(plan.nodes[1].parent, Some(0));
+        assert_eq!(plan.nodes[2].parent, Some(1));
+        assert_eq!(plan.nodes[3].parent, Some(0));
+        assert_eq!(plan.nodes[0].children, [1, 3]);
+        assert_eq!(plan.nodes[2].depth, 2);
+    }
+
+    #[test]
+    fn plan_rows_beyond_u64() {
+        let json = r#"{"Plan": {"Node Type": "Nested Loop", "Plan Rows": 1000000000000000019884624838656}}"#;
+        let plan = parse_plan(json).unwrap();
+        assert_eq!(plan.root().plan_rows, Some(1e30));
+    }
+
+    #[test]
+    fn psql_aligned_paste() {
+        let pasted = "                 QUERY PLAN\n\
+                      ---------------------------------\n \
+                      [                              +\n   \
+                        {                            +\n     \
+                          \"Plan\": {                  +\n       \
+                            \"Node Type\": \"Result\"    +\n     \
+                          }                          +\n   \
+                        }                            +\n \
+                      ]\n\
+                      (1 row)\n";
+        let plan = parse_plan(pasted).unwrap();
+        assert_eq!(plan.root().node_type, "Result");
+    }
+
+    #[test]
+    fn psql_expanded_paste() {
+        let pasted = "-[ RECORD 1 ]------------------\n\
+                      QUERY PLAN | [                 +\n           \
+                                 |   {               +\n           \
+                                 |     \"Plan\": {     +\n           \
+                                 |       \"Node Type\": \"Result\"+\n           \
+                                 |     }             +\n           \
+                                 |   }               +\n           \
+                                 | ]\n";
+        let plan = parse_plan(pasted).unwrap();
+        assert_eq!(plan.root().node_type, "Result");
+    }
+
+    #[test]
+    fn auto_explain_log_line() {
+        let log = "2026-01-01 00:00:00 UTC [1] LOG:  duration: 0.045 ms  plan:\n\t{\n\t  \"Query Text\": \"select 1\",\n\t  \"Plan\": {\"Node Type\": \"Result\"}\n\t}\n";
+        let plan = parse_plan(log).unwrap();
+        assert_eq!(plan.query_text.as_deref(), Some("select 1"));
+    }
+
+    #[test]
+    fn bad_inputs_have_clear_errors() {
+        assert_eq!(parse_plan(""), Err(PlanError::Empty));
+        assert_eq!(parse_plan("  \n\t "), Err(PlanError::Empty));
+        assert_eq!(
+            parse_plan("Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)"),
+            Err(PlanError::TextFormat)
+        );
+        assert!(matches!(
+            parse_plan("hello"),
+            Err(PlanError::NotJson { .. })
+        ));
+        assert!(matches!(
+            parse_plan(r#"[{"Plan": {"Node Type": "Seq"#),
+            Err(PlanError::Truncated { .. })
+        ));
+        assert!(matches!(
+            parse_plan(r#"{"a": 1}"#),
+            Err(PlanError::NotAPlan { .. })
+        ));
+        assert!(matches!(parse_plan("[]"), Err(PlanError::NotAPlan { .. })));
+        assert!(matches!(
+            parse_plan("[1, 2]"),
+            Err(PlanError::NotAPlan { .. })
+        ));
+        assert!(matches!(
+            parse_plan(r#"{"Plan": {"Plan Rows": 1}}"#),
+            Err(PlanError::NotAPlan { .. })
+        ));
+        assert!(matches!(
+            parse_plan(r#"{"Plan": {"Node Type": "Result", "Plan Rows": "many"}}"#),
+            Err(PlanError::NotAPlan { .. })
+        ));
+        let out_of_range = parse_plan(r#"{"Plan": {"Node Type": "Result", "Plan Rows": 1e400}}"#);
+        match out_of_range {
+            Err(PlanError::NotJson { detail }) => assert!(detail.contains("out of range")),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse_plan(r#"[{"Plan": {"Node Type": "A"}}, {"Plan": {"Node Type": "B"}}]"#),
+            Err(PlanError::SeveralPlans { count: 2 })
+        );
+    }
+
+    #[test]
+    fn depth_is_bounded_not_a_stack_overflow() {
+        let mut json = String::new();
+        for _ in 0..(MAX_PLAN_DEPTH + 5) {
+            json.push_str(r#"{"Node Type": "Result", "Plans": ["#);
+        }
+        json.push_str(r#"{"Node Type": "Result"}"#);
+        for _ in 0..(MAX_PLAN_DEPTH + 5) {
+            json.push_str("]}");
+        }
+        let wrapped = format!(r#"{{"Plan": {json}}}"#);
+        assert_eq!(parse_plan(&wrapped), Err(PlanError::TooDeep));
+    }
+}

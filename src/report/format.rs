@@ -1,0 +1,148 @@
+//! Number formatting shared by every renderer: counts with thousands separators, durations,
+//! sizes and before/after ratios, so the same figure reads the same everywhere.
+
+/// `9091` → "9,091"; `6.5` → "6.5"; `33266.67` → "33,266.67"; `1e30` → "1.00e30".
+pub fn count(value: f64) -> String {
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    if value.abs() >= 1e15 {
+        return format!("{value:.2e}");
+    }
+    let negative = value < 0.0;
+    let abs = value.abs();
+    let rounded = (abs * 100.0).round() / 100.0;
+    let whole = rounded.trunc() as u64;
+    let fraction = ((rounded - rounded.trunc()) * 100.0).round() as u64;
+    let mut text = group_thousands(whole);
+    if fraction > 0 {
+        let frac = format!("{fraction:02}");
+        text.push('.');
+        text.push_str(frac.trim_end_matches('0'));
+    }
+    if negative && (whole > 0 || fraction > 0) {
+        text.insert(0, '-');
+    }
+    text
+}
+
+fn group_thousands(mut n: u64) -> String {
+    let mut groups = Vec::new();
+    loop {
+        if n < 1000 {
+            groups.push(n.to_string());
+            break;
+        }
+        groups.push(format!("{:03}", n % 1000));
+        n /= 1000;
+    }
+    groups.reverse();
+    groups.join(",")
+}
+
+/// Milliseconds with precision that suits their size: "0.071 ms", "12.34 ms", "1,234.5 ms".
+pub fn ms(value: f64) -> String {
+    if value < 1.0 {
+        format!("{value:.3} ms")
+    } else if value < 100.0 {
+        format!("{value:.2} ms")
+    } else {
+        let whole = count((value * 10.0).round() / 10.0);
+        if whole.contains('.') {
+            format!("{whole} ms")
+        } else {
+            format!("{whole}.0 ms")
+        }
+    }
+}
+
+/// Bytes in binary units: "8.0 kB", "71.4 MB" (PostgreSQL's own kB = 1024 bytes convention).
+pub fn bytes(value: f64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "kB", "MB", "GB", "TB"];
+    let mut v = value;
+    let mut unit = 0;
+    while v >= 1024.0 && unit < UNITS.len() - 1 {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{} bytes", count(value))
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// How `after` compares with `before` for a figure where less is better:
+/// "1,818× fewer", "2.1× more", "same", or "" when either side is missing.
+pub fn change(before: Option<f64>, after: Option<f64>, fewer: &str, more: &str) -> String {
+    let (Some(b), Some(a)) = (before, after) else {
+        return String::new();
+    };
+    if a == b {
+        return "same".into();
+    }
+    if b == 0.0 {
+        return format!("{more} (from 0)");
+    }
+    if a == 0.0 {
+        return format!("{fewer} (to 0)");
+    }
+    let (factor, word) = if a < b { (b / a, fewer) } else { (a / b, more) };
+    if factor < 1.1 {
+        let pct = 100.0 * (a - b) / b;
+        format!("{pct:+.0}%")
+    } else if factor < 10.0 {
+        format!("{factor:.1}× {word}")
+    } else {
+        format!("{}× {word}", count(factor.round()))
+    }
+}
+
+/// A ratio (after / before) as a plain number for tables: "0.0005", "1.00", "12.3".
+pub fn ratio(value: Option<f64>) -> String {
+    match value {
+        None => String::new(),
+        Some(0.0) => "0".into(),
+        Some(r) if r < 0.01 => format!("{r:.1e}"),
+        Some(r) if r < 10.0 => format!("{r:.2}"),
+        Some(r) => count(r.round()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts() {
+        assert_eq!(count(0.0), "0");
+        assert_eq!(count(9091.0), "9,091");
+        assert_eq!(count(6.5), "6.5");
+        assert_eq!(count(33266.67), "33,266.67");
+        assert_eq!(count(1_000_000.0), "1,000,000");
+        assert_eq!(count(1e30), "1.00e30");
+        assert_eq!(count(-1234.0), "-1,234");
+    }
+
+    #[test]
+    fn durations_and_sizes() {
+        assert_eq!(ms(0.0712), "0.071 ms");
+        assert_eq!(ms(77.395), "77.40 ms");
+        assert_eq!(ms(1234.56), "1,234.6 ms");
+        assert_eq!(ms(200.0), "200.0 ms");
+        assert_eq!(bytes(8192.0), "8.0 kB");
+        assert_eq!(bytes(100.0), "100 bytes");
+    }
+
+    #[test]
+    fn changes() {
+        assert_eq!(
+            change(Some(9091.0), Some(5.0), "fewer", "more"),
+            "1,818× fewer"
+        );
+        assert_eq!(change(Some(10.0), Some(21.0), "fewer", "more"), "2.1× more");
+        assert_eq!(change(Some(10.0), Some(10.5), "fewer", "more"), "+5%");
+        assert_eq!(change(Some(10.0), Some(10.0), "fewer", "more"), "same");
+        assert_eq!(change(None, Some(10.0), "fewer", "more"), "");
+    }
+}

@@ -1,0 +1,183 @@
+//! Markdown output, for a pull-request comment or a ticket: tables GitHub renders, the plan tree
+//! in a code block, and the tree diff in a collapsible `diff` block.
+
+use std::io::{self, Write};
+
+use crate::plan::{Analysis, Comparison, Finding};
+
+use super::format::{change, count, ms};
+use super::text::{headline, totals_line, unified_tree_diff};
+use super::tree::rows;
+
+/// Escapes text for a Markdown table cell.
+pub fn cell(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace('\n', "<br>")
+}
+
+/// The plan tree in a fenced code block, one line per node with its main figures.
+pub fn write_tree_block(out: &mut dyn Write, analysis: &Analysis) -> io::Result<()> {
+    writeln!(out, "```text")?;
+    for row in rows(analysis) {
+        let node = &analysis.plan.nodes[row.id];
+        let m = &analysis.metrics.nodes[row.id];
+        let mut line = format!("{}{}", row.prefix, row.label);
+        if let Some(sub) = &row.subplan {
+            line = format!("{}[{sub}] {}", row.prefix, row.label);
+        }
+        let mut figures = Vec::new();
+        if m.never_executed {
+            figures.push("never executed".to_owned());
+        } else if let Some(a) = node.actual {
+            figures.push(format!(
+                "rows {} est {}",
+                count(a.rows),
+                count(node.plan_rows.unwrap_or(0.0))
+            ));
+            if a.loops != 1.0 {
+                figures.push(format!("×{} loops", count(a.loops)));
+            }
+        } else if let Some(est) = node.plan_rows {
+            figures.push(format!("est {}", count(est)));
+        }
+        if let Some(b) = node.buffers {
+            figures.push(format!("pages {}", count(b.pages_touched())));
+        }
+        if !figures.is_empty() {
+            line.push_str("  (");
+            line.push_str(&figures.join(", "));
+            line.push(')');
+        }
+        if !row.findings.is_empty() {
+            let marks: Vec<String> = row.findings.iter().map(|n| format!("[{n}]")).collect();
+            line.push(' ');
+            line.push_str(&marks.join(""));
+        }
+        writeln!(out, "{line}")?;
+        for detail in &row.details {
+            writeln!(out, "{}{detail}", row.detail_prefix)?;
+        }
+    }
+    writeln!(out, "```")
+}
+
+pub fn write_findings(out: &mut dyn Write, findings: &[Finding]) -> io::Result<()> {
+    if findings.is_empty() {
+        writeln!(out, "No findings.")?;
+        return Ok(());
+    }
+    writeln!(out, "| # | severity | finding | fix |")?;
+    writeln!(out, "|---|---|---|---|")?;
+    for (i, f) in findings.iter().enumerate() {
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            i + 1,
+            f.severity.as_str(),
+            cell(&f.message),
+            cell(&f.hint)
+        )?;
+    }
+    Ok(())
+}
+
+/// `pgplan explain --format markdown`.
+pub fn write_explain(out: &mut dyn Write, title: &str, analysis: &Analysis) -> io::Result<()> {
+    writeln!(out, "### Plan `{}`", title.replace('`', "'"))?;
+    writeln!(out)?;
+    writeln!(out, "{}", totals_line(analysis))?;
+    writeln!(out)?;
+    write_tree_block(out, analysis)?;
+    writeln!(out)?;
+    write_findings(out, &analysis.findings)
+}
+
+/// The totals of a comparison as a Markdown table.
+pub fn write_totals(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> {
+    let t = &comparison.diff.totals;
+    writeln!(out, "| | before | after | change |")?;
+    writeln!(out, "|---|---:|---:|---|")?;
+    let rows: [(&str, crate::plan::Pair, bool, (&str, &str)); 5] = [
+        ("execution time", t.execution_ms, true, ("faster", "slower")),
+        ("pages touched", t.pages_touched, false, ("fewer", "more")),
+        ("shared hit", t.shared_hit_blocks, false, ("fewer", "more")),
+        (
+            "shared read",
+            t.shared_read_blocks,
+            false,
+            ("fewer", "more"),
+        ),
+        ("temp blocks", t.temp_blocks, false, ("fewer", "more")),
+    ];
+    for (name, pair, is_time, (fewer, more)) in rows {
+        if pair.before.is_none() && pair.after.is_none() {
+            continue;
+        }
+        let show = |v: Option<f64>| match v {
+            Some(v) if is_time => ms(v),
+            Some(v) => count(v),
+            None => "—".into(),
+        };
+        writeln!(
+            out,
+            "| {name} | {} | {} | {} |",
+            show(pair.before),
+            show(pair.after),
+            change(pair.before, pair.after, fewer, more)
+        )?;
+    }
+    Ok(())
+}
+
+pub fn write_changes(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> {
+    if comparison.diff.changes.is_empty() {
+        return writeln!(out, "The plans do the same work the same way.");
+    }
+    for c in &comparison.diff.changes {
+        writeln!(
+            out,
+            "- **{}** {}",
+            c.kind.as_str(),
+            c.message.replace('*', "\\*")
+        )?;
+    }
+    Ok(())
+}
+
+/// `pgplan diff --format markdown`.
+pub fn write_diff(
+    out: &mut dyn Write,
+    titles: (&str, &str),
+    comparison: &Comparison,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "### Plan diff: `{}` → `{}`",
+        titles.0.replace('`', "'"),
+        titles.1.replace('`', "'")
+    )?;
+    writeln!(out)?;
+    writeln!(out, "**{}**", headline(comparison))?;
+    writeln!(out)?;
+    write_totals(out, comparison)?;
+    writeln!(out)?;
+    write_changes(out, comparison)?;
+    writeln!(out)?;
+    writeln!(out, "#### After plan")?;
+    writeln!(out)?;
+    write_tree_block(out, &comparison.after)?;
+    writeln!(out)?;
+    write_findings(out, &comparison.after.findings)?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "<details><summary>Plan trees, before → after</summary>"
+    )?;
+    writeln!(out)?;
+    writeln!(out, "```diff")?;
+    write!(out, "{}", unified_tree_diff(comparison))?;
+    writeln!(out, "```")?;
+    writeln!(out)?;
+    writeln!(out, "</details>")
+}
