@@ -1,0 +1,201 @@
+//! The live-test harness: one throwaway server per PostgreSQL version per test binary, started on
+//! first use, and one database per test.
+//!
+//! Versions come from `PGPLAN_TEST_VERSIONS` (comma-separated majors, default 13 to 18; `none`
+//! skips live tests). Binaries come from the cache `scripts/fetch-postgres.sh` fills; a version
+//! asked for but missing fails the test with what to run, it is never skipped silently.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use pgplan::db::cluster::{Cluster, ClusterOptions, ServerBinaries, binaries_cache_dir};
+
+/// The major versions live tests run against.
+pub fn versions() -> Vec<u32> {
+    match std::env::var("PGPLAN_TEST_VERSIONS") {
+        Ok(v) if v.trim() == "none" => Vec::new(),
+        Ok(v) if !v.trim().is_empty() => v
+            .split(',')
+            .map(|s| {
+                s.trim().parse().unwrap_or_else(|_| {
+                    panic!("PGPLAN_TEST_VERSIONS: {s:?} is not a major version")
+                })
+            })
+            .collect(),
+        _ => (13..=18).collect(),
+    }
+}
+
+/// Server binaries for `major` from the fetch cache.
+pub fn binaries(major: u32) -> ServerBinaries {
+    let dir = binaries_cache_dir().join(major.to_string()).join("bin");
+    ServerBinaries::at(&dir).unwrap_or_else(|e| {
+        panic!(
+            "PostgreSQL {major} binaries missing ({e}); run scripts/fetch-postgres.sh {major}, \
+             or narrow PGPLAN_TEST_VERSIONS"
+        )
+    })
+}
+
+/// Debian's PostgreSQL 15, which has HypoPG from the postgresql-15-hypopg package.
+pub fn debian_15_with_hypopg() -> Option<ServerBinaries> {
+    let dir = PathBuf::from("/usr/lib/postgresql/15/bin");
+    let hypopg = PathBuf::from("/usr/share/postgresql/15/extension/hypopg.control");
+    if !hypopg.exists() {
+        return None;
+    }
+    ServerBinaries::at(dir).ok()
+}
+
+/// Settings every shared test server gets: enough connections for parallel tests, stable plans.
+pub fn default_options(binaries: ServerBinaries) -> ClusterOptions {
+    ClusterOptions::new(binaries)
+        .setting("max_connections", 100)
+        .setting("shared_buffers", "64MB")
+        .setting("jit", "off")
+}
+
+static SERVERS: OnceLock<Mutex<HashMap<u32, Arc<OnceLock<Cluster>>>>> = OnceLock::new();
+
+/// The shared server for `major`, started on first use.
+pub fn server(major: u32) -> &'static Cluster {
+    let cell = {
+        let mut servers = SERVERS.get_or_init(Default::default).lock().unwrap();
+        servers
+            .entry(major)
+            .or_insert_with(|| Arc::new(OnceLock::new()))
+            .clone()
+    };
+    // Leak the Arc so the reference is 'static; servers live until the process exits (and are
+    // stopped by the cluster module's exit hook).
+    let cell: &'static OnceLock<Cluster> = Box::leak(Box::new(cell));
+    cell.get_or_init(|| {
+        Cluster::start(default_options(binaries(major)))
+            .unwrap_or_else(|e| panic!("starting PostgreSQL {major}: {e}"))
+    })
+}
+
+static DB_COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// A database of its own for one test on one server; dropped when the test is done.
+pub struct TestDb {
+    pub cluster: &'static Cluster,
+    pub name: String,
+}
+
+impl TestDb {
+    /// Creates `<test>_<n>` on the shared server for `major`.
+    pub async fn create(major: u32, test: &str) -> TestDb {
+        let cluster = server(major);
+        let n = DB_COUNTER.fetch_add(1, Ordering::SeqCst);
+        let name = format!(
+            "{}_{}_{n}",
+            test.replace(|c: char| !c.is_ascii_alphanumeric(), "_"),
+            std::process::id()
+        );
+        cluster
+            .execute("postgres", &format!("CREATE DATABASE \"{name}\""))
+            .await
+            .unwrap_or_else(|e| panic!("creating database {name} on {major}: {e}"));
+        TestDb { cluster, name }
+    }
+
+    pub fn major(&self) -> u32 {
+        self.cluster.major()
+    }
+
+    /// A conninfo string for this database over the server's Unix socket.
+    pub fn conninfo(&self) -> String {
+        self.cluster.conninfo(&self.name)
+    }
+
+    pub async fn client(&self) -> tokio_postgres::Client {
+        self.cluster
+            .connect(&self.name)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {}: {e}", self.name))
+    }
+
+    /// Runs SQL statements one at a time (so VACUUM and CREATE INDEX CONCURRENTLY work).
+    pub async fn run(&self, sql: &str) {
+        let client = self.client().await;
+        for statement in pgplan::sql::split_statements(sql).expect("test SQL splits") {
+            client
+                .batch_execute(&statement.text)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "PostgreSQL {}: {}\n{}",
+                        self.major(),
+                        statement.text,
+                        pgplan::db::error::describe(&e)
+                    )
+                });
+        }
+    }
+
+    /// One column of one row, as text.
+    pub async fn value(&self, sql: &str) -> Option<String> {
+        let client = self.client().await;
+        let messages = client
+            .simple_query(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {}", pgplan::db::error::describe(&e)));
+        messages.into_iter().find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+            _ => None,
+        })
+    }
+
+    /// Drops the database (terminating any session still in it).
+    pub async fn drop_db(self) {
+        let sql = if self.major() >= 13 {
+            format!("DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)", self.name)
+        } else {
+            format!("DROP DATABASE IF EXISTS \"{}\"", self.name)
+        };
+        let _ = self.cluster.execute("postgres", &sql).await;
+    }
+}
+
+/// Path of the built pgplan binary, for tests that run it as a user would.
+pub fn pgplan_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pgplan"))
+}
+
+/// Runs `f` for every test version concurrently and reports every version that failed, not just
+/// the first.
+pub async fn for_each_version<F, Fut>(test: &str, f: F)
+where
+    F: Fn(u32) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let mut handles = Vec::new();
+    for major in versions() {
+        let fut = f(major);
+        handles.push((major, tokio::spawn(fut)));
+    }
+    let mut failures = Vec::new();
+    for (major, handle) in handles {
+        if let Err(e) = handle.await {
+            let message = match e.try_into_panic() {
+                Ok(panic) => panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "panic".into()),
+                Err(e) => e.to_string(),
+            };
+            failures.push(format!("PostgreSQL {major}: {message}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{test} failed on:\n{}",
+        failures.join("\n\n")
+    );
+}
