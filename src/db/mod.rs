@@ -1,4 +1,7 @@
 //! The I/O shell: everything that talks to a PostgreSQL server or starts one.
 
 pub mod cluster;
+pub mod conninfo;
 pub mod error;
+pub mod pgpass;
+pub mod service;
