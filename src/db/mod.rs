@@ -1,5 +1,8 @@
 //! The I/O shell: everything that talks to a PostgreSQL server or starts one.
 
 pub mod cluster;
+pub mod conninfo;
 pub mod error;
 pub mod facts;
+pub mod pgpass;
+pub mod service;
