@@ -12,4 +12,5 @@ pub mod db;
 pub mod exit;
 pub mod plan;
 pub mod report;
+pub mod server;
 pub mod sql;

@@ -1,6 +1,8 @@
 //! Orchestration: turns validated requests into work on the core and the I/O shell, one module
 //! per command, and decides the exit code.
 
+pub mod info;
+pub mod live;
 pub mod offline;
 
 use std::io::{self, IsTerminal};
@@ -16,7 +18,8 @@ pub fn run(cli: Cli) -> Result<u8> {
     match cli.command {
         Command::Explain(args) => offline::explain(args, &text),
         Command::Diff(args) => offline::diff(args, &text),
-        Command::Info(_) | Command::Compare(_) | Command::Audit(_) | Command::Demo(_) => {
+        Command::Info(args) => info::info(args, cli.verbose, &text),
+        Command::Compare(_) | Command::Audit(_) | Command::Demo(_) => {
             anyhow::bail!("not available yet")
         }
     }

@@ -1,57 +1,10 @@
-//! What pgplan learns about a server once per connection: version, role, privileges, extensions
-//! and TLS — everything a command needs to decide what it can do there.
+//! Reading [`ServerFacts`] from a connection, once, with one query.
 
-use serde::Serialize;
+pub use crate::server::ServerFacts;
 
 use super::error::describe;
 
 const FACTS_SQL: &str = include_str!("../../queries/server_facts.sql");
-
-/// Facts about the server and the session, read once after connecting.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ServerFacts {
-    /// `server_version_num`, e.g. 160014.
-    pub version_num: u32,
-    /// `server_version`, e.g. "16.14".
-    pub version: String,
-    /// `pg_is_in_recovery()`: a standby (or a server restoring from archive).
-    pub in_recovery: bool,
-    /// `transaction_read_only` of a fresh transaction (`default_transaction_read_only`, a standby,
-    /// or a pooler that forces it).
-    pub read_only: bool,
-    pub user: String,
-    pub database: String,
-    pub superuser: bool,
-    /// Member of `pg_monitor` (directly or through other roles), or superuser.
-    pub pg_monitor: bool,
-    /// Member of `pg_read_all_stats` (sees every session's activity), or superuser.
-    pub pg_read_all_stats: bool,
-    /// Installed extensions in the current database, with their versions.
-    pub extensions: Vec<(String, String)>,
-    /// The connection's TLS version, when encrypted (`pg_stat_ssl`).
-    pub tls_version: Option<String>,
-    pub tls_cipher: Option<String>,
-    /// `pg_control_system()`'s system identifier: the same on a primary and its physical standbys.
-    pub system_identifier: Option<String>,
-    /// `pg_postmaster_start_time()`, as text (ISO 8601).
-    pub started_at: Option<String>,
-    /// Seconds since the server started.
-    pub uptime_seconds: Option<f64>,
-}
-
-impl ServerFacts {
-    pub fn major(&self) -> u32 {
-        self.version_num / 10000
-    }
-
-    pub fn is_standby(&self) -> bool {
-        self.in_recovery
-    }
-
-    pub fn has_extension(&self, name: &str) -> bool {
-        self.extensions.iter().any(|(n, _)| n == name)
-    }
-}
 
 /// Reads the facts with one query (`queries/server_facts.sql`).
 pub async fn read_facts(client: &tokio_postgres::Client) -> Result<ServerFacts, String> {

@@ -1,8 +1,12 @@
 //! The I/O shell: everything that talks to a PostgreSQL server or starts one.
 
 pub mod cluster;
+pub mod connect;
 pub mod conninfo;
 pub mod error;
 pub mod facts;
 pub mod pgpass;
+pub mod retry;
 pub mod service;
+pub mod session;
+pub mod tls;

@@ -2,6 +2,7 @@
 //! or Markdown (for a pull request or a ticket), to any `io::Write`.
 
 pub mod format;
+pub mod info;
 pub mod markdown;
 pub mod text;
 pub mod tree;

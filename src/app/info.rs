@@ -1,0 +1,40 @@
+//! `pgplan info`: connect like psql, read the server's facts, say what pgplan can do there.
+
+use std::io::{self, Write};
+
+use anyhow::{Result, bail};
+
+use crate::cli::InfoArgs;
+use crate::exit;
+use crate::report::info::{InfoDoc, InfoReport, write_text};
+use crate::report::{Format, TextOptions, write_json};
+
+use super::live::{Interrupt, open, resolve, runtime};
+
+pub fn info(args: InfoArgs, verbose: u8, options: &TextOptions) -> Result<u8> {
+    if args.format == Format::Markdown {
+        bail!("pgplan info writes text or json, not markdown");
+    }
+    let params = resolve(&args.conn)?;
+    let sources = if verbose > 0 {
+        params.explain_sources()
+    } else {
+        Vec::new()
+    };
+    let report = runtime()?.block_on(Interrupt::new().run(async {
+        let connection = open(&params, &args.session).await?;
+        Ok(InfoReport {
+            target: connection.target.clone(),
+            encrypted: connection.encrypted,
+            facts: connection.facts.clone(),
+            sources,
+        })
+    }))?;
+    let mut out = io::stdout().lock();
+    match args.format {
+        Format::Json => write_json(&mut out, &InfoDoc::new(&report))?,
+        _ => write_text(&mut out, &report, options)?,
+    }
+    out.flush()?;
+    Ok(exit::SUCCESS)
+}

@@ -1,0 +1,115 @@
+//! What every command that talks to a server shares: turning connection arguments into libpq
+//! parameters, connecting with retries, and Ctrl-C (or SIGTERM) cancelling server work before
+//! exiting.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+
+use crate::cli::{ConnArgs, SessionArgs};
+use crate::db::connect::{CancelHandle, ConnectOptions, Connection, connect};
+use crate::db::conninfo::{self, ConnParams, ConnRequest, Environment};
+use crate::db::retry::RetryPolicy;
+use crate::exit::Exit;
+
+/// A single-threaded runtime: pgplan's work is waiting on servers, and one thread keeps the order
+/// of progress messages and cancellation simple.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+/// Resolves connection parameters as psql would from these arguments and the environment, and
+/// prints the resolver's warnings (an ignored password file, ...) on stderr.
+pub fn resolve(conn: &ConnArgs) -> Result<ConnParams> {
+    let request = ConnRequest {
+        dbname: conn.dbname.clone(),
+        host: conn.host.clone(),
+        port: conn.port.clone(),
+        user: conn.username.clone(),
+    };
+    let params = conninfo::resolve(&request, &Environment::from_process())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for warning in &params.warnings {
+        eprintln!("pgplan: warning: {warning}");
+    }
+    Ok(params)
+}
+
+/// Connects with the retry policy from `--retries`, telling stderr about each retry.
+pub async fn open(params: &ConnParams, session: &SessionArgs) -> Result<Connection> {
+    let options = ConnectOptions {
+        retry: RetryPolicy::new(session.retries),
+    };
+    let connection = connect(params, &options, |error, attempt, delay| {
+        eprintln!(
+            "pgplan: {}; retry {attempt} of {} in {:.1} s",
+            first_line(&error.to_string()),
+            session.retries,
+            delay.as_secs_f64()
+        );
+    })
+    .await?;
+    Ok(connection)
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
+}
+
+/// Connections whose running statements must be cancelled when the user interrupts.
+#[derive(Clone, Default)]
+pub struct Interrupt {
+    handles: Arc<Mutex<Vec<CancelHandle>>>,
+}
+
+impl Interrupt {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancel this connection's work on Ctrl-C.
+    pub fn watch(&self, connection: &Connection) {
+        self.handles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(connection.cancel_handle());
+    }
+
+    /// Runs `work`; on SIGINT or SIGTERM, sends a cancel request on every watched connection,
+    /// lets `work` finish its rollback (bounded), and fails with [`Exit::Interrupted`]. A second
+    /// signal stops waiting: the server rolls back on disconnect anyway.
+    pub async fn run<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut sigint =
+            signal(SignalKind::interrupt()).context("installing the Ctrl-C handler")?;
+        let mut sigterm =
+            signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
+        tokio::pin!(work);
+        tokio::select! {
+            result = &mut work => return result,
+            _ = sigint.recv() => {}
+            _ = sigterm.recv() => {}
+        }
+        eprintln!("pgplan: interrupted: cancelling the running statement and rolling back");
+        let handles: Vec<CancelHandle> = self
+            .handles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for handle in &handles {
+            handle.cancel().await;
+        }
+        tokio::select! {
+            _ = &mut work => {}
+            _ = sigint.recv() => {}
+            _ = sigterm.recv() => {}
+            _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+        }
+        Err(Exit::Interrupted.into())
+    }
+}

@@ -1,0 +1,593 @@
+//! Connecting as libpq does: each host in turn with its own password and TLS, libpq's sslmode
+//! fallbacks, `target_session_attrs` checked against the server's own answer, retries for
+//! failures that may pass, and errors that say what failed and what to try.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::seq::SliceRandom;
+use tokio_postgres::config::{ChannelBinding as PgChannelBinding, SslMode as PgSslMode};
+use tokio_postgres::tls::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::conninfo::{
+    ChannelBinding, ConnParams, HostSpec, LoadBalanceHosts, SslMode, SslNegotiation,
+    TargetSessionAttrs,
+};
+use super::error::describe;
+use super::facts::{ServerFacts, read_facts};
+use super::retry::RetryPolicy;
+use super::tls::{RootCerts, TlsRequest, client_config, mode_name};
+
+/// Why a connection could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("could not connect to {target}: {cause}{hint}", hint = reach_hint(tried))]
+    Unreachable {
+        target: String,
+        cause: String,
+        /// Every host, port or socket path tried.
+        tried: Vec<String>,
+    },
+    #[error(
+        "authentication failed for user \"{user}\" on {target}: {cause}\nhint: the password came from {password_source}"
+    )]
+    Authentication {
+        target: String,
+        user: String,
+        cause: String,
+        password_source: String,
+    },
+    #[error(
+        "database \"{database}\" does not exist on {target}\nhint: list databases with psql -l, or name another with -d"
+    )]
+    NoDatabase { target: String, database: String },
+    #[error("TLS with sslmode={sslmode} failed for {target}: {cause}\nhint: {hint}")]
+    Tls {
+        target: String,
+        sslmode: &'static str,
+        cause: String,
+        hint: String,
+    },
+    #[error("the server at {target} refused the connection: {cause}")]
+    Server {
+        target: String,
+        cause: String,
+        /// Whether trying again later may help (the server is starting up, or full).
+        transient: bool,
+    },
+    #[error("{target} is not a suitable server: {reason}")]
+    WrongRole { target: String, reason: String },
+    #[error("{0}")]
+    Setup(String),
+}
+
+fn reach_hint(tried: &[String]) -> String {
+    if tried.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nhint: tried {}; check that the server runs and accepts connections there (pg_isready), \
+         or give another place with -h/-p or PGHOST/PGPORT",
+        tried.join(", ")
+    )
+}
+
+impl ConnectError {
+    /// Whether another attempt may succeed. Never for authentication, TLS, a missing database
+    /// or a usage error: repeating those only adds load (and locks accounts).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ConnectError::Unreachable { .. } => true,
+            ConnectError::Server { transient, .. } => *transient,
+            _ => false,
+        }
+    }
+}
+
+/// TLS as used by a connection, kept for sending cancel requests the same way.
+#[derive(Clone)]
+enum Tls {
+    None,
+    Rustls(Box<MakeRustlsConnect>),
+}
+
+/// An open connection with the facts read from it.
+pub struct Connection {
+    pub client: tokio_postgres::Client,
+    pub facts: ServerFacts,
+    /// Where it is connected: "host:port/database", no password.
+    pub target: String,
+    /// Whether the connection is encrypted.
+    pub encrypted: bool,
+    cancel: tokio_postgres::CancelToken,
+    tls: Tls,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("target", &self.target)
+            .field("encrypted", &self.encrypted)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sends a cancel request for whatever the connection is running (Ctrl-C).
+#[derive(Clone)]
+pub struct CancelHandle {
+    token: tokio_postgres::CancelToken,
+    tls: Tls,
+}
+
+impl CancelHandle {
+    /// Asks the server to cancel the running statement. Errors are ignored: if the request cannot
+    /// be delivered, closing the connection still makes the server roll back.
+    pub async fn cancel(&self) {
+        let _ = match &self.tls {
+            Tls::None => self.token.cancel_query(NoTls).await,
+            Tls::Rustls(tls) => self.token.cancel_query((**tls).clone()).await,
+        };
+    }
+}
+
+impl Connection {
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle {
+            token: self.cancel.clone(),
+            tls: self.tls.clone(),
+        }
+    }
+
+    /// Whether the connection task has ended (the server closed it, or the network dropped).
+    pub fn is_closed(&self) -> bool {
+        self.client.is_closed() || self.task.is_finished()
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// How the connection will identify itself and retry.
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub retry: RetryPolicy,
+}
+
+fn host_display(host: &HostSpec) -> String {
+    let name = host
+        .host
+        .clone()
+        .or_else(|| host.hostaddr.map(|a| a.to_string()))
+        .unwrap_or_else(|| "localhost".into());
+    if host.is_socket {
+        format!(
+            "socket {}/.s.PGSQL.{}",
+            name.trim_end_matches('/'),
+            host.port
+        )
+    } else {
+        format!("{name}:{}", host.port)
+    }
+}
+
+fn target_display(host: &HostSpec, params: &ConnParams) -> String {
+    format!("{} (database {})", host_display(host), params.dbname.value)
+}
+
+fn tls_request(params: &ConnParams) -> TlsRequest {
+    TlsRequest {
+        mode: params.sslmode.value,
+        root_certs: params.sslrootcert.as_ref().map(|r| {
+            if r.value == "system" {
+                RootCerts::System
+            } else {
+                RootCerts::File(PathBuf::from(&r.value))
+            }
+        }),
+        client_cert: match (&params.sslcert, &params.sslkey) {
+            (Some(cert), Some(key)) => Some((cert.value.clone(), key.value.clone())),
+            _ => None,
+        },
+    }
+}
+
+fn base_config(params: &ConnParams, host: &HostSpec) -> tokio_postgres::Config {
+    let mut config = tokio_postgres::Config::new();
+    if host.is_socket {
+        config.host_path(host.host.as_deref().unwrap_or("/tmp"));
+    } else {
+        if let Some(name) = &host.host {
+            config.host(name);
+        }
+        if let Some(addr) = host.hostaddr {
+            config.hostaddr(addr);
+            if host.host.is_none() {
+                config.host(addr.to_string());
+            }
+        }
+    }
+    config
+        .port(host.port)
+        .user(&params.user.value)
+        .dbname(&params.dbname.value)
+        .application_name(&params.application_name.value);
+    if let Some(password) = &host.password {
+        config.password(password.value.expose());
+    }
+    // libpq sends PGDATESTYLE, PGTZ and PGGEQO as startup settings; tokio-postgres only has
+    // `options`, which carries the same `-c name=value` settings.
+    let mut options: Vec<String> = params
+        .options
+        .as_ref()
+        .map(|o| vec![o.value.clone()])
+        .unwrap_or_default();
+    for (name, value) in &params.startup_settings {
+        options.push(format!("-c {name}={}", value.value.replace(' ', "\\ ")));
+    }
+    if !options.is_empty() {
+        config.options(options.join(" "));
+    }
+    if let Some(timeout) = &params.connect_timeout {
+        config.connect_timeout(timeout.value);
+    }
+    config.keepalives(params.keepalives.enabled.value);
+    if let Some(idle) = &params.keepalives.idle {
+        config.keepalives_idle(idle.value);
+    }
+    if let Some(interval) = &params.keepalives.interval {
+        config.keepalives_interval(interval.value);
+    }
+    if let Some(count) = &params.keepalives.count {
+        config.keepalives_retries(count.value);
+    }
+    if let Some(timeout) = &params.keepalives.tcp_user_timeout {
+        config.tcp_user_timeout(timeout.value);
+    }
+    config.channel_binding(match params.channel_binding.value {
+        ChannelBinding::Disable => PgChannelBinding::Disable,
+        ChannelBinding::Prefer => PgChannelBinding::Prefer,
+        ChannelBinding::Require => PgChannelBinding::Require,
+    });
+    if params.sslnegotiation.value == SslNegotiation::Direct {
+        config.ssl_negotiation(tokio_postgres::config::SslNegotiation::Direct);
+    }
+    config
+}
+
+fn password_source(params: &ConnParams, host: &HostSpec) -> String {
+    match &host.password {
+        Some(p) => p.source.describe("password"),
+        None => match &params.passfile {
+            Some(file) => format!(
+                "nowhere: none was given (-d, PGPASSWORD) and {} has no line for this host, port, \
+                 database and user",
+                file.value.display()
+            ),
+            None => "nowhere: none was given (-d, PGPASSWORD, ~/.pgpass)".into(),
+        },
+    }
+}
+
+/// Walks an error's sources looking for a TLS failure.
+fn tls_cause(error: &tokio_postgres::Error) -> Option<String> {
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && let Some(inner) = io.get_ref()
+            && inner.downcast_ref::<rustls::Error>().is_some()
+        {
+            return Some(inner.to_string());
+        }
+        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
+            return Some(tls.to_string());
+        }
+        source = cause.source();
+    }
+    let text = error.to_string();
+    (text.contains("TLS") || text.contains("SSL")).then_some(describe(error))
+}
+
+fn classify(
+    error: tokio_postgres::Error,
+    params: &ConnParams,
+    host: &HostSpec,
+    tried: &[String],
+) -> ConnectError {
+    let target = target_display(host, params);
+    if let Some(db) = error.as_db_error() {
+        let cause = describe(&error);
+        return match db.code().code() {
+            // invalid_password, invalid_authorization_specification (pg_hba rejection)
+            "28P01" | "28000" => ConnectError::Authentication {
+                target,
+                user: params.user.value.clone(),
+                cause,
+                password_source: password_source(params, host),
+            },
+            "3D000" => ConnectError::NoDatabase {
+                target,
+                database: params.dbname.value.clone(),
+            },
+            // cannot_connect_now (starting up, shutting down, recovering), too_many_connections,
+            // admin_shutdown/crash_shutdown.
+            "57P03" | "53300" | "57P01" | "57P02" => ConnectError::Server {
+                target,
+                cause,
+                transient: true,
+            },
+            _ => ConnectError::Server {
+                target,
+                cause,
+                transient: false,
+            },
+        };
+    }
+    let text = describe(&error);
+    if text.contains("password missing") {
+        return ConnectError::Authentication {
+            target,
+            user: params.user.value.clone(),
+            cause: "the server asked for a password".into(),
+            password_source: password_source(params, host),
+        };
+    }
+    if let Some(cause) = tls_cause(&error) {
+        let root = params
+            .sslrootcert
+            .as_ref()
+            .map(|r| format!("root certificate {}", r.value))
+            .unwrap_or_else(|| "no root certificate".into());
+        return ConnectError::Tls {
+            target,
+            sslmode: mode_name(params.sslmode.value),
+            hint: format!(
+                "checked against {root}; for verify-full the certificate must name the host \
+                 connected to; sslmode=require encrypts without verifying"
+            ),
+            cause,
+        };
+    }
+    ConnectError::Unreachable {
+        target,
+        cause: text,
+        tried: tried.to_vec(),
+    }
+}
+
+/// One attempt at one host with one TLS choice.
+async fn attempt(
+    config: &tokio_postgres::Config,
+    tls: &Tls,
+) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>, bool), tokio_postgres::Error> {
+    match tls {
+        Tls::None => {
+            let (client, connection) = config.connect(NoTls).await?;
+            Ok((
+                client,
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                }),
+                false,
+            ))
+        }
+        Tls::Rustls(make) => {
+            let (client, connection) = config.connect((**make).clone()).await?;
+            // With sslmode=prefer the server may have declined TLS; the facts query tells.
+            Ok((
+                client,
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                }),
+                true,
+            ))
+        }
+    }
+}
+
+/// Connects to one host, applying libpq's sslmode fallbacks.
+async fn connect_host(
+    params: &ConnParams,
+    host: &HostSpec,
+    tls_config: &Option<Arc<rustls::ClientConfig>>,
+) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>, Tls), tokio_postgres::Error> {
+    let mut config = base_config(params, host);
+    // libpq never negotiates TLS over a Unix socket: the kernel already authenticates both ends.
+    let rustls = match (host.is_socket, tls_config) {
+        (false, Some(cfg)) => Some(Tls::Rustls(Box::new(MakeRustlsConnect::new(
+            (**cfg).clone(),
+        )))),
+        _ => None,
+    };
+    match (params.sslmode.value, rustls) {
+        (_, None) => {
+            config.ssl_mode(PgSslMode::Disable);
+            let (c, t, _) = attempt(&config, &Tls::None).await?;
+            Ok((c, t, Tls::None))
+        }
+        (SslMode::Allow, Some(tls)) => {
+            // Plain text first; TLS only when the server turns plain text away.
+            config.ssl_mode(PgSslMode::Disable);
+            match attempt(&config, &Tls::None).await {
+                Ok((c, t, _)) => Ok((c, t, Tls::None)),
+                Err(e) if e.code().map(|c| c.code()) == Some("28000") => {
+                    config.ssl_mode(PgSslMode::Require);
+                    let (c, t, _) = attempt(&config, &tls).await?;
+                    Ok((c, t, tls))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        (SslMode::Prefer, Some(tls)) => {
+            // TLS when the server offers it. libpq also falls back to plain text when the TLS
+            // handshake itself fails.
+            config.ssl_mode(PgSslMode::Prefer);
+            match attempt(&config, &tls).await {
+                Ok((c, t, _)) => Ok((c, t, tls)),
+                Err(e) if e.as_db_error().is_none() && tls_cause(&e).is_some() => {
+                    config.ssl_mode(PgSslMode::Disable);
+                    let (c, t, _) = attempt(&config, &Tls::None).await?;
+                    Ok((c, t, Tls::None))
+                }
+                Err(e) => Err(e),
+            }
+        }
+        (_, Some(tls)) => {
+            config.ssl_mode(PgSslMode::Require);
+            let (c, t, _) = attempt(&config, &tls).await?;
+            Ok((c, t, tls))
+        }
+    }
+}
+
+/// Whether the server's facts satisfy `target_session_attrs`; `Err` says why not.
+fn check_role(wanted: TargetSessionAttrs, facts: &ServerFacts) -> Result<(), String> {
+    match wanted {
+        TargetSessionAttrs::Any | TargetSessionAttrs::PreferStandby => Ok(()),
+        TargetSessionAttrs::ReadWrite if facts.read_only => {
+            Err("target_session_attrs=read-write, but the session is read-only".into())
+        }
+        TargetSessionAttrs::ReadOnly if !facts.read_only => {
+            Err("target_session_attrs=read-only, but the session is read-write".into())
+        }
+        TargetSessionAttrs::Primary if facts.in_recovery => {
+            Err("target_session_attrs=primary, but the server is a standby".into())
+        }
+        TargetSessionAttrs::Standby if !facts.in_recovery => {
+            Err("target_session_attrs=standby, but the server is a primary".into())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Tries each host in order (shuffled with load_balance_hosts=random) once.
+async fn connect_once(params: &ConnParams) -> Result<Connection, ConnectError> {
+    if params.sslpassword.is_some() {
+        return Err(ConnectError::Setup(
+            "sslpassword is set, but pgplan cannot decrypt an encrypted client key; \
+             decrypt it (openssl pkey -in key.pem -out plain.pem) and point sslkey at the result"
+                .into(),
+        ));
+    }
+    let tls_config = client_config(&tls_request(params))
+        .map_err(|e| ConnectError::Setup(e.to_string()))?
+        .map(Arc::new);
+    let mut hosts: Vec<&HostSpec> = params.hosts.iter().collect();
+    if params.load_balance_hosts.value == LoadBalanceHosts::Random {
+        hosts.shuffle(&mut rand::rng());
+    }
+    let wanted = params.target_session_attrs.value;
+    // prefer-standby: a first pass for standbys only, then any server (libpq's order).
+    let passes: &[bool] = if wanted == TargetSessionAttrs::PreferStandby {
+        &[true, false]
+    } else {
+        &[false]
+    };
+    let mut tried: Vec<String> = Vec::new();
+    let mut last_error = None;
+    for &standby_only in passes {
+        for host in &hosts {
+            let display = host_display(host);
+            if !tried.contains(&display) {
+                tried.push(display);
+            }
+            let (client, task, tls) = match connect_host(params, host, &tls_config).await {
+                Ok(ok) => ok,
+                Err(e) => {
+                    let error = classify(e, params, host, &tried);
+                    // Only unreachable hosts move on to the next one; a server that answered
+                    // and refused has said something the user must see.
+                    if !matches!(error, ConnectError::Unreachable { .. }) {
+                        return Err(error);
+                    }
+                    last_error = Some(error);
+                    continue;
+                }
+            };
+            let facts = match read_facts(&client).await {
+                Ok(facts) => facts,
+                Err(e) => {
+                    task.abort();
+                    return Err(ConnectError::Server {
+                        target: target_display(host, params),
+                        cause: e,
+                        transient: false,
+                    });
+                }
+            };
+            let role_check = if standby_only && !facts.in_recovery {
+                Err("prefer-standby: looking for a standby first".to_owned())
+            } else {
+                check_role(wanted, &facts)
+            };
+            if let Err(reason) = role_check {
+                task.abort();
+                last_error = Some(ConnectError::WrongRole {
+                    target: target_display(host, params),
+                    reason,
+                });
+                continue;
+            }
+            let encrypted = facts.tls_version.is_some();
+            return Ok(Connection {
+                cancel: client.cancel_token(),
+                client,
+                target: target_display(host, params),
+                encrypted,
+                facts,
+                tls,
+                task,
+            });
+        }
+    }
+    let mut error =
+        last_error.unwrap_or_else(|| ConnectError::Setup("no host to connect to".into()));
+    // An unreachable local server: name every socket path looked at, not only the one chosen.
+    if let ConnectError::Unreachable { tried: t, .. } = &mut error {
+        *t = tried;
+        for path in &params.socket_paths_tried {
+            let path = path.display().to_string();
+            if !t
+                .iter()
+                .any(|x| path.starts_with(x.trim_start_matches("socket ")))
+            {
+                t.push(format!("socket {path}"));
+            }
+        }
+    }
+    Err(error)
+}
+
+/// Connects, retrying transient failures with full-jitter backoff (`options.retry`).
+/// `on_retry` is told about each retry (for a warning on stderr).
+pub async fn connect(
+    params: &ConnParams,
+    options: &ConnectOptions,
+    mut on_retry: impl FnMut(&ConnectError, u32, Duration),
+) -> Result<Connection, ConnectError> {
+    let started = Instant::now();
+    let mut attempt_number = 0;
+    loop {
+        match connect_once(params).await {
+            Ok(connection) => return Ok(connection),
+            Err(error) if error.is_transient() => {
+                attempt_number += 1;
+                let delay = options.retry.delay(attempt_number, &mut rand::rng());
+                if !options
+                    .retry
+                    .allows(attempt_number, started.elapsed(), delay)
+                {
+                    return Err(error);
+                }
+                on_retry(&error, attempt_number, delay);
+                tokio::time::sleep(delay).await;
+            }
+            Err(error) => return Err(error),
+        }
+    }
+}

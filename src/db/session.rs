@@ -1,0 +1,177 @@
+//! Transactions that cannot hurt the server: every setting `SET LOCAL` (so nothing outlives the
+//! transaction and a transaction-mode pooler sees no session state), timeouts on everything,
+//! read-only work in `BEGIN READ ONLY`, and write-capable work always rolled back.
+
+use std::time::Duration;
+
+use super::connect::Connection;
+use super::error::describe;
+
+/// Limits applied to every statement of a transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub statement_timeout: Duration,
+    pub lock_timeout: Duration,
+    /// If pgplan stops talking mid-transaction (stopped, hung), the server ends the session
+    /// after this long instead of holding locks and the xmin horizon indefinitely.
+    pub idle_in_transaction_timeout: Duration,
+}
+
+impl Limits {
+    /// Defaults for catalog reads and audits: short, since they only read.
+    pub fn read_only_defaults() -> Self {
+        Self {
+            statement_timeout: Duration::from_secs(30),
+            lock_timeout: Duration::from_secs(5),
+            idle_in_transaction_timeout: Duration::from_secs(60),
+        }
+    }
+
+    /// Defaults for measured comparisons: a query run under EXPLAIN ANALYZE may take a while, a
+    /// lock must not be waited for (waiting in the lock queue would block every writer behind).
+    pub fn compare_defaults() -> Self {
+        Self {
+            statement_timeout: Duration::from_secs(300),
+            lock_timeout: Duration::from_secs(2),
+            idle_in_transaction_timeout: Duration::from_secs(60),
+        }
+    }
+
+    pub fn with(
+        mut self,
+        statement_timeout: Option<Duration>,
+        lock_timeout: Option<Duration>,
+    ) -> Self {
+        if let Some(t) = statement_timeout {
+            self.statement_timeout = t;
+        }
+        if let Some(t) = lock_timeout {
+            self.lock_timeout = t;
+        }
+        self
+    }
+}
+
+/// A server error or a broken connection inside a transaction.
+#[derive(Debug, thiserror::Error)]
+#[error("{context}: {message}")]
+pub struct SessionError {
+    pub context: String,
+    pub message: String,
+    /// The SQLSTATE, when the server sent one.
+    pub sqlstate: Option<String>,
+}
+
+impl SessionError {
+    pub fn from_pg(context: impl Into<String>, error: &tokio_postgres::Error) -> Self {
+        SessionError {
+            context: context.into(),
+            message: describe(error),
+            sqlstate: error.code().map(|c| c.code().to_owned()),
+        }
+    }
+
+    /// 57014: cancelled by statement_timeout or a cancel request (Ctrl-C).
+    pub fn is_cancelled(&self) -> bool {
+        self.sqlstate.as_deref() == Some("57014")
+    }
+}
+
+/// `'30000ms'`: a duration as a PostgreSQL setting literal.
+fn ms_literal(d: Duration) -> String {
+    format!("'{}ms'", d.as_millis())
+}
+
+/// The `SET LOCAL` statements every transaction starts with.
+pub fn set_local_statements(limits: &Limits, major: u32, write_capable: bool) -> String {
+    let mut sql = format!(
+        "SET LOCAL statement_timeout = {}; \
+         SET LOCAL lock_timeout = {}; \
+         SET LOCAL idle_in_transaction_session_timeout = {}; \
+         SET LOCAL application_name = 'pgplan'; \
+         SET LOCAL standard_conforming_strings = on;",
+        ms_literal(limits.statement_timeout),
+        ms_literal(limits.lock_timeout),
+        ms_literal(limits.idle_in_transaction_timeout),
+    );
+    // PostgreSQL 14+: notice a vanished client while a long statement (an index build) runs,
+    // and abort it then, rather than when the statement ends.
+    if write_capable && major >= 14 {
+        sql.push_str(" SET LOCAL client_connection_check_interval = '1s';");
+    }
+    sql
+}
+
+impl Connection {
+    /// Runs `work` inside `BEGIN READ ONLY` with the limits set transaction-locally; the
+    /// transaction is always rolled back (it has nothing to commit).
+    pub async fn read_only<T, F>(&mut self, limits: &Limits, work: F) -> Result<T, SessionError>
+    where
+        F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
+    {
+        self.transaction(limits, true, work).await
+    }
+
+    /// Runs `work` inside a read-write transaction that is always rolled back, whatever `work`
+    /// returns. If the connection breaks, the server rolls back on its own.
+    pub async fn rolled_back<T, F>(&mut self, limits: &Limits, work: F) -> Result<T, SessionError>
+    where
+        F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
+    {
+        self.transaction(limits, false, work).await
+    }
+
+    async fn transaction<T, F>(
+        &mut self,
+        limits: &Limits,
+        read_only: bool,
+        work: F,
+    ) -> Result<T, SessionError>
+    where
+        F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
+    {
+        let begin = if read_only {
+            "BEGIN READ ONLY"
+        } else {
+            "BEGIN"
+        };
+        let setup = format!(
+            "{begin}; {}",
+            set_local_statements(limits, self.facts.major(), !read_only)
+        );
+        if let Err(e) = self.client.batch_execute(&setup).await {
+            let _ = self.client.batch_execute("ROLLBACK").await;
+            return Err(SessionError::from_pg("starting a transaction", &e));
+        }
+        let result = work(&self.client).await;
+        let rollback = self.client.batch_execute("ROLLBACK").await;
+        match (result, rollback) {
+            (Err(e), _) => Err(e),
+            (Ok(_), Err(e)) => Err(SessionError::from_pg("rolling back", &e)),
+            (Ok(value), Ok(())) => Ok(value),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_is_transaction_local() {
+        let sql = set_local_statements(&Limits::compare_defaults(), 16, true);
+        for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+            assert!(statement.starts_with("SET LOCAL "), "{statement}");
+        }
+        assert!(sql.contains("statement_timeout = '300000ms'"));
+        assert!(sql.contains("client_connection_check_interval"));
+        assert!(
+            !set_local_statements(&Limits::compare_defaults(), 13, true)
+                .contains("client_connection_check_interval")
+        );
+        assert!(
+            !set_local_statements(&Limits::read_only_defaults(), 16, false)
+                .contains("client_connection_check_interval")
+        );
+    }
+}
