@@ -425,11 +425,15 @@ async fn connect_host(
         }
         (SslMode::Prefer, Some(tls)) => {
             // TLS when the server offers it. libpq also falls back to plain text when the TLS
-            // handshake itself fails.
+            // handshake itself fails, and when pg_hba.conf turns the encrypted connection away
+            // (a hostnossl-only entry).
             config.ssl_mode(PgSslMode::Prefer);
             match attempt(&config, &tls).await {
                 Ok((c, t, _)) => Ok((c, t, tls)),
-                Err(e) if e.as_db_error().is_none() && tls_cause(&e).is_some() => {
+                Err(e)
+                    if (e.as_db_error().is_none() && tls_cause(&e).is_some())
+                        || e.code().map(|c| c.code()) == Some("28000") =>
+                {
                     config.ssl_mode(PgSslMode::Disable);
                     let (c, t, _) = attempt(&config, &Tls::None).await?;
                     Ok((c, t, Tls::None))

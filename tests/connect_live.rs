@@ -1,0 +1,748 @@
+//! Connecting like psql, on real servers 13–18: every connection source and its precedence, TLS in
+//! each sslmode against a server with certificates made here, the password file's rules, wrong
+//! passwords, a stopped server, target_session_attrs against a primary and its standby, sessions
+//! that leave nothing behind, and timeouts that report the server's SQLSTATE.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::{TestDb, for_each_version, pgplan_bin};
+use pgplan::db::cluster::{Cluster, ClusterOptions};
+use pgplan::db::connect::{ConnectOptions, Connection, connect};
+use pgplan::db::conninfo::{ConnRequest, Environment, resolve};
+use pgplan::db::retry::RetryPolicy;
+use pgplan::db::session::Limits;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use serde_json::Value;
+
+const PASSWORD: &str = "s3cret-Pa55word";
+
+/// Runs pgplan with only the given environment (plus PATH), HOME set to `home`.
+fn pgplan(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(pgplan_bin());
+    cmd.env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", home)
+        .env("NO_COLOR", "1")
+        .args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("running pgplan")
+}
+
+fn info_json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "pgplan failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("info --format json is JSON")
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn assert_fails_with(output: &Output, needle: &str) {
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "expected exit 2, stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr(output)
+    );
+    assert!(
+        stderr(output).contains(needle),
+        "stderr lacks {needle:?}:\n{}",
+        stderr(output)
+    );
+}
+
+fn no_secret(output: &Output) {
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        stderr(output)
+    );
+    assert!(!all.contains(PASSWORD), "the password leaked:\n{all}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_source_and_its_precedence() {
+    for_each_version("sources", |major| async move {
+        let db = TestDb::create(major, "sources").await;
+        let home = tempfile::tempdir().unwrap();
+        let sock = db.cluster.socket_dir().display().to_string();
+        let port = db.cluster.port().to_string();
+        let name = db.name.clone();
+
+        // Flags, as psql takes them.
+        let out = pgplan(home.path(), &["info", "--format", "json", "-h", &sock, "-p", &port, "-U", "postgres", "-d", &name], &[]);
+        assert_eq!(info_json(&out)["database"], name.as_str());
+
+        // The PG* environment alone.
+        let out = pgplan(home.path(), &["info", "--format", "json"], &[
+            ("PGHOST", &sock), ("PGPORT", &port), ("PGUSER", "postgres"), ("PGDATABASE", &name),
+        ]);
+        assert_eq!(info_json(&out)["database"], name.as_str());
+
+        // A flag beats the environment.
+        let out = pgplan(home.path(), &["info", "--format", "json", "-p", &port], &[
+            ("PGHOST", &sock), ("PGPORT", "1"), ("PGUSER", "postgres"), ("PGDATABASE", &name),
+        ]);
+        assert_eq!(info_json(&out)["database"], name.as_str());
+
+        // Values in a -d conninfo string beat -h/-p/-U (psql passes dbname last).
+        let conninfo = format!("host={sock} port={port} user=postgres dbname={name}");
+        let out = pgplan(home.path(), &["info", "--format", "json", "-p", "1", "-U", "nobody", "-d", &conninfo], &[]);
+        assert_eq!(info_json(&out)["user"], "postgres");
+
+        // A URL with a percent-encoded socket directory.
+        let url = format!(
+            "postgresql://postgres@{}:{port}/{name}",
+            sock.replace('/', "%2F")
+        );
+        let out = pgplan(home.path(), &["info", "--format", "json", "-d", &url], &[]);
+        assert_eq!(info_json(&out)["database"], name.as_str());
+
+        // A service file fills what is unset, before the environment: its port beats PGPORT.
+        let services = home.path().join("services.conf");
+        std::fs::write(
+            &services,
+            format!("# test services\n[pgplan_test]\nhost={sock}\nport={port}\nuser=postgres\ndbname={name}\n"),
+        )
+        .unwrap();
+        let out = pgplan(home.path(), &["-v", "info", "--format", "json"], &[
+            ("PGSERVICEFILE", services.to_str().unwrap()),
+            ("PGSERVICE", "pgplan_test"),
+            ("PGPORT", "1"),
+            ("PGAPPNAME", "nightly-audit"),
+        ]);
+        let doc = info_json(&out);
+        assert_eq!(doc["database"], name.as_str());
+        let sources = doc["connection_sources"].as_array().unwrap();
+        let source_of = |param: &str| {
+            sources
+                .iter()
+                .find(|s| s["parameter"] == param)
+                .map(|s| (s["value"].as_str().unwrap().to_owned(), s["source"].as_str().unwrap().to_owned()))
+                .unwrap_or_else(|| panic!("no source for {param}: {sources:?}"))
+        };
+        let (value, source) = source_of("port");
+        assert_eq!(value, port);
+        assert!(source.contains("pgplan_test"), "port source: {source}");
+        let (value, source) = source_of("application_name");
+        assert_eq!(value, "nightly-audit");
+        assert!(source.contains("PGAPPNAME"), "application_name source: {source}");
+
+        // A service that does not exist is named in the error.
+        let out = pgplan(home.path(), &["info"], &[
+            ("PGSERVICEFILE", services.to_str().unwrap()),
+            ("PGSERVICE", "no_such_service"),
+        ]);
+        assert_fails_with(&out, "no_such_service");
+
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// A CA, a server certificate for "localhost" only, and a client certificate, made fresh.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca_pem: String,
+    server_cert_pem: String,
+    server_key_pem: String,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "pgplan test CA");
+        ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca_params, ca_key);
+
+        let server_key = KeyPair::generate().unwrap();
+        let mut server_params = CertificateParams::new(vec!["localhost".to_owned()]).unwrap();
+        server_params
+            .distinguished_name
+            .push(DnType::CommonName, "localhost");
+        let server_cert = server_params.signed_by(&server_key, &issuer).unwrap();
+
+        let client_key = KeyPair::generate().unwrap();
+        let mut client_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        client_params
+            .distinguished_name
+            .push(DnType::CommonName, "cert_user");
+        let client_cert = client_params.signed_by(&client_key, &issuer).unwrap();
+
+        // Another CA that signed nothing here: trusting it must fail verification.
+        let other_key = KeyPair::generate().unwrap();
+        let mut other_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        other_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        other_params
+            .distinguished_name
+            .push(DnType::CommonName, "someone else's CA");
+        let other = other_params.self_signed(&other_key).unwrap();
+
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str, mode: u32| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        write("ca.crt", &ca_cert.pem(), 0o644);
+        write("other-ca.crt", &other.pem(), 0o644);
+        write("client.crt", &client_cert.pem(), 0o644);
+        write("client.key", &client_key.serialize_pem(), 0o600);
+        Pki {
+            dir,
+            ca_pem: ca_cert.pem(),
+            server_cert_pem: server_cert.pem(),
+            server_key_pem: server_key.serialize_pem(),
+        }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+}
+
+/// A server with TLS and pg_hba.conf rules that tell the modes apart:
+/// plain_only may not use TLS, tls_only must, pw_user needs a password, cert_user a certificate.
+async fn tls_server(major: u32, pki: &Pki) -> Cluster {
+    let options = ClusterOptions::new(common::binaries(major))
+        .setting("ssl", "on")
+        .setting("ssl_cert_file", "server.crt")
+        .setting("ssl_key_file", "server.key")
+        .setting("ssl_ca_file", "ca.crt")
+        .setting("password_encryption", "scram-sha-256")
+        .data_file("server.crt", pki.server_cert_pem.clone(), 0o644)
+        .data_file("server.key", pki.server_key_pem.clone(), 0o600)
+        .data_file("ca.crt", pki.ca_pem.clone(), 0o644)
+        .hba("hostssl all plain_only 127.0.0.1/32 reject")
+        .hba("hostnossl all tls_only 127.0.0.1/32 reject")
+        .hba("host all pw_user 127.0.0.1/32 scram-sha-256")
+        .hba("hostssl all cert_user 127.0.0.1/32 cert")
+        .hba("hostnossl all cert_user 127.0.0.1/32 reject");
+    let cluster = Cluster::start(options).expect("TLS server starts");
+    cluster
+        .execute(
+            "postgres",
+            &format!(
+                "CREATE ROLE plain_only LOGIN; CREATE ROLE tls_only LOGIN; CREATE ROLE cert_user LOGIN; \
+                 CREATE ROLE pw_user LOGIN PASSWORD '{PASSWORD}'"
+            ),
+        )
+        .await
+        .unwrap();
+    cluster
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tls_in_every_sslmode() {
+    for_each_version("tls", |major| async move {
+        let pki = Pki::new();
+        let server = tls_server(major, &pki).await;
+        let home = tempfile::tempdir().unwrap();
+        let port = server.port().to_string();
+        let ca = pki.path("ca.crt");
+        let other_ca = pki.path("other-ca.crt");
+        let run = |conninfo: String| {
+            pgplan(
+                home.path(),
+                &["info", "--format", "json", "-d", &conninfo],
+                &[],
+            )
+        };
+        let at = |host: &str, user: &str, extra: &str| {
+            format!("host={host} port={port} user={user} dbname=postgres {extra}")
+        };
+        let encrypted = |out: &Output| info_json(out)["tls"]["encrypted"].as_bool().unwrap();
+
+        // disable: never TLS; a user that must use TLS is turned away by pg_hba.conf.
+        assert!(!encrypted(&run(at(
+            "127.0.0.1",
+            "postgres",
+            "sslmode=disable"
+        ))));
+        assert_fails_with(
+            &run(at("127.0.0.1", "tls_only", "sslmode=disable")),
+            "tls_only",
+        );
+        // allow: plain text first, TLS when the server insists.
+        assert!(!encrypted(&run(at(
+            "127.0.0.1",
+            "plain_only",
+            "sslmode=allow"
+        ))));
+        assert!(encrypted(&run(at(
+            "127.0.0.1",
+            "tls_only",
+            "sslmode=allow"
+        ))));
+        // prefer (the default): TLS when offered, plain text when TLS is turned away.
+        assert!(encrypted(&run(at("127.0.0.1", "postgres", ""))));
+        assert!(!encrypted(&run(at(
+            "127.0.0.1",
+            "plain_only",
+            "sslmode=prefer"
+        ))));
+        // require: encrypts without verifying when no root certificate is given...
+        assert!(encrypted(&run(at(
+            "127.0.0.1",
+            "tls_only",
+            "sslmode=require"
+        ))));
+        assert_fails_with(
+            &run(at("127.0.0.1", "plain_only", "sslmode=require")),
+            "plain_only",
+        );
+        // ...and verifies the chain (as verify-ca) when one is.
+        assert!(encrypted(&run(at(
+            "127.0.0.1",
+            "postgres",
+            &format!("sslmode=require sslrootcert={ca}")
+        ))));
+        assert_fails_with(
+            &run(at(
+                "127.0.0.1",
+                "postgres",
+                &format!("sslmode=require sslrootcert={other_ca}"),
+            )),
+            "sslmode=require",
+        );
+        // verify-ca: the chain, not the name (the certificate names localhost, not 127.0.0.1).
+        assert!(encrypted(&run(at(
+            "127.0.0.1",
+            "postgres",
+            &format!("sslmode=verify-ca sslrootcert={ca}")
+        ))));
+        assert_fails_with(
+            &run(at(
+                "127.0.0.1",
+                "postgres",
+                &format!("sslmode=verify-ca sslrootcert={other_ca}"),
+            )),
+            "verify-ca",
+        );
+        assert_fails_with(
+            &run(at("127.0.0.1", "postgres", "sslmode=verify-ca")),
+            "root certificate",
+        );
+        // verify-full: the name must match: wrong for 127.0.0.1, right for localhost.
+        assert_fails_with(
+            &run(at(
+                "127.0.0.1",
+                "postgres",
+                &format!("sslmode=verify-full sslrootcert={ca}"),
+            )),
+            "verify-full",
+        );
+        assert!(encrypted(&run(at(
+            "localhost",
+            "postgres",
+            &format!("sslmode=verify-full sslrootcert={ca}")
+        ))));
+        // The environment works too.
+        let out = pgplan(
+            home.path(),
+            &["info", "--format", "json"],
+            &[
+                ("PGHOST", "localhost"),
+                ("PGPORT", &port),
+                ("PGUSER", "postgres"),
+                ("PGDATABASE", "postgres"),
+                ("PGSSLMODE", "verify-full"),
+                ("PGSSLROOTCERT", &ca),
+            ],
+        );
+        assert!(encrypted(&out));
+        // A client certificate authenticates cert_user.
+        let out = run(at(
+            "localhost",
+            "cert_user",
+            &format!(
+                "sslmode=verify-full sslrootcert={ca} sslcert={} sslkey={}",
+                pki.path("client.crt"),
+                pki.path("client.key")
+            ),
+        ));
+        assert_eq!(info_json(&out)["user"], "cert_user");
+        // ...and without one it is refused.
+        assert_fails_with(
+            &run(at(
+                "localhost",
+                "cert_user",
+                &format!("sslmode=verify-full sslrootcert={ca}"),
+            )),
+            "cert_user",
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn passwords_from_every_source_and_never_shown() {
+    for_each_version("passwords", |major| async move {
+        let pki = Pki::new();
+        let server = tls_server(major, &pki).await;
+        let home = tempfile::tempdir().unwrap();
+        let port = server.port().to_string();
+        let base = [
+            ("PGHOST", "127.0.0.1"),
+            ("PGPORT", port.as_str()),
+            ("PGUSER", "pw_user"),
+            ("PGDATABASE", "postgres"),
+        ];
+        let with = |extra: &[(&'static str, &str)]| {
+            let mut env: Vec<(&str, &str)> = base.to_vec();
+            env.extend_from_slice(extra);
+            pgplan(home.path(), &["-v", "info", "--format", "json"], &env)
+        };
+
+        // No password anywhere.
+        let out = with(&[]);
+        assert_fails_with(&out, "authentication failed for user \"pw_user\"");
+        assert!(stderr(&out).contains("none was given"), "{}", stderr(&out));
+
+        // A wrong one from the environment: the message says where it came from.
+        let out = with(&[("PGPASSWORD", "wrong")]);
+        assert_fails_with(&out, "PGPASSWORD");
+
+        // The right one from the environment, and from a URL: never echoed, even with -v.
+        let out = with(&[("PGPASSWORD", PASSWORD)]);
+        assert_eq!(info_json(&out)["user"], "pw_user");
+        no_secret(&out);
+        let url = format!("postgresql://pw_user:{PASSWORD}@127.0.0.1:{port}/postgres");
+        let out = pgplan(
+            home.path(),
+            &["-v", "info", "--format", "json", "-d", &url],
+            &[],
+        );
+        assert_eq!(info_json(&out)["user"], "pw_user");
+        no_secret(&out);
+        let out = pgplan(home.path(), &["-v", "info", "-d", &url], &[]);
+        no_secret(&out);
+
+        // The password file, with libpq's wildcards; only when nobody else can read it.
+        let pgpass = home.path().join(".pgpass");
+        std::fs::write(
+            &pgpass,
+            format!("# comment\notherhost:*:*:*:nope\n127.0.0.1:{port}:*:pw_user:{PASSWORD}\n"),
+        )
+        .unwrap();
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let out = with(&[]);
+        assert_eq!(info_json(&out)["user"], "pw_user");
+        no_secret(&out);
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let out = with(&[]);
+        assert_fails_with(&out, "authentication failed");
+        assert!(stderr(&out).contains("group or world"), "{}", stderr(&out));
+        // PGPASSFILE points elsewhere.
+        let elsewhere = home.path().join("elsewhere.pgpass");
+        std::fs::write(&elsewhere, format!("*:*:*:pw_user:{PASSWORD}\n")).unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let out = with(&[("PGPASSFILE", elsewhere.to_str().unwrap())]);
+        assert_eq!(info_json(&out)["user"], "pw_user");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_server_is_reported_and_retried_within_bounds() {
+    for_each_version("stopped", |major| async move {
+        let mut cluster = Cluster::start(common::default_options(common::binaries(major))).unwrap();
+        let sock = cluster.socket_dir().display().to_string();
+        let port = cluster.port().to_string();
+        cluster.stop();
+        let home = tempfile::tempdir().unwrap();
+        let out = pgplan(
+            home.path(),
+            &["info", "-h", &sock, "-p", &port, "-U", "postgres"],
+            &[],
+        );
+        assert_fails_with(&out, "could not connect");
+        assert!(
+            stderr(&out).contains(&format!(".s.PGSQL.{port}")),
+            "{}",
+            stderr(&out)
+        );
+
+        let started = Instant::now();
+        let out = pgplan(
+            home.path(),
+            &[
+                "info",
+                "-h",
+                &sock,
+                "-p",
+                &port,
+                "-U",
+                "postgres",
+                "--retries",
+                "2",
+            ],
+            &[],
+        );
+        assert_fails_with(&out, "could not connect");
+        assert!(stderr(&out).contains("retry 1 of 2"), "{}", stderr(&out));
+        assert!(stderr(&out).contains("retry 2 of 2"), "{}", stderr(&out));
+        // Two full-jitter windows of at most 250 ms and 500 ms.
+        assert!(started.elapsed() < Duration::from_secs(10));
+
+        // Authentication errors are never retried.
+        cluster.restart().unwrap();
+        let out = pgplan(
+            home.path(),
+            &[
+                "info",
+                "-h",
+                &sock,
+                "-p",
+                &port,
+                "-U",
+                "no_such_role",
+                "--retries",
+                "3",
+            ],
+            &[],
+        );
+        assert_fails_with(&out, "no_such_role");
+        assert!(!stderr(&out).contains("retry"), "{}", stderr(&out));
+    })
+    .await;
+}
+
+async fn library_connect(conninfo: &str, home: &Path) -> Connection {
+    let env = Environment::new(
+        [("HOME".to_owned(), home.display().to_string())]
+            .into_iter()
+            .collect(),
+        Some(home.to_path_buf()),
+        "postgres",
+    );
+    let params = resolve(
+        &ConnRequest {
+            dbname: Some(conninfo.to_owned()),
+            ..ConnRequest::default()
+        },
+        &env,
+    )
+    .unwrap();
+    connect(
+        &params,
+        &ConnectOptions {
+            retry: RetryPolicy::new(0),
+        },
+        |_, _, _| {},
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sessions_leave_nothing_behind_and_work_through_a_pooler() {
+    for_each_version("sessions", |major| async move {
+        let db = TestDb::create(major, "sessions").await;
+        db.run("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t SELECT generate_series(1, 100);").await;
+        let home = tempfile::tempdir().unwrap();
+        let conninfo = format!("{} application_name=startup_name", db.conninfo());
+        let mut conn = library_connect(&conninfo, home.path()).await;
+        let limits = Limits::read_only_defaults();
+
+        // Inside a transaction the limits apply...
+        let inside = conn
+            .read_only(&limits, async |client| {
+                let row = client.query_one("SHOW statement_timeout", &[]).await.unwrap();
+                let timeout: String = row.get(0);
+                let row = client.query_one("SHOW transaction_read_only", &[]).await.unwrap();
+                let ro: String = row.get(0);
+                Ok((timeout, ro))
+            })
+            .await
+            .unwrap();
+        assert_eq!(inside, ("30s".to_owned(), "on".to_owned()));
+        conn.rolled_back(&limits, async |client| {
+            client.batch_execute("CREATE INDEX t_extra ON t (id); DELETE FROM t WHERE id < 50").await.unwrap();
+            Ok(())
+        })
+        .await
+        .unwrap();
+
+        // ...and after it nothing is left: settings, prepared statements, locks, rows, objects.
+        let c = &conn.client;
+        let show = |name: &'static str| async move {
+            c.query_one(&format!("SHOW {name}"), &[]).await.unwrap().get::<_, String>(0)
+        };
+        assert_eq!(show("statement_timeout").await, "0");
+        assert_eq!(show("lock_timeout").await, "0");
+        assert_eq!(show("application_name").await, "startup_name");
+        // The simple protocol, so that the check itself prepares no statement.
+        let count = |sql: &'static str| async move {
+            let rows = c.simple_query(sql).await.unwrap();
+            rows.iter()
+                .find_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(|v| v.parse::<i64>().unwrap()),
+                    _ => None,
+                })
+                .unwrap()
+        };
+        assert_eq!(count("SELECT count(*) FROM pg_prepared_statements").await, 0);
+        // Only the locks of the statement looking at pg_locks itself.
+        let locks: String = c
+            .query_one(
+                "SELECT coalesce(string_agg(locktype || ':' || coalesce(relation::regclass::text, '') || ':' || mode, ', '), '') \
+                 FROM pg_locks WHERE pid = pg_backend_pid() AND locktype <> 'virtualxid' \
+                 AND relation IS DISTINCT FROM 'pg_locks'::regclass",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(locks, "");
+        assert_eq!(count("SELECT count(*) FROM t").await, 100);
+        assert_eq!(count("SELECT count(*) FROM pg_class WHERE relname = 't_extra'").await, 0);
+
+        // A pooler in transaction mode may hand each transaction a different connection: the
+        // work gives the same answers on fresh connections.
+        let mut answers = Vec::new();
+        for _ in 0..3 {
+            let mut fresh = library_connect(&db.conninfo(), home.path()).await;
+            answers.push(
+                fresh
+                    .read_only(&limits, async |client| {
+                        Ok(client.query_one("SELECT count(*) FROM t", &[]).await.unwrap().get::<_, i64>(0))
+                    })
+                    .await
+                    .unwrap(),
+            );
+        }
+        assert_eq!(answers, [100, 100, 100]);
+        drop(conn);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn timeouts_fire_with_the_servers_sqlstate() {
+    for_each_version("timeouts", |major| async move {
+        let db = TestDb::create(major, "timeouts").await;
+        db.run("CREATE TABLE t (id int)").await;
+        let home = tempfile::tempdir().unwrap();
+        let mut conn = library_connect(&db.conninfo(), home.path()).await;
+        let short = Limits::read_only_defaults().with(
+            Some(Duration::from_millis(100)),
+            Some(Duration::from_millis(100)),
+        );
+        let lock_only = Limits::read_only_defaults().with(
+            Some(Duration::from_secs(10)),
+            Some(Duration::from_millis(100)),
+        );
+        let err = conn
+            .read_only(&short, async |client| {
+                client
+                    .batch_execute("SELECT pg_sleep(5)")
+                    .await
+                    .map_err(|e| pgplan::db::session::SessionError::from_pg("sleeping", &e))
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.sqlstate.as_deref(), Some("57014"));
+        assert!(err.to_string().contains("statement timeout"), "{err}");
+        assert!(err.to_string().contains("SQLSTATE 57014"), "{err}");
+
+        // Another session holds a lock: lock_timeout gives up with 55P03.
+        let holder = db.client().await;
+        holder
+            .batch_execute("BEGIN; LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+            .await
+            .unwrap();
+        let err = conn
+            .read_only(&lock_only, async |client| {
+                client
+                    .batch_execute("SELECT * FROM t")
+                    .await
+                    .map_err(|e| pgplan::db::session::SessionError::from_pg("reading t", &e))
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.sqlstate.as_deref(), Some("55P03"), "{err}");
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        // The connection is still usable: the failed transaction was rolled back.
+        let n = conn
+            .read_only(&short, async |client| {
+                Ok(client
+                    .query_one("SELECT count(*) FROM t", &[])
+                    .await
+                    .unwrap()
+                    .get::<_, i64>(0))
+            })
+            .await
+            .unwrap();
+        assert_eq!(n, 0);
+        drop(conn);
+        drop(holder);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn target_session_attrs_pick_the_right_node() {
+    for_each_version("target_session_attrs", |major| async move {
+        let primary = Cluster::start(common::default_options(common::binaries(major))).unwrap();
+        let standby = primary.start_standby().await.unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let hosts = format!(
+            "host={},{} port={},{} user=postgres dbname=postgres",
+            standby.socket_dir().display(),
+            primary.socket_dir().display(),
+            standby.port(),
+            primary.port()
+        );
+        let role = |attrs: &str| {
+            let out = pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "--format",
+                    "json",
+                    "-d",
+                    &format!("{hosts} target_session_attrs={attrs}"),
+                ],
+                &[],
+            );
+            info_json(&out)["role"].as_str().unwrap().to_owned()
+        };
+        assert_eq!(role("any"), "standby");
+        assert_eq!(role("primary"), "primary");
+        assert_eq!(role("read-write"), "primary");
+        assert_eq!(role("standby"), "standby");
+        assert_eq!(role("read-only"), "standby");
+        assert_eq!(role("prefer-standby"), "standby");
+        // Only the primary listed: standby is impossible, and the error says why.
+        let only_primary = format!(
+            "host={} port={} user=postgres dbname=postgres target_session_attrs=standby",
+            primary.socket_dir().display(),
+            primary.port()
+        );
+        let out = pgplan(home.path(), &["info", "-d", &only_primary], &[]);
+        assert_fails_with(&out, "the server is a primary");
+        let _ = PathBuf::new();
+    })
+    .await;
+}
