@@ -197,6 +197,9 @@ pub struct CompareArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Exit with code 1 when no candidate pays (for a CI check on a proposed index).
+    #[arg(long)]
+    pub fail_unless_pays: bool,
     /// Write every captured plan (JSON) into DIR, to replay with pgplan diff.
     #[arg(long, value_name = "DIR")]
     pub save_plans: Option<PathBuf>,

@@ -1032,6 +1032,8 @@ pub struct IndexCandidate {
     pub table: String,
     /// The USING method, folded to lower case unless quoted.
     pub method: Option<String>,
+    /// Everything from ON to the end, as written: `ON events (created_at) WHERE ...`.
+    pub definition: String,
 }
 
 /// Validates one candidate `CREATE INDEX` (a final `;` is allowed), naming it `generated_name`
@@ -1207,6 +1209,7 @@ fn candidate_from_tokens(
         copied = at;
     }
     rebuilt.push_str(piece(copied, original.len()));
+    let definition = piece(on.offset.saturating_sub(base), original.len()).to_owned();
 
     let candidate = IndexCandidate {
         original: original.to_string(),
@@ -1217,6 +1220,7 @@ fn candidate_from_tokens(
         unique,
         table,
         method,
+        definition,
     };
     Ok((candidate, name_position))
 }
@@ -2110,6 +2114,7 @@ mod tests {
                 unique: false,
                 table: "t".into(),
                 method: None,
+                definition: "ON t (a)".into(),
             }
         );
     }
@@ -2118,6 +2123,7 @@ mod tests {
     fn unnamed_index_gets_the_generated_name() {
         let c = candidate("create index on t (a)");
         assert_eq!(c.sql, "create index pgplan_candidate_1 on t (a)");
+        assert_eq!(c.definition, "on t (a)");
         assert_eq!(c.name, "pgplan_candidate_1");
         assert!(c.name_generated);
         // Generated names are quoted when they need it.

@@ -1,6 +1,7 @@
 //! Orchestration: turns validated requests into work on the core and the I/O shell, one module
 //! per command, and decides the exit code.
 
+pub mod compare;
 pub mod info;
 pub mod live;
 pub mod offline;
@@ -19,7 +20,8 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Explain(args) => offline::explain(args, &text),
         Command::Diff(args) => offline::diff(args, &text),
         Command::Info(args) => info::info(args, cli.verbose, &text),
-        Command::Compare(_) | Command::Audit(_) | Command::Demo(_) => {
+        Command::Compare(args) => compare::compare(*args, &text),
+        Command::Audit(_) | Command::Demo(_) => {
             anyhow::bail!("not available yet")
         }
     }

@@ -1,1 +1,442 @@
-//! TODO
+//! The pure side of `pgplan compare`: the validated request, the figures of measured runs (cold
+//! and the median of the warm ones), whether the planner used each candidate, and the verdict —
+//! decided on pages touched, never on estimated cost.
+
+pub mod request;
+
+use serde::Serialize;
+
+use crate::plan::{Analysis, Comparison, NodeId, Pair};
+
+pub use request::{CandidateSpec, CompareRequest, Mode, RequestError, RequestInput};
+
+/// The figures of one run, or the medians of several.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Figures {
+    pub execution_ms: Option<f64>,
+    pub planning_ms: Option<f64>,
+    pub shared_hit_blocks: Option<f64>,
+    pub shared_read_blocks: Option<f64>,
+    pub pages_touched: Option<f64>,
+    pub temp_blocks: Option<f64>,
+    /// The planner's estimated total cost of the plan (the root's `Total Cost`).
+    pub total_cost: Option<f64>,
+}
+
+impl Figures {
+    pub fn of(analysis: &Analysis) -> Self {
+        let t = &analysis.metrics.totals;
+        Figures {
+            execution_ms: t.execution_ms,
+            planning_ms: t.planning_ms,
+            shared_hit_blocks: t.shared_hit_blocks,
+            shared_read_blocks: t.shared_read_blocks,
+            pages_touched: t.pages_touched,
+            temp_blocks: t.temp_blocks,
+            total_cost: analysis.plan.nodes.first().and_then(|n| n.total_cost),
+        }
+    }
+
+    /// Each figure's median over `runs` (the mean of the middle two for an even count).
+    pub fn median(runs: &[Figures]) -> Self {
+        fn med(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+            let mut v: Vec<f64> = values.flatten().collect();
+            if v.is_empty() {
+                return None;
+            }
+            v.sort_by(f64::total_cmp);
+            let mid = v.len() / 2;
+            Some(if v.len() % 2 == 1 {
+                v[mid]
+            } else {
+                (v[mid - 1] + v[mid]) / 2.0
+            })
+        }
+        Figures {
+            execution_ms: med(runs.iter().map(|r| r.execution_ms)),
+            planning_ms: med(runs.iter().map(|r| r.planning_ms)),
+            shared_hit_blocks: med(runs.iter().map(|r| r.shared_hit_blocks)),
+            shared_read_blocks: med(runs.iter().map(|r| r.shared_read_blocks)),
+            pages_touched: med(runs.iter().map(|r| r.pages_touched)),
+            temp_blocks: med(runs.iter().map(|r| r.temp_blocks)),
+            total_cost: med(runs.iter().map(|r| r.total_cost)),
+        }
+    }
+}
+
+/// The plans captured in one transaction: the first (cold) run and the counted (warm) runs. In
+/// estimate-only modes there is one plan and no warm runs.
+#[derive(Debug, Clone)]
+pub struct Measurement {
+    pub cold: Analysis,
+    pub warm: Vec<Analysis>,
+    /// The plans as the server sent them, in run order (cold first), for --save-plans.
+    pub raw_plans: Vec<String>,
+}
+
+impl Measurement {
+    pub fn cold_figures(&self) -> Figures {
+        Figures::of(&self.cold)
+    }
+
+    /// Medians of the warm runs; the cold run's figures when there are none (estimate-only).
+    pub fn warm_figures(&self) -> Figures {
+        if self.warm.is_empty() {
+            return self.cold_figures();
+        }
+        let runs: Vec<Figures> = self.warm.iter().map(Figures::of).collect();
+        Figures::median(&runs)
+    }
+
+    /// The warm run whose execution time is the median (the plan shown and diffed), or the cold
+    /// run when there are no warm runs.
+    pub fn representative(&self) -> &Analysis {
+        if self.warm.is_empty() {
+            return &self.cold;
+        }
+        let mut order: Vec<usize> = (0..self.warm.len()).collect();
+        order.sort_by(|&a, &b| {
+            let t = |i: usize| self.warm[i].plan.execution_ms.unwrap_or(0.0);
+            t(a).total_cmp(&t(b))
+        });
+        &self.warm[order[(order.len() - 1) / 2]]
+    }
+}
+
+/// A node of a plan that reads the index.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IndexUse {
+    pub node: NodeId,
+    /// "Index Scan", "Index Only Scan", "Bitmap Index Scan".
+    pub node_type: String,
+}
+
+/// Every node of `analysis` that reads the index named `index_name`.
+pub fn index_uses(analysis: &Analysis, index_name: &str) -> Vec<IndexUse> {
+    analysis
+        .plan
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.index_name.as_deref() == Some(index_name))
+        .map(|(id, n)| IndexUse {
+            node: id,
+            node_type: n.display_type(),
+        })
+        .collect()
+}
+
+/// Whether an index pays for itself on this query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Used, and the median pages touched fall by at least `--min-gain`.
+    Pays,
+    /// Used, without that gain.
+    DoesNotPay,
+    /// The planner did not use it.
+    Unused,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Pays => "pays",
+            Verdict::DoesNotPay => "does_not_pay",
+            Verdict::Unused => "unused",
+        }
+    }
+}
+
+/// The figure a verdict is decided on: pages touched when measured, estimated cost otherwise.
+pub fn deciding_figure(mode: Mode, figures: &Figures) -> Option<f64> {
+    match mode {
+        Mode::Measured => figures.pages_touched,
+        Mode::Hypothetical | Mode::GenericPlan => figures.total_cost,
+    }
+}
+
+/// The relative saving of `with` against `without` the index (0.3 = 30% fewer pages).
+pub fn gain(without: Option<f64>, with: Option<f64>) -> Option<f64> {
+    match (without, with) {
+        (Some(w), Some(i)) if w > 0.0 => Some(1.0 - i / w),
+        _ => None,
+    }
+}
+
+/// The verdict on an index: `without` and `with` are the deciding figures of the query run
+/// without and with it.
+pub fn verdict(
+    used: bool,
+    without: Option<f64>,
+    with: Option<f64>,
+    min_gain_percent: f64,
+) -> Verdict {
+    if !used {
+        return Verdict::Unused;
+    }
+    match gain(without, with) {
+        // A small tolerance: 1 − 90/100 is 0.0999… in binary, and 10% must count as 10%.
+        Some(g) if g * 100.0 >= min_gain_percent - 1e-9 => Verdict::Pays,
+        _ => Verdict::DoesNotPay,
+    }
+}
+
+/// A table's row-count estimate and size as `pg_class` holds them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableEstimate {
+    /// schema.table
+    pub table: String,
+    pub relpages: f64,
+    pub reltuples: f64,
+}
+
+/// A table whose `relpages`/`reltuples` changed while pgplan measured: building an index (or
+/// ANALYZE) updates them in place, and that survives the rollback.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EstimateChange {
+    pub table: String,
+    pub relpages: Pair2,
+    pub reltuples: Pair2,
+}
+
+/// A before/after pair for a changed estimate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Pair2 {
+    pub before: f64,
+    pub after: f64,
+}
+
+/// The tables whose estimates differ between two readings.
+pub fn estimate_changes(before: &[TableEstimate], after: &[TableEstimate]) -> Vec<EstimateChange> {
+    before
+        .iter()
+        .filter_map(|b| {
+            let a = after.iter().find(|a| a.table == b.table)?;
+            (a.relpages != b.relpages || a.reltuples != b.reltuples).then(|| EstimateChange {
+                table: b.table.clone(),
+                relpages: Pair2 {
+                    before: b.relpages,
+                    after: a.relpages,
+                },
+                reltuples: Pair2 {
+                    before: b.reltuples,
+                    after: a.reltuples,
+                },
+            })
+        })
+        .collect()
+}
+
+/// What was measured for one candidate.
+#[derive(Debug, Clone)]
+pub struct CandidateRun {
+    pub measurement: Measurement,
+    /// Wall time of CREATE INDEX (or DROP INDEX), ms; `None` for hypothetical indexes.
+    pub build_ms: Option<f64>,
+    /// `pg_relation_size` of the built index (or HypoPG's estimate, or the dropped index's size).
+    pub size_bytes: Option<f64>,
+    /// The name the plans use for the index (HypoPG names hypothetical ones itself).
+    pub plan_index_name: String,
+}
+
+/// One candidate's outcome: measured, or the error that stopped it.
+#[derive(Debug, Clone)]
+pub struct CandidateOutcome {
+    pub spec: CandidateSpec,
+    pub result: Result<CandidateRun, String>,
+}
+
+/// A measured candidate, judged against the baseline.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    pub index: usize,
+    pub verdict: Verdict,
+    /// Nodes of the plan (with the index: the candidate's plan; for a dropped index, the
+    /// baseline's) that read the index.
+    pub uses: Vec<IndexUse>,
+    /// Baseline against the candidate's plans.
+    pub comparison: Comparison,
+    pub cold: (Figures, Figures),
+    pub warm: (Figures, Figures),
+}
+
+/// Judges a candidate against the baseline. For a new index, "before" is the baseline and
+/// "after" the run with the index; for a dropped one, "before" is the baseline (with the index)
+/// and "after" the run without it, and the verdict asks whether the existing index pays.
+pub fn judge(
+    index: usize,
+    spec: &CandidateSpec,
+    run: &CandidateRun,
+    baseline: &Measurement,
+    mode: Mode,
+    min_gain_percent: f64,
+) -> Judged {
+    let comparison = Comparison::of(
+        baseline.representative().clone(),
+        run.measurement.representative().clone(),
+    );
+    let cold = (baseline.cold_figures(), run.measurement.cold_figures());
+    let warm = (baseline.warm_figures(), run.measurement.warm_figures());
+    let (uses, without, with) = match spec {
+        CandidateSpec::Create(_) => (
+            index_uses(run.measurement.representative(), &run.plan_index_name),
+            deciding_figure(mode, &warm.0),
+            deciding_figure(mode, &warm.1),
+        ),
+        CandidateSpec::Drop { .. } => (
+            index_uses(baseline.representative(), &run.plan_index_name),
+            deciding_figure(mode, &warm.1),
+            deciding_figure(mode, &warm.0),
+        ),
+    };
+    Judged {
+        index,
+        verdict: verdict(!uses.is_empty(), without, with, min_gain_percent),
+        uses,
+        comparison,
+        cold,
+        warm,
+    }
+}
+
+/// Orders judged candidates best first: verdict (pays, does not pay, unused), then the
+/// deciding figure with the index, then time, then index size.
+pub fn rank(judged: &mut [Judged], outcomes: &[CandidateOutcome], mode: Mode) {
+    let size = |j: &Judged| {
+        outcomes[j.index]
+            .result
+            .as_ref()
+            .ok()
+            .and_then(|r| r.size_bytes)
+            .unwrap_or(f64::MAX)
+    };
+    let figure = |j: &Judged| match outcomes[j.index].spec {
+        CandidateSpec::Create(_) => deciding_figure(mode, &j.warm.1).unwrap_or(f64::MAX),
+        // For a dropped index, the more the query loses without it, the more it pays.
+        CandidateSpec::Drop { .. } => -deciding_figure(mode, &j.warm.1).unwrap_or(0.0),
+    };
+    let time = |j: &Judged| j.warm.1.execution_ms.unwrap_or(f64::MAX);
+    judged.sort_by(|a, b| {
+        a.verdict
+            .cmp(&b.verdict)
+            .then(figure(a).total_cmp(&figure(b)))
+            .then(time(a).total_cmp(&time(b)))
+            .then(size(a).total_cmp(&size(b)))
+    });
+}
+
+/// Everything `compare` reports.
+#[derive(Debug, Clone)]
+pub struct CompareReport {
+    pub request: CompareRequest,
+    pub server_version: String,
+    pub baseline: Measurement,
+    /// The baseline measured again at the end, when candidates changed row estimates in place.
+    pub baseline_rerun: Option<Measurement>,
+    pub outcomes: Vec<CandidateOutcome>,
+    /// Measured candidates, best first.
+    pub ranking: Vec<Judged>,
+    pub estimate_changes: Vec<EstimateChange>,
+    pub warnings: Vec<String>,
+}
+
+impl CompareReport {
+    /// The best candidate that pays, if any.
+    pub fn best(&self) -> Option<&Judged> {
+        self.ranking.first().filter(|j| {
+            j.verdict == Verdict::Pays
+                && matches!(self.outcomes[j.index].spec, CandidateSpec::Create(_))
+        })
+    }
+
+    /// The name of a candidate: as the user wrote it, or as PostgreSQL named an unnamed one.
+    pub fn name(&self, index: usize) -> &str {
+        let outcome = &self.outcomes[index];
+        match (&outcome.spec, &outcome.result) {
+            (CandidateSpec::Create(c), Ok(run))
+                if c.name_generated && !run.plan_index_name.is_empty() =>
+            {
+                &run.plan_index_name
+            }
+            (spec, _) => spec.name(),
+        }
+    }
+
+    pub fn failed(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.outcomes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| o.result.as_ref().err().map(|e| (i, e.as_str())))
+    }
+}
+
+/// Figures before and after as pairs, for renderers.
+pub fn pairs(figures: &(Figures, Figures)) -> [(&'static str, Pair); 5] {
+    let (b, a) = figures;
+    [
+        ("execution_ms", Pair::new(b.execution_ms, a.execution_ms)),
+        ("pages_touched", Pair::new(b.pages_touched, a.pages_touched)),
+        (
+            "shared_hit_blocks",
+            Pair::new(b.shared_hit_blocks, a.shared_hit_blocks),
+        ),
+        (
+            "shared_read_blocks",
+            Pair::new(b.shared_read_blocks, a.shared_read_blocks),
+        ),
+        ("temp_blocks", Pair::new(b.temp_blocks, a.temp_blocks)),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        let f = |ms: f64, pages: f64| Figures {
+            execution_ms: Some(ms),
+            pages_touched: Some(pages),
+            ..Figures::default()
+        };
+        let m = Figures::median(&[f(3.0, 10.0), f(1.0, 10.0), f(2.0, 12.0)]);
+        assert_eq!(m.execution_ms, Some(2.0));
+        assert_eq!(m.pages_touched, Some(10.0));
+        let m = Figures::median(&[f(1.0, 10.0), f(3.0, 20.0)]);
+        assert_eq!(m.execution_ms, Some(2.0));
+        assert_eq!(m.pages_touched, Some(15.0));
+        assert_eq!(Figures::median(&[]).execution_ms, None);
+    }
+
+    #[test]
+    fn verdicts_decide_on_the_gain() {
+        assert_eq!(
+            verdict(false, Some(100.0), Some(1.0), 10.0),
+            Verdict::Unused
+        );
+        assert_eq!(verdict(true, Some(100.0), Some(90.0), 10.0), Verdict::Pays);
+        assert_eq!(
+            verdict(true, Some(100.0), Some(91.0), 10.0),
+            Verdict::DoesNotPay
+        );
+        assert_eq!(
+            verdict(true, Some(100.0), Some(150.0), 10.0),
+            Verdict::DoesNotPay
+        );
+        assert_eq!(verdict(true, None, Some(1.0), 10.0), Verdict::DoesNotPay);
+    }
+
+    #[test]
+    fn estimate_changes_are_detected() {
+        let t = |pages: f64, tuples: f64| TableEstimate {
+            table: "public.events".into(),
+            relpages: pages,
+            reltuples: tuples,
+        };
+        assert!(estimate_changes(&[t(10.0, 100.0)], &[t(10.0, 100.0)]).is_empty());
+        let changes = estimate_changes(&[t(0.0, -1.0)], &[t(10.0, 100.0)]);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes[0].reltuples.after, 100.0);
+    }
+}

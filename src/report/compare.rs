@@ -1,0 +1,701 @@
+//! `pgplan compare` output: the ranking and verdicts first, then each candidate's figures (cold
+//! and warm, before and after), where the planner used it, the plan diff and its findings.
+//! Estimated figures (hypothetical indexes, generic plans) are labelled as such everywhere.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::compare::{
+    CandidateSpec, CompareReport, Figures, IndexUse, Judged, Mode, Verdict, pairs,
+};
+use crate::plan::Pair;
+
+use super::format::{bytes, change, count, ms};
+use super::text::{
+    align_numbers, new_table, write_changes, write_findings, write_table, write_tree,
+};
+use super::wire::{DiffBody, FindingDoc, PairDoc, PlanDoc, SCHEMA_VERSION};
+use super::{Paint, TextOptions, markdown};
+
+/// `pgplan compare --format json`.
+#[derive(Debug, Serialize)]
+pub struct CompareDoc {
+    pub schema_version: u32,
+    pub server_version: String,
+    /// "measured", "hypothetical" or "generic_plan".
+    pub mode: &'static str,
+    /// True when every figure is the planner's estimate (hypothetical, generic_plan).
+    pub estimated: bool,
+    pub query: QueryDoc,
+    pub runs: u32,
+    pub min_gain_percent: f64,
+    pub baseline: MeasurementDoc,
+    /// The baseline measured again at the end, when candidates changed row estimates in place.
+    pub baseline_rerun: Option<MeasurementDoc>,
+    /// In the order given on the command line.
+    pub candidates: Vec<CandidateDoc>,
+    /// Candidate names, best first (failed candidates left out).
+    pub ranking: Vec<String>,
+    pub best: Option<String>,
+    pub estimate_changes: Vec<crate::compare::EstimateChange>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct QueryDoc {
+    pub source: String,
+    pub text: String,
+    pub params: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FiguresDoc {
+    pub execution_ms: Option<f64>,
+    pub planning_ms: Option<f64>,
+    pub shared_hit_blocks: Option<f64>,
+    pub shared_read_blocks: Option<f64>,
+    pub pages_touched: Option<f64>,
+    pub temp_blocks: Option<f64>,
+    pub total_cost: Option<f64>,
+}
+
+impl From<Figures> for FiguresDoc {
+    fn from(f: Figures) -> Self {
+        FiguresDoc {
+            execution_ms: f.execution_ms,
+            planning_ms: f.planning_ms,
+            shared_hit_blocks: f.shared_hit_blocks,
+            shared_read_blocks: f.shared_read_blocks,
+            pages_touched: f.pages_touched,
+            temp_blocks: f.temp_blocks,
+            total_cost: f.total_cost,
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct MeasurementDoc {
+    /// Plans captured: the cold run plus the counted runs (1 for estimates).
+    pub runs: usize,
+    /// The first run.
+    pub cold: FiguresDoc,
+    /// The median of the counted runs.
+    pub warm: FiguresDoc,
+    /// The representative plan (the median warm run), as `pgplan explain --format json` gives it.
+    pub plan: PlanDoc,
+}
+
+impl MeasurementDoc {
+    fn new(m: &crate::compare::Measurement) -> Self {
+        MeasurementDoc {
+            runs: 1 + m.warm.len(),
+            cold: m.cold_figures().into(),
+            warm: m.warm_figures().into(),
+            plan: PlanDoc::new(m.representative()),
+        }
+    }
+}
+
+/// Before, after and ratio for each figure.
+#[derive(Debug, Serialize)]
+pub struct SummaryPairsDoc {
+    pub execution_ms: PairDoc,
+    pub pages_touched: PairDoc,
+    pub shared_hit_blocks: PairDoc,
+    pub shared_read_blocks: PairDoc,
+    pub temp_blocks: PairDoc,
+    pub total_cost: PairDoc,
+}
+
+impl SummaryPairsDoc {
+    fn new(f: &(Figures, Figures)) -> Self {
+        let [exec, pages, hit, read, temp] = pairs(f).map(|(_, p)| PairDoc::from(p));
+        SummaryPairsDoc {
+            execution_ms: exec,
+            pages_touched: pages,
+            shared_hit_blocks: hit,
+            shared_read_blocks: read,
+            temp_blocks: temp,
+            total_cost: Pair::new(f.0.total_cost, f.1.total_cost).into(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct SummaryDoc {
+    pub cold: SummaryPairsDoc,
+    pub warm: SummaryPairsDoc,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CandidateDoc {
+    /// "create" or "drop".
+    pub action: &'static str,
+    pub index_sql: String,
+    pub index_name: String,
+    /// The name plans show for it (HypoPG names hypothetical indexes itself).
+    pub plan_index_name: Option<String>,
+    pub used: Option<bool>,
+    pub used_by: Vec<IndexUse>,
+    /// "pays", "does_not_pay" or "unused"; null when the candidate failed.
+    pub verdict: Option<&'static str>,
+    /// 1 for the best; null when the candidate failed.
+    pub rank: Option<usize>,
+    pub index_size_bytes: Option<f64>,
+    /// CREATE INDEX (or DROP INDEX) wall time; null for hypothetical indexes.
+    pub build_ms: Option<f64>,
+    /// Before is the baseline; after is the run with the candidate (for a dropped index: without it).
+    pub summary: Option<SummaryDoc>,
+    pub plan: Option<PlanDoc>,
+    pub diff: Option<DiffBody>,
+    /// Findings on the candidate's plan.
+    pub findings: Vec<FindingDoc>,
+    /// Why the candidate could not be measured (the server's message with SQLSTATE, DETAIL, HINT).
+    pub error: Option<String>,
+}
+
+impl CompareDoc {
+    pub fn new(report: &CompareReport) -> Self {
+        let request = &report.request;
+        let judged_of = |i: usize| report.ranking.iter().position(|j| j.index == i);
+        let candidates = report
+            .outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, outcome)| {
+                let (action, index_sql) = match &outcome.spec {
+                    CandidateSpec::Create(c) => ("create", c.sql.clone()),
+                    CandidateSpec::Drop { name } => ("drop", format!("DROP INDEX {name}")),
+                };
+                let mut doc = CandidateDoc {
+                    action,
+                    index_sql,
+                    index_name: report.name(i).to_owned(),
+                    plan_index_name: None,
+                    used: None,
+                    used_by: Vec::new(),
+                    verdict: None,
+                    rank: None,
+                    index_size_bytes: None,
+                    build_ms: None,
+                    summary: None,
+                    plan: None,
+                    diff: None,
+                    findings: Vec::new(),
+                    error: None,
+                };
+                match (&outcome.result, judged_of(i)) {
+                    (Ok(run), Some(position)) => {
+                        let judged = &report.ranking[position];
+                        let representative = run.measurement.representative();
+                        doc.plan_index_name = Some(run.plan_index_name.clone());
+                        doc.used = Some(!judged.uses.is_empty());
+                        doc.used_by = judged.uses.clone();
+                        doc.verdict = Some(judged.verdict.as_str());
+                        doc.rank = Some(position + 1);
+                        doc.index_size_bytes = run.size_bytes;
+                        doc.build_ms = run.build_ms;
+                        doc.summary = Some(SummaryDoc {
+                            cold: SummaryPairsDoc::new(&judged.cold),
+                            warm: SummaryPairsDoc::new(&judged.warm),
+                        });
+                        doc.plan = Some(PlanDoc::new(representative));
+                        doc.diff = Some(DiffBody::new(&judged.comparison));
+                        doc.findings = representative
+                            .findings
+                            .iter()
+                            .map(FindingDoc::from)
+                            .collect();
+                    }
+                    (Err(e), _) => doc.error = Some(e.clone()),
+                    (Ok(_), None) => {}
+                }
+                doc
+            })
+            .collect();
+        CompareDoc {
+            schema_version: SCHEMA_VERSION,
+            server_version: report.server_version.clone(),
+            mode: request.mode.as_str(),
+            estimated: request.mode.is_estimate(),
+            query: QueryDoc {
+                source: request.query_source.clone(),
+                text: request.query.text.clone(),
+                params: request.params.clone(),
+            },
+            runs: request.runs,
+            min_gain_percent: request.min_gain_percent,
+            baseline: MeasurementDoc::new(&report.baseline),
+            baseline_rerun: report.baseline_rerun.as_ref().map(MeasurementDoc::new),
+            candidates,
+            ranking: report
+                .ranking
+                .iter()
+                .map(|j| report.name(j.index).to_owned())
+                .collect(),
+            best: report.best().map(|j| report.name(j.index).to_owned()),
+            estimate_changes: report.estimate_changes.clone(),
+            warnings: report.warnings.clone(),
+        }
+    }
+}
+
+fn mode_line(report: &CompareReport) -> String {
+    let r = &report.request;
+    match r.mode {
+        Mode::Measured => format!(
+            "measured: EXPLAIN (ANALYZE, BUFFERS) · 1 cold run + {} warm run{} per index (warm = median) · \
+             verdict on pages touched, min gain {}%",
+            r.runs,
+            if r.runs == 1 { "" } else { "s" },
+            count(r.min_gain_percent)
+        ),
+        Mode::Hypothetical => format!(
+            "ESTIMATED: hypothetical indexes (HypoPG), EXPLAIN without ANALYZE · nothing was built or run · \
+             verdict on estimated cost, min gain {}%",
+            count(r.min_gain_percent)
+        ),
+        Mode::GenericPlan => format!(
+            "ESTIMATED: the generic plan, EXPLAIN without ANALYZE · nothing was run · verdict on estimated cost, \
+             min gain {}%",
+            count(r.min_gain_percent)
+        ),
+    }
+}
+
+fn verdict_text(paint: &Paint, verdict: Verdict) -> String {
+    match verdict {
+        Verdict::Pays => paint.good("pays"),
+        Verdict::DoesNotPay => paint.warn("does not pay"),
+        Verdict::Unused => paint.bad("unused"),
+    }
+}
+
+/// "9,205 → 5 (1,841× fewer)" for the deciding figure of a candidate.
+fn deciding(report: &CompareReport, judged: &Judged) -> String {
+    let (b, a) = &judged.warm;
+    match report.request.mode {
+        Mode::Measured => format!(
+            "{} → {} ({})",
+            b.pages_touched.map(count).unwrap_or_default(),
+            a.pages_touched.map(count).unwrap_or_default(),
+            change(b.pages_touched, a.pages_touched, "fewer", "more")
+        ),
+        _ => format!(
+            "{} → {} ({})",
+            b.total_cost.map(|c| format!("{c:.2}")).unwrap_or_default(),
+            a.total_cost.map(|c| format!("{c:.2}")).unwrap_or_default(),
+            change(b.total_cost, a.total_cost, "cheaper", "dearer")
+        ),
+    }
+}
+
+fn time_text(judged: &Judged) -> String {
+    let (b, a) = &judged.warm;
+    match (b.execution_ms, a.execution_ms) {
+        (Some(bt), Some(at)) => format!(
+            "{} → {} ({})",
+            ms(bt),
+            ms(at),
+            change(Some(bt), Some(at), "faster", "slower")
+        ),
+        _ => "—".into(),
+    }
+}
+
+fn uses_text(uses: &[IndexUse]) -> String {
+    if uses.is_empty() {
+        return "no".into();
+    }
+    let list: Vec<String> = uses
+        .iter()
+        .map(|u| format!("{} (node {})", u.node_type, u.node))
+        .collect();
+    list.join(", ")
+}
+
+fn figures_table(
+    out: &mut dyn Write,
+    judged: &Judged,
+    options: &TextOptions,
+    mode: Mode,
+) -> io::Result<()> {
+    let paint = Paint::new(options.color);
+    let mut table = new_table(&["", "before", "after", "change"], options);
+    let mut rows: Vec<(&str, Pair, bool, (&str, &str))> = Vec::new();
+    if mode == Mode::Measured {
+        for (label, figures) in [("cold", &judged.cold), ("warm", &judged.warm)] {
+            let (b, a) = figures;
+            rows.push((
+                if label == "cold" {
+                    "cold: execution"
+                } else {
+                    "warm: execution"
+                },
+                Pair::new(b.execution_ms, a.execution_ms),
+                true,
+                ("faster", "slower"),
+            ));
+            rows.push((
+                if label == "cold" {
+                    "      pages touched"
+                } else {
+                    "      pages touched"
+                },
+                Pair::new(b.pages_touched, a.pages_touched),
+                false,
+                ("fewer", "more"),
+            ));
+            rows.push((
+                "      pages read",
+                Pair::new(b.shared_read_blocks, a.shared_read_blocks),
+                false,
+                ("fewer", "more"),
+            ));
+            rows.push((
+                "      temp blocks",
+                Pair::new(b.temp_blocks, a.temp_blocks),
+                false,
+                ("fewer", "more"),
+            ));
+        }
+    } else {
+        let (b, a) = &judged.warm;
+        rows.push((
+            "estimated cost",
+            Pair::new(b.total_cost, a.total_cost),
+            false,
+            ("cheaper", "dearer"),
+        ));
+    }
+    for (name, pair, is_time, (fewer, more)) in rows {
+        let show = |v: Option<f64>| match v {
+            Some(v) if is_time => ms(v),
+            Some(v) if mode.is_estimate() => format!("{v:.2}"),
+            Some(v) => count(v),
+            None => "—".into(),
+        };
+        let text = change(pair.before, pair.after, fewer, more);
+        let text = match (pair.before, pair.after) {
+            (Some(b), Some(a)) if a < b => paint.good(&text),
+            (Some(b), Some(a)) if a > b => paint.bad(&text),
+            _ => text,
+        };
+        table.add_row(vec![
+            name.to_owned(),
+            show(pair.before),
+            show(pair.after),
+            text,
+        ]);
+    }
+    align_numbers(&mut table, 1);
+    write_table(out, &table)
+}
+
+/// `pgplan compare` as text.
+pub fn write_text(
+    out: &mut dyn Write,
+    report: &CompareReport,
+    options: &TextOptions,
+) -> io::Result<()> {
+    let paint = Paint::new(options.color);
+    let r = &report.request;
+    writeln!(
+        out,
+        "{} · PostgreSQL {}",
+        paint.bold("pgplan compare"),
+        report.server_version
+    )?;
+    writeln!(out, "{}", mode_line(report))?;
+    writeln!(out)?;
+    writeln!(out, "{} {}", paint.bold("Query"), r.query_source)?;
+    for line in r.query.text.lines() {
+        writeln!(out, "  {line}")?;
+    }
+    if !r.params.is_empty() {
+        let params: Vec<String> = r
+            .params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| format!("${} = {p}", i + 1))
+            .collect();
+        writeln!(out, "  with {}", params.join(", "))?;
+    }
+    writeln!(out)?;
+    let base = report.baseline.warm_figures();
+    let cold = report.baseline.cold_figures();
+    writeln!(out, "{}", paint.bold("Baseline (as the database is now)"))?;
+    if r.mode == Mode::Measured {
+        writeln!(
+            out,
+            "  cold: execution {}, pages touched {} ({} read from outside shared buffers)",
+            cold.execution_ms.map(ms).unwrap_or_default(),
+            cold.pages_touched.map(count).unwrap_or_default(),
+            cold.shared_read_blocks.map(count).unwrap_or_default()
+        )?;
+        writeln!(
+            out,
+            "  warm: execution {}, pages touched {} (median of {} runs)",
+            base.execution_ms.map(ms).unwrap_or_default(),
+            base.pages_touched.map(count).unwrap_or_default(),
+            report.baseline.warm.len()
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  estimated cost {}",
+            base.total_cost
+                .map(|c| format!("{c:.2}"))
+                .unwrap_or_default()
+        )?;
+    }
+    writeln!(out)?;
+
+    writeln!(out, "{}", paint.bold("Candidates, best first"))?;
+    let figure_header = if r.mode == Mode::Measured {
+        "pages touched (warm)"
+    } else {
+        "estimated cost"
+    };
+    let mut table = new_table(
+        &[
+            "#",
+            "index",
+            "verdict",
+            "used by",
+            figure_header,
+            "time (warm)",
+            "size",
+            "build",
+        ],
+        options,
+    );
+    for (position, judged) in report.ranking.iter().enumerate() {
+        let outcome = &report.outcomes[judged.index];
+        let run = outcome.result.as_ref().ok();
+        let name = match outcome.spec {
+            CandidateSpec::Drop { .. } => format!("without {}", report.name(judged.index)),
+            CandidateSpec::Create(_) => report.name(judged.index).to_owned(),
+        };
+        table.add_row(vec![
+            (position + 1).to_string(),
+            name,
+            verdict_text(&paint, judged.verdict),
+            uses_text(&judged.uses),
+            deciding(report, judged),
+            if r.mode == Mode::Measured {
+                time_text(judged)
+            } else {
+                "—".into()
+            },
+            run.and_then(|r| r.size_bytes)
+                .map(bytes)
+                .unwrap_or_default(),
+            run.and_then(|r| r.build_ms)
+                .map(ms)
+                .unwrap_or_else(|| "—".into()),
+        ]);
+    }
+    write_table(out, &table)?;
+    writeln!(out)?;
+    let failed: Vec<(usize, &str)> = report.failed().collect();
+    if !failed.is_empty() {
+        writeln!(out, "{}", paint.bad("Could not be measured"))?;
+        for (i, error) in failed {
+            writeln!(
+                out,
+                "  {}: {}",
+                paint.bold(report.name(i)),
+                report.outcomes[i].spec.user_sql()
+            )?;
+            for line in error.lines() {
+                writeln!(out, "    {line}")?;
+            }
+        }
+        writeln!(out)?;
+    }
+    match report.best() {
+        Some(best) => {
+            let outcome = &report.outcomes[best.index];
+            writeln!(
+                out,
+                "{} {} — {}",
+                paint.bold("Best:"),
+                paint.good(report.name(best.index)),
+                outcome.spec.user_sql()
+            )?;
+        }
+        None => writeln!(
+            out,
+            "{} no candidate cuts the pages the query touches by {}% or more",
+            paint.bold("Best:"),
+            count(r.min_gain_percent)
+        )?,
+    }
+    if let Some(rerun) = &report.baseline_rerun {
+        let again = rerun.warm_figures();
+        writeln!(
+            out,
+            "{} the baseline measured again after the estimate changes: pages touched {} → {}, \
+             execution {} → {}",
+            paint.warn("Note:"),
+            base.pages_touched.map(count).unwrap_or_default(),
+            again.pages_touched.map(count).unwrap_or_default(),
+            base.execution_ms.map(ms).unwrap_or_default(),
+            again.execution_ms.map(ms).unwrap_or_default(),
+        )?;
+    }
+
+    for (position, judged) in report.ranking.iter().enumerate() {
+        let outcome = &report.outcomes[judged.index];
+        let Ok(run) = &outcome.result else { continue };
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{} {}  {}",
+            paint.bold(&format!("{}.", position + 1)),
+            paint.bold(report.name(judged.index)),
+            verdict_text(&paint, judged.verdict)
+        )?;
+        writeln!(out, "  {}", outcome.spec.user_sql())?;
+        let mut facts = Vec::new();
+        if let Some(b) = run.build_ms {
+            facts.push(match outcome.spec {
+                CandidateSpec::Drop { .. } => format!("dropped in {}", ms(b)),
+                CandidateSpec::Create(_) => format!("built in {}", ms(b)),
+            });
+        }
+        if let Some(s) = run.size_bytes {
+            facts.push(if r.mode == Mode::Hypothetical {
+                format!("estimated size {}", bytes(s))
+            } else {
+                format!("size {}", bytes(s))
+            });
+        }
+        facts.push(format!("used by: {}", uses_text(&judged.uses)));
+        writeln!(out, "  {}", facts.join(" · "))?;
+        writeln!(out)?;
+        figures_table(out, judged, options, r.mode)?;
+        writeln!(out)?;
+        write_changes(out, &judged.comparison, options)?;
+        writeln!(out)?;
+        write_tree(out, run.measurement.representative(), options)?;
+        writeln!(out)?;
+        write_findings(out, &run.measurement.representative().findings, options)?;
+    }
+
+    if !report.warnings.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", paint.bold("Notes"))?;
+        for warning in &report.warnings {
+            writeln!(out, "  - {warning}")?;
+        }
+    }
+    Ok(())
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
+}
+
+/// `pgplan compare --format markdown`, for a pull-request comment.
+pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result<()> {
+    let r = &report.request;
+    writeln!(
+        out,
+        "### pgplan compare — PostgreSQL {}",
+        report.server_version
+    )?;
+    writeln!(out)?;
+    writeln!(out, "{}", mode_line(report))?;
+    writeln!(out)?;
+    writeln!(out, "```sql")?;
+    writeln!(out, "{}", r.query.text)?;
+    writeln!(out, "```")?;
+    writeln!(out)?;
+    let figure = if r.mode == Mode::Measured {
+        "pages touched (warm)"
+    } else {
+        "estimated cost"
+    };
+    writeln!(
+        out,
+        "| # | index | verdict | used by | {figure} | time (warm) | size | build |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---:|---:|")?;
+    for (position, judged) in report.ranking.iter().enumerate() {
+        let outcome = &report.outcomes[judged.index];
+        let run = outcome.result.as_ref().ok();
+        writeln!(
+            out,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} |",
+            position + 1,
+            report.name(judged.index),
+            judged.verdict.as_str(),
+            markdown::cell(&uses_text(&judged.uses)),
+            deciding(report, judged),
+            if r.mode == Mode::Measured {
+                time_text(judged)
+            } else {
+                "—".into()
+            },
+            run.and_then(|r| r.size_bytes)
+                .map(bytes)
+                .unwrap_or_default(),
+            run.and_then(|r| r.build_ms)
+                .map(ms)
+                .unwrap_or_else(|| "—".into())
+        )?;
+    }
+    for (i, error) in report.failed() {
+        writeln!(
+            out,
+            "| — | `{}` | failed | | {} | | | |",
+            report.name(i),
+            markdown::cell(first_line(error))
+        )?;
+    }
+    writeln!(out)?;
+    match report.best() {
+        Some(best) => writeln!(
+            out,
+            "**Best:** `{}`\n\n```sql\n{}\n```",
+            report.name(best.index),
+            report.outcomes[best.index].spec.user_sql()
+        )?,
+        None => writeln!(
+            out,
+            "**No candidate cuts the pages the query touches by {}% or more.**",
+            count(r.min_gain_percent)
+        )?,
+    }
+    for judged in &report.ranking {
+        let outcome = &report.outcomes[judged.index];
+        let Ok(run) = &outcome.result else { continue };
+        writeln!(out)?;
+        writeln!(
+            out,
+            "<details><summary><code>{}</code>: {}</summary>",
+            report.name(judged.index),
+            judged.verdict.as_str()
+        )?;
+        writeln!(out)?;
+        markdown::write_totals(out, &judged.comparison)?;
+        writeln!(out)?;
+        markdown::write_changes(out, &judged.comparison)?;
+        writeln!(out)?;
+        markdown::write_tree_block(out, run.measurement.representative())?;
+        writeln!(out)?;
+        markdown::write_findings(out, &run.measurement.representative().findings)?;
+        writeln!(out)?;
+        writeln!(out, "</details>")?;
+    }
+    if !report.warnings.is_empty() {
+        writeln!(out)?;
+        for warning in &report.warnings {
+            writeln!(out, "> {}", warning.replace('\n', " "))?;
+        }
+    }
+    Ok(())
+}
