@@ -340,11 +340,11 @@ async fn measure(
         clean_up(client, &leftovers).await?;
         result
     };
-    let (facts, raw_plans) = if request.mode == Mode::Measured {
-        conn.rolled_back(limits, work).await?
-    } else {
-        // Estimates only: nothing is written, so it runs read-only and works on a standby.
+    let (facts, raw_plans) = if request.mode == Mode::Hypothetical {
+        // Hypothetical indexes write nothing: read-only, so it works on a standby.
         conn.read_only(limits, work).await?
+    } else {
+        conn.rolled_back(limits, work).await?
     };
     let mut analyses = raw_plans
         .iter()
@@ -409,12 +409,12 @@ async fn read_estimates(
 fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
     let facts = &conn.facts;
     match request.mode {
-        Mode::Measured if facts.in_recovery => bail!(
+        Mode::Measured | Mode::GenericPlan if facts.in_recovery => bail!(
             "{} is a standby (in recovery): measured compare builds indexes, which a standby cannot.\n\
              hint: use --hypothetical (HypoPG, estimates only), or run against a writable copy",
             conn.target
         ),
-        Mode::Measured if facts.read_only => bail!(
+        Mode::Measured | Mode::GenericPlan if facts.read_only => bail!(
             "the session on {} is read-only (default_transaction_read_only is on): measured compare \
              builds indexes inside a rolled-back transaction.\n\
              hint: use --hypothetical (HypoPG, estimates only), or a writable connection",
@@ -427,8 +427,36 @@ fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
             facts.database,
             conn.target
         ),
+        Mode::Hypothetical => {
+            let version = facts
+                .extensions
+                .iter()
+                .find(|(name, _)| name == "hypopg")
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            let drops = request
+                .candidates
+                .iter()
+                .any(|c| matches!(c, CandidateSpec::Drop { .. }));
+            if drops && version_below(&version, (1, 4)) {
+                bail!(
+                    "--drop-index with --hypothetical hides the index with hypopg_hide_index, which \
+                     HypoPG 1.4 added; this database has HypoPG {version}.\n\
+                     hint: ALTER EXTENSION hypopg UPDATE after installing HypoPG 1.4+, or measure the \
+                     drop for real without --hypothetical"
+                );
+            }
+            Ok(())
+        }
         _ => Ok(()),
     }
+}
+
+/// Whether a dotted version ("1.3.1") is below `(major, minor)`.
+fn version_below(version: &str, (major, minor): (u32, u32)) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let (v_major, v_minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    (v_major, v_minor) < (major, minor)
 }
 
 /// Measures the baseline and every candidate, and judges them.
@@ -493,7 +521,7 @@ pub async fn run_compare(
             spec: spec.clone(),
             result,
         });
-        if request.mode == Mode::Measured {
+        if request.mode != Mode::Hypothetical {
             let after = read_estimates(conn, limits, &tables).await?;
             for change in estimate_changes(&current, &after) {
                 warnings.push(format!(

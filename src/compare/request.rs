@@ -300,7 +300,7 @@ impl CompareRequest {
 fn write_kind(kind: WriteKind) -> String {
     match kind {
         WriteKind::SelectInto => "SELECT ... INTO (it creates a table)".into(),
-        other => format!("an {}", other.keyword()),
+        other => format!("a {}", other.keyword()),
     }
 }
 

@@ -181,7 +181,7 @@ pub async fn hypopg_hide(client: &Client, index: &str) -> Result<(), SessionErro
         .query_typed(HYPOPG_HIDE_SQL, &[(&index, Type::TEXT)])
         .await
         .map_err(err(
-            "hiding the index (hypopg_hide_index needs HypoPG 1.3 or later)",
+            "hiding the index (hypopg_hide_index needs HypoPG 1.4 or later)",
         ))?;
     Ok(())
 }

@@ -338,11 +338,7 @@ fn figures_table(
                 ("faster", "slower"),
             ));
             rows.push((
-                if label == "cold" {
-                    "      pages touched"
-                } else {
-                    "      pages touched"
-                },
+                "      pages touched",
                 Pair::new(b.pages_touched, a.pages_touched),
                 false,
                 ("fewer", "more"),

@@ -1,0 +1,682 @@
+//! `pgplan compare` on real servers 13–18: the story's verdicts, the options, and the safety
+//! guarantee — whatever happens (a failing candidate, a query error, a timeout, a lock held
+//! elsewhere, Ctrl-C or kill -9 during a build), no index, lock, open transaction or changed row
+//! is left behind.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{TestDb, for_each_version, pgplan_bin};
+use serde_json::Value;
+
+const SETUP: &str = "
+CREATE TABLE events (
+    id bigint PRIMARY KEY,
+    tenant_id integer NOT NULL,
+    status text NOT NULL,
+    created_at timestamptz NOT NULL,
+    payload text NOT NULL
+);
+INSERT INTO events
+SELECT i, (i::bigint * 7919) % 1000,
+       CASE WHEN (i::bigint * 37) % 100 < 70 THEN 'pending'
+            WHEN (i::bigint * 37) % 100 < 90 THEN 'done'
+            WHEN (i::bigint * 37) % 100 < 97 THEN 'failed'
+            ELSE 'cancelled' END,
+       timestamptz '2026-01-01 00:00:00+00' + i * interval '1 minute',
+       md5(i::text) || md5((i + 1)::text)
+FROM generate_series(1, 60000) AS i;
+CREATE INDEX events_tenant_id_idx ON events (tenant_id);
+VACUUM (ANALYZE) events;
+CREATE TABLE slow (id integer PRIMARY KEY, v integer NOT NULL);
+INSERT INTO slow SELECT i, i % 10 FROM generate_series(1, 400) AS i;
+VACUUM (ANALYZE) slow;
+CREATE FUNCTION slow_identity(integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE
+AS $$ BEGIN PERFORM pg_sleep(0.02); RETURN $1; END $$;
+";
+
+const QUERY: &str =
+    "SELECT id, created_at FROM events WHERE status = 'pending' ORDER BY created_at DESC LIMIT 50";
+
+async fn story_db(major: u32, test: &str) -> TestDb {
+    let db = TestDb::create(major, test).await;
+    db.run(SETUP).await;
+    db
+}
+
+/// Writes a query file named after a counter, so several queries can live side by side.
+fn write_query(dir: &Path, sql: &str) -> String {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let path = dir.join(format!("query{n}.sql"));
+    std::fs::write(&path, sql).unwrap();
+    path.display().to_string()
+}
+
+fn pgplan(db: &TestDb, args: &[&str]) -> Output {
+    command(db, args).output().expect("running pgplan")
+}
+
+fn command(db: &TestDb, args: &[&str]) -> Command {
+    let mut cmd = Command::new(pgplan_bin());
+    cmd.env("NO_COLOR", "1")
+        .env_remove("PGSERVICE")
+        .arg("compare")
+        .arg("-d")
+        .arg(db.conninfo())
+        .args(args);
+    cmd
+}
+
+fn json(output: &Output) -> Value {
+    assert!(
+        output.status.success(),
+        "pgplan failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}):\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// What must be the same before and after pgplan ran, whatever happened.
+#[derive(Debug, PartialEq)]
+struct ServerState {
+    relations: String,
+    events_rows: String,
+    slow_rows: String,
+}
+
+async fn state(db: &TestDb) -> ServerState {
+    ServerState {
+        relations: db
+            .value("SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relnamespace = 'public'::regnamespace")
+            .await
+            .unwrap(),
+        events_rows: db
+            .value("SELECT md5(string_agg(e::text, ',' ORDER BY id)) FROM events e")
+            .await
+            .unwrap(),
+        slow_rows: db
+            .value("SELECT md5(string_agg(s::text, ',' ORDER BY id)) FROM slow s")
+            .await
+            .unwrap(),
+    }
+}
+
+/// Waits until no pgplan session is left on the server (a killed client's backend may need a
+/// moment to notice), then checks it holds no lock and no transaction.
+async fn assert_nothing_left(db: &TestDb, before: &ServerState) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let sessions = db
+            .value("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan'")
+            .await
+            .unwrap();
+        if sessions == "0" {
+            break;
+        }
+        let locks = db
+            .value(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
+                 WHERE a.application_name = 'pgplan' AND a.state <> 'active'",
+            )
+            .await
+            .unwrap();
+        let idle_in_tx = db
+            .value(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
+                 AND state LIKE 'idle in transaction%'",
+            )
+            .await
+            .unwrap();
+        assert!(
+            Instant::now() < deadline,
+            "a pgplan session is still there: {sessions} sessions, {locks} locks held while not active, \
+             {idle_in_tx} idle in transaction"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(&state(db).await, before, "the server changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_story_partial_index_pays_and_the_others_do_not() {
+    for_each_version("compare_story", |major| async move {
+        let db = story_db(major, "compare_story").await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(dir.path(), QUERY);
+        let before = state(&db).await;
+        let plans = dir.path().join("plans");
+        let out = pgplan(&db, &[
+            &query,
+            "--index", "CREATE INDEX ON events (status)",
+            "--index", "CREATE INDEX CONCURRENTLY pending_recent ON events (created_at DESC) WHERE status = 'pending'",
+            "--index", "CREATE INDEX ON events (tenant_id, created_at)",
+            "--runs", "2",
+            "--format", "json",
+            "--save-plans", plans.to_str().unwrap(),
+        ]);
+        let doc = json(&out);
+        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["mode"], "measured");
+        assert_eq!(doc["estimated"], false);
+        assert_eq!(doc["best"], "pending_recent");
+        assert_eq!(doc["baseline"]["runs"], 3);
+        let candidates = doc["candidates"].as_array().unwrap();
+        assert_eq!(candidates.len(), 3);
+        let by_name = |name: &str| candidates.iter().find(|c| c["index_name"] == name).unwrap_or_else(|| panic!("no {name}: {candidates:#?}"));
+        let partial = by_name("pending_recent");
+        assert_eq!(partial["verdict"], "pays");
+        assert_eq!(partial["used"], true);
+        assert_eq!(partial["rank"], 1);
+        assert!(partial["used_by"][0]["node_type"].as_str().unwrap().contains("Index"));
+        let pages = &partial["summary"]["warm"]["pages_touched"];
+        assert!(pages["after"].as_f64().unwrap() < 20.0, "{pages}");
+        assert!(pages["before"].as_f64().unwrap() > 500.0, "{pages}");
+        assert!(pages["ratio"].as_f64().unwrap() < 0.05, "{pages}");
+        assert!(partial["index_size_bytes"].as_f64().unwrap() > 8192.0);
+        assert!(partial["build_ms"].as_f64().unwrap() > 0.0);
+        assert!(partial["diff"]["changes"].as_array().unwrap().iter().any(|c| c["kind"] == "access_method_changed"));
+        assert!(partial["plan"]["nodes"].as_array().unwrap().len() >= 2);
+        // PostgreSQL named the unnamed candidates itself.
+        for name in ["events_status_idx", "events_tenant_id_created_at_idx"] {
+            let c = by_name(name);
+            assert_eq!(c["verdict"], "unused", "{name}");
+            assert_eq!(c["used"], false);
+        }
+        assert!(doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("CONCURRENTLY")));
+        // Every plan was saved and replays with pgplan diff.
+        let baseline_plan = plans.join("baseline.run1.json");
+        let partial_plan = plans.join("pending_recent.run1.json");
+        assert!(plans.join("baseline.cold.json").exists());
+        let diff = Command::new(pgplan_bin())
+            .args(["diff", "--format", "json"])
+            .arg(&baseline_plan)
+            .arg(&partial_plan)
+            .output()
+            .unwrap();
+        let diff: Value = serde_json::from_slice(&diff.stdout).unwrap();
+        assert!(diff["totals"]["pages_touched"]["ratio"].as_f64().unwrap() < 0.05);
+        assert_nothing_left(&db, &before).await;
+
+        // The text report names the best candidate and says what it is looking at.
+        let out = pgplan(&db, &[&query, "--index", "CREATE INDEX pending_recent ON events (created_at DESC) WHERE status = 'pending'", "--runs", "1"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(text.contains("Best: pending_recent"), "{text}");
+        assert!(text.contains("measured: EXPLAIN (ANALYZE, BUFFERS)"), "{text}");
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn failing_candidates_and_queries_leave_nothing_behind() {
+    for_each_version("compare_failures", |major| async move {
+        let db = story_db(major, "compare_failures").await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(dir.path(), QUERY);
+        let before = state(&db).await;
+
+        // A syntax error, a missing column and duplicate values under UNIQUE: each candidate is
+        // reported with the server's error, the others are still measured, exit code 2.
+        let out = pgplan(
+            &db,
+            &[
+                &query,
+                "--index",
+                "CREATE INDEX bad_syntax ON events (status,)",
+                "--index",
+                "CREATE INDEX no_column ON events (no_such_column)",
+                "--index",
+                "CREATE UNIQUE INDEX dup ON events (status)",
+                "--index",
+                "CREATE INDEX fine ON events (created_at)",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let error_of = |name: &str| {
+            doc["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["index_name"] == name)
+                .unwrap()["error"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        };
+        assert!(
+            error_of("bad_syntax").contains("SQLSTATE 42601"),
+            "{}",
+            error_of("bad_syntax")
+        );
+        assert!(
+            error_of("no_column").contains("no_such_column"),
+            "{}",
+            error_of("no_column")
+        );
+        let dup = error_of("dup");
+        assert!(dup.contains("SQLSTATE 23505"), "{dup}");
+        assert!(
+            dup.contains("DETAIL:"),
+            "the server's DETAIL is shown: {dup}"
+        );
+        assert!(
+            doc["candidates"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c["index_name"] == "fine" && c["verdict"].is_string())
+        );
+        assert!(
+            stderr(&out).contains("candidate dup failed"),
+            "{}",
+            stderr(&out)
+        );
+        assert_nothing_left(&db, &before).await;
+
+        // A query that fails: a clear error, exit 2.
+        let bad_query = write_query(dir.path(), "SELECT no_such_column FROM events");
+        let out = pgplan(
+            &db,
+            &[&bad_query, "--index", "CREATE INDEX ON events (status)"],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            stderr(&out).contains("the query failed in the baseline run"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains("SQLSTATE 42703"), "{}", stderr(&out));
+        assert_nothing_left(&db, &before).await;
+
+        // A statement timeout during a run.
+        let slow_query = write_query(dir.path(), "SELECT count(*) FROM events, pg_sleep(2)");
+        let out = pgplan(
+            &db,
+            &[
+                &slow_query,
+                "--index",
+                "CREATE INDEX ON events (status)",
+                "--statement-timeout",
+                "300ms",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("SQLSTATE 57014"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("statement timeout"),
+            "{}",
+            stderr(&out)
+        );
+        assert_nothing_left(&db, &before).await;
+
+        // Refusals before anything runs: a write without --allow-writes, a smuggled statement.
+        let write = write_query(dir.path(), "DELETE FROM events WHERE id < 10");
+        let out = pgplan(&db, &[&write, "--index", "CREATE INDEX ON events (status)"]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("--allow-writes"), "{}", stderr(&out));
+        let out = pgplan(
+            &db,
+            &[
+                &query,
+                "--index",
+                "CREATE INDEX x ON events (status); DROP TABLE events",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("DROP"), "{}", stderr(&out));
+        assert_nothing_left(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lock_held_elsewhere_times_out_and_leaves_nothing() {
+    for_each_version("compare_lock", |major| async move {
+        let db = story_db(major, "compare_lock").await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(dir.path(), QUERY);
+        let before = state(&db).await;
+        // Another session writes to events and keeps its transaction open: CREATE INDEX needs a
+        // SHARE lock, which conflicts with its ROW EXCLUSIVE.
+        let holder = db.client().await;
+        holder
+            .batch_execute("BEGIN; UPDATE events SET payload = payload WHERE id = 1")
+            .await
+            .unwrap();
+        let started = Instant::now();
+        let out = pgplan(
+            &db,
+            &[
+                &query,
+                "--index",
+                "CREATE INDEX ON events (status)",
+                "--lock-timeout",
+                "200ms",
+                "--format",
+                "json",
+            ],
+        );
+        assert!(started.elapsed() < Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let error = doc["candidates"][0]["error"].as_str().unwrap();
+        assert!(error.contains("SQLSTATE 55P03"), "{error}");
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        assert_nothing_left(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// Starts `pgplan compare` building a slow expression index (0.02 s per row) and waits until the
+/// build is running on the server.
+// The child is handed to the caller, which waits for it; clippy cannot see through the return.
+#[allow(clippy::zombie_processes)]
+async fn start_slow_build(db: &TestDb, query: &str) -> Child {
+    let child = command(
+        db,
+        &[
+            query,
+            "--index",
+            "CREATE INDEX slow_build ON slow (slow_identity(id))",
+            "--lock-timeout",
+            "30s",
+        ],
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let building = db
+            .value("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' AND state = 'active' AND query LIKE 'CREATE INDEX slow_build%'")
+            .await
+            .unwrap();
+        if building == "1" {
+            return child;
+        }
+        if Instant::now() > deadline {
+            let mut child = child;
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("the build never started: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ctrl_c_during_a_build_cancels_and_rolls_back() {
+    for_each_version("compare_sigint", |major| async move {
+        let db = story_db(major, "compare_sigint").await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(dir.path(), "SELECT * FROM slow WHERE id = 7");
+        let before = state(&db).await;
+        let child = start_slow_build(&db, &query).await;
+        let started = Instant::now();
+        // SAFETY: signalling the child we started.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        // The cancel request stops the build at once; it does not run to its end (8 s).
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+        assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+        assert!(stderr(&out).contains("rolled back"), "{}", stderr(&out));
+        assert_nothing_left(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kill_9_during_a_build_leaves_nothing_behind() {
+    for_each_version("compare_sigkill", |major| async move {
+        let db = story_db(major, "compare_sigkill").await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(dir.path(), "SELECT * FROM slow WHERE id = 7");
+        let before = state(&db).await;
+        let mut child = start_slow_build(&db, &query).await;
+        child.kill().unwrap();
+        child.wait().unwrap();
+        // The server rolls back when it notices the client is gone: within a second on 14+
+        // (client_connection_check_interval), at the end of the build on 13.
+        assert_nothing_left(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parameters_writes_drops_and_estimates() {
+    for_each_version("compare_options", |major| async move {
+        let db = story_db(major, "compare_options").await;
+        let dir = tempfile::tempdir().unwrap();
+        let before = state(&db).await;
+
+        // Parameters: a custom plan for the given values.
+        let query = write_query(
+            dir.path(),
+            "SELECT id FROM events WHERE created_at BETWEEN $1 AND $2",
+        );
+        let (from, to) = ("2026-01-02 00:00:00+00", "2026-01-02 02:00:00+00");
+        let doc = json(&pgplan(
+            &db,
+            &[
+                &query,
+                "--param",
+                from,
+                "--param",
+                to,
+                "--index",
+                "CREATE INDEX t_s ON events (created_at)",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        ));
+        assert_eq!(doc["query"]["params"], serde_json::json!([from, to]));
+        assert_eq!(doc["candidates"][0]["verdict"], "pays", "{doc:#}");
+        let rows = doc["baseline"]["plan"]["nodes"][0]["actual_rows"]
+            .as_f64()
+            .unwrap();
+        assert!(rows > 0.0);
+        // The generic plan: estimates only.
+        let doc = json(&pgplan(
+            &db,
+            &[
+                &query,
+                "--generic-plan",
+                "--index",
+                "CREATE INDEX t_s ON events (created_at)",
+                "--format",
+                "json",
+            ],
+        ));
+        assert_eq!(doc["mode"], "generic_plan");
+        assert_eq!(doc["estimated"], true);
+        assert!(doc["baseline"]["plan"]["analyzed"] == false);
+        // A missing --param is refused before connecting.
+        let out = pgplan(
+            &db,
+            &[
+                &query,
+                "--param",
+                "7",
+                "--index",
+                "CREATE INDEX ON events (tenant_id)",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("$2"), "{}", stderr(&out));
+
+        // Writes, with --allow-writes: measured, rolled back, the rows unchanged.
+        let delete = write_query(dir.path(), "DELETE FROM events WHERE tenant_id = 5");
+        let doc = json(&pgplan(
+            &db,
+            &[
+                &delete,
+                "--allow-writes",
+                "--index",
+                "CREATE INDEX ON events (tenant_id, id)",
+                "--runs",
+                "2",
+                "--format",
+                "json",
+            ],
+        ));
+        assert!(
+            doc["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("sequences"))
+        );
+        // Every run deleted the same rows: each ran under a savepoint that was rolled back.
+        let deleted: Vec<f64> = [&doc["baseline"]["plan"]["nodes"][1]["actual_rows"]]
+            .iter()
+            .map(|v| v.as_f64().unwrap_or_default())
+            .collect();
+        assert!(deleted[0] > 0.0, "{doc:#}");
+
+        // --drop-index: the existing index pays for a tenant lookup; it still exists afterwards.
+        let lookup = write_query(
+            dir.path(),
+            "SELECT count(*) FROM events WHERE tenant_id = 42",
+        );
+        let doc = json(&pgplan(
+            &db,
+            &[
+                &lookup,
+                "--drop-index",
+                "events_tenant_id_idx",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        ));
+        let drop = &doc["candidates"][0];
+        assert_eq!(drop["action"], "drop");
+        assert_eq!(drop["used"], true, "{drop:#}");
+        assert_eq!(drop["verdict"], "pays", "{drop:#}");
+        assert!(
+            doc["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w.as_str().unwrap().contains("ACCESS EXCLUSIVE"))
+        );
+        assert_eq!(
+            db.value("SELECT count(*) FROM pg_class WHERE relname = 'events_tenant_id_idx'")
+                .await
+                .as_deref(),
+            Some("1")
+        );
+
+        // A standby-like refusal: a read-only session cannot build indexes.
+        let ro = format!(
+            "{} options='-c default_transaction_read_only=on'",
+            db.conninfo()
+        );
+        let out = Command::new(pgplan_bin())
+            .args([
+                "compare",
+                "-d",
+                &ro,
+                &lookup,
+                "--index",
+                "CREATE INDEX ON events (status)",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains("--hypothetical"), "{}", stderr(&out));
+        assert_nothing_left(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn estimate_changes_that_outlive_the_rollback_are_detected() {
+    for_each_version("compare_estimates", |major| async move {
+        let db = TestDb::create(major, "compare_estimates").await;
+        // Never vacuumed or analyzed, autovacuum off: pg_class knows nothing of the rows yet.
+        db.run(
+            "CREATE TABLE fresh (id integer, v integer) WITH (autovacuum_enabled = off); \
+             INSERT INTO fresh SELECT i, i % 100 FROM generate_series(1, 20000) i;",
+        )
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(dir.path(), "SELECT * FROM fresh WHERE v = 3");
+        let reltuples_before = db
+            .value("SELECT reltuples FROM pg_class WHERE relname = 'fresh'")
+            .await;
+        let doc = json(&pgplan(
+            &db,
+            &[
+                &query,
+                "--index",
+                "CREATE INDEX ON fresh (v)",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        ));
+        let reltuples_after = db
+            .value("SELECT reltuples FROM pg_class WHERE relname = 'fresh'")
+            .await;
+        let changed = reltuples_before != reltuples_after;
+        let reported = !doc["estimate_changes"].as_array().unwrap().is_empty();
+        // Detected, not assumed: whatever this server version did, the report says the same.
+        assert_eq!(
+            reported, changed,
+            "before {reltuples_before:?}, after {reltuples_after:?}: {doc:#}"
+        );
+        if changed {
+            assert!(
+                doc["baseline_rerun"].is_object(),
+                "the baseline is measured again"
+            );
+            assert!(
+                doc["warnings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|w| w.as_str().unwrap().contains("outlives the rollback"))
+            );
+        } else {
+            assert!(doc["baseline_rerun"].is_null());
+        }
+        db.drop_db().await;
+    })
+    .await;
+}
