@@ -421,7 +421,10 @@ async fn start_slow_build(db: &TestDb, query: &str) -> Child {
             let mut child = child;
             let _ = child.kill();
             let out = child.wait_with_output().unwrap();
-            panic!("the build never started: {}", String::from_utf8_lossy(&out.stderr));
+            panic!(
+                "the build never started: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

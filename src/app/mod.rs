@@ -2,6 +2,7 @@
 //! per command, and decides the exit code.
 
 pub mod compare;
+pub mod demo;
 pub mod info;
 pub mod live;
 pub mod offline;
@@ -21,7 +22,8 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Diff(args) => offline::diff(args, &text),
         Command::Info(args) => info::info(args, cli.verbose, &text),
         Command::Compare(args) => compare::compare(*args, &text),
-        Command::Audit(_) | Command::Demo(_) => {
+        Command::Demo(args) => demo::demo(args, &text),
+        Command::Audit(_) => {
             anyhow::bail!("not available yet")
         }
     }
