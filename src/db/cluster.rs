@@ -53,7 +53,12 @@ pub enum ClusterError {
          at a directory holding initdb and postgres; scripts/fetch-postgres.sh fetches them"
     )]
     BinariesNotFound { searched: String },
-    #[error("{path}: not a PostgreSQL bin directory ({reason})")]
+    #[error(
+        "{path}: not a PostgreSQL bin directory ({reason})\n\
+         hint: point --pg-bin / {PG_BIN_ENV} at a directory holding initdb and postgres (Debian: \
+         /usr/lib/postgresql/<major>/bin after apt-get install postgresql), or unset it to search \
+         pg_config, PATH and /usr/lib/postgresql"
+    )]
     BadBinDir { path: PathBuf, reason: String },
     #[error(
         "running as root, and there is no unprivileged user to run the server as (tried: postgres, nobody)\nhint: create one with `useradd --system postgres`"

@@ -185,7 +185,7 @@ pub fn measure(plan: &Plan) -> PlanMetrics {
             let children: f64 = counted_children()
                 .filter_map(|c| metrics[c].inclusive_ms)
                 .sum();
-            metrics[id].exclusive_ms = Some((own - children).max(0.0));
+            metrics[id].exclusive_ms = Some(round_us(own - children).max(0.0));
         }
     }
 
@@ -193,6 +193,12 @@ pub fn measure(plan: &Plan) -> PlanMetrics {
         totals: totals(plan),
         nodes: metrics,
     }
+}
+
+/// Rounds milliseconds to the microsecond, the precision EXPLAIN reports: differences of its
+/// three-decimal figures would otherwise show binary noise (0.0010000000000000009).
+fn round_us(ms: f64) -> f64 {
+    (ms * 1000.0).round() / 1000.0
 }
 
 fn node_metrics(node: &Node, in_parallel_worker: bool, processes: f64) -> NodeMetrics {
@@ -208,11 +214,11 @@ fn node_metrics(node: &Node, in_parallel_worker: bool, processes: f64) -> NodeMe
     });
     let inclusive_ms = node.actual.map(|a| {
         let cpu = a.total_ms * a.loops;
-        if in_parallel_worker {
+        round_us(if in_parallel_worker {
             cpu / processes.max(1.0)
         } else {
             cpu
-        }
+        })
     });
     NodeMetrics {
         loops,

@@ -1,0 +1,261 @@
+//! The binary's offline commands as a user runs them: every input form, bad input with a one-line
+//! error and exit code 2 (never a panic), thresholds with exit code 1, colour decided once.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_pgplan"))
+}
+
+fn fixture(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures")
+        .join(path)
+        .display()
+        .to_string()
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(bin())
+        .env("NO_COLOR", "1")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn run_stdin(args: &[&str], input: &str) -> Output {
+    let mut child = Command::new(bin())
+        .env("NO_COLOR", "1")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Exit 2, one line on stderr that names the input and says `expected`, no panic.
+fn assert_input_error(out: &Output, name: &str, expected: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("pgplan: "), "{err}");
+    assert!(err.contains(name), "names the input: {err}");
+    assert!(err.contains(expected), "says {expected:?}: {err}");
+    assert!(stdout(out).is_empty(), "nothing on stdout");
+}
+
+#[test]
+fn bad_input_gets_a_one_line_error_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let full = std::fs::read_to_string(fixture("story/before.pg16.json")).unwrap();
+    let cases = [
+        (write("empty.json", ""), "empty"),
+        (write("blank.json", "  \n\n"), "empty"),
+        (write("prose.txt", "this is not a plan"), "not JSON"),
+        (
+            write("truncated.json", &full[..full.len() / 2]),
+            "truncated",
+        ),
+        (write("object.json", r#"{"rows": [1, 2, 3]}"#), "not a plan"),
+        (write("array.json", "[1, 2, 3]"), "not a plan"),
+        (
+            write(
+                "huge.json",
+                r#"[{"Plan": {"Node Type": "Result", "Plan Rows": 1e999}}]"#,
+            ),
+            "out of range",
+        ),
+        (
+            write(
+                "wrong_type.json",
+                r#"[{"Plan": {"Node Type": "Result", "Plan Rows": "many"}}]"#,
+            ),
+            "not a plan",
+        ),
+        (fixture("plans/text_format.pg16.txt"), "TEXT format"),
+        (write("binary.bin", "\u{0}\u{1}\u{2}"), "not JSON"),
+    ];
+    for (path, expected) in &cases {
+        let out = run(&["explain", path]);
+        assert_input_error(&out, path, expected);
+        // diff reports the same error for either side.
+        let out = run(&["diff", &fixture("story/before.pg16.json"), path]);
+        assert_input_error(&out, path, expected);
+    }
+    let out = run(&["explain", "/nonexistent/plan.json"]);
+    assert_input_error(&out, "/nonexistent/plan.json", "No such file");
+    let invalid_utf8 = dir.path().join("latin1.json");
+    std::fs::write(&invalid_utf8, [b'[', 0xff, b']']).unwrap();
+    let out = run(&["explain", invalid_utf8.to_str().unwrap()]);
+    assert_input_error(&out, "latin1.json", "not UTF-8");
+}
+
+#[test]
+fn every_input_form_reads_the_same_plan() {
+    let json = run(&[
+        "explain",
+        "--format",
+        "json",
+        &fixture("plans/psql_paste.pg16.json"),
+    ]);
+    let pasted = run(&[
+        "explain",
+        "--format",
+        "json",
+        &fixture("plans/psql_paste.pg16.psql.txt"),
+    ]);
+    assert!(
+        json.status.success() && pasted.status.success(),
+        "{}",
+        stderr(&pasted)
+    );
+    // Two runs of the same query: everything but the timings is the same.
+    let without_timings = |out: &Output| {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut nodes = doc["nodes"].as_array().unwrap().clone();
+        for node in &mut nodes {
+            node.as_object_mut()
+                .unwrap()
+                .retain(|k, _| !k.ends_with("_ms"));
+        }
+        nodes
+    };
+    assert_eq!(
+        without_timings(&json),
+        without_timings(&pasted),
+        "psql's pasted output reads as the JSON does"
+    );
+
+    let text = std::fs::read_to_string(fixture("story/partial_index.pg17.json")).unwrap();
+    let from_stdin = run_stdin(&["explain", "--format", "json", "-"], &text);
+    assert!(from_stdin.status.success(), "{}", stderr(&from_stdin));
+    let doc: serde_json::Value = serde_json::from_slice(&from_stdin.stdout).unwrap();
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["nodes"][1]["node_type"], "Index Scan");
+    assert_eq!(doc["nodes"][1]["index"], "events_pending_created_at_idx");
+
+    let auto = run(&[
+        "explain",
+        "--format",
+        "json",
+        &fixture("plans/auto_explain_log.pg18.auto_explain.json"),
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&auto.stdout).unwrap();
+    assert!(
+        doc["query_text"]
+            .as_str()
+            .unwrap()
+            .contains("SELECT customer_id")
+    );
+
+    // Only one of diff's inputs may be standard input.
+    let out = run(&["diff", "-", "-"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("standard input"));
+}
+
+#[test]
+fn thresholds_set_exit_code_1() {
+    // The lossy bitmap plan has a warning.
+    let lossy = fixture("plans/bitmap_heap_scan_lossy.pg18.json");
+    assert_eq!(run(&["explain", &lossy]).status.code(), Some(0));
+    assert_eq!(
+        run(&["explain", "--fail-on", "warning", &lossy])
+            .status
+            .code(),
+        Some(1)
+    );
+    assert_eq!(
+        run(&["explain", "--fail-on", "critical", &lossy])
+            .status
+            .code(),
+        Some(0)
+    );
+
+    let before = fixture("story/before.pg16.json");
+    let after = fixture("story/partial_index.pg16.json");
+    // Fewer pages after: no regression either way round... until it is reversed.
+    assert_eq!(
+        run(&["diff", "--fail-on-regression", "10", &before, &after])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        run(&["diff", "--fail-on-regression", "10", &after, &before])
+            .status
+            .code(),
+        Some(1)
+    );
+}
+
+#[test]
+fn colour_is_decided_once() {
+    let plan = fixture("story/before.pg16.json");
+    let coloured = Command::new(bin())
+        .args(["explain", "--color", "always", &plan])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&coloured).contains("\u{1b}["),
+        "--color always colours"
+    );
+    let plain = Command::new(bin())
+        .args(["explain", &plan])
+        .output()
+        .unwrap();
+    assert!(
+        !stdout(&plain).contains("\u{1b}["),
+        "not a terminal: no colour"
+    );
+    let never = Command::new(bin())
+        .env("NO_COLOR", "1")
+        .args(["explain", "--color", "auto", &plan])
+        .output()
+        .unwrap();
+    assert!(!stdout(&never).contains("\u{1b}["));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = run(&["explain"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&[
+        "compare",
+        "--runs",
+        "0",
+        "-",
+        "--index",
+        "CREATE INDEX ON t (a)",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["frobnicate"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(stdout(&out).contains("compare"));
+}
