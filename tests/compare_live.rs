@@ -683,3 +683,49 @@ async fn estimate_changes_that_outlive_the_rollback_are_detected() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn index_files_expression_indexes_and_report_destinations() {
+    for_each_version("compare_report", |major| async move {
+        let db = story_db(major, "compare_report").await;
+        let dir = tempfile::tempdir().unwrap();
+        let before = state(&db).await;
+        let query = write_query(dir.path(), "SELECT id FROM events WHERE lower(status) = 'failed' AND tenant_id < 100");
+        let file = dir.path().join("candidates.sql");
+        std::fs::write(
+            &file,
+            "-- two candidates\nCREATE INDEX by_lower_status ON events (lower(status));\nCREATE INDEX ON events (tenant_id, status);\n",
+        )
+        .unwrap();
+        let file = file.to_str().unwrap();
+
+        // An expression index without --analyze: the planner has no statistics for it, and
+        // pgplan says so.
+        let doc = json(&pgplan(&db, &[&query, "--index-file", file, "--runs", "1", "--format", "json"]));
+        let names: Vec<&str> = doc["candidates"].as_array().unwrap().iter().map(|c| c["index_name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["by_lower_status", "events_tenant_id_status_idx"]);
+        let warns = |doc: &Value| doc["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("no statistics until ANALYZE"));
+        assert!(warns(&doc), "{doc:#}");
+        // With --analyze the statistics exist (inside the rolled-back transaction): no warning.
+        let doc = json(&pgplan(&db, &[&query, "--index-file", file, "--analyze", "--runs", "1", "--format", "json"]));
+        assert!(!warns(&doc), "{doc:#}");
+        assert_nothing_left(&db, &before).await;
+        assert_eq!(
+            db.value("SELECT to_regclass('by_lower_status') IS NULL").await.as_deref(),
+            Some("t"),
+            "the index and its statistics were rolled back"
+        );
+
+        // --output writes the report to a file and nothing to stdout; markdown for a PR comment.
+        let report = dir.path().join("report.md");
+        let out = pgplan(&db, &[&query, "--index-file", file, "--runs", "1", "--format", "markdown", "--output", report.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(out.stdout.is_empty());
+        let md = std::fs::read_to_string(&report).unwrap();
+        assert!(md.starts_with("### pgplan compare"), "{md}");
+        assert!(md.contains("| # | index | verdict |"), "{md}");
+        assert!(md.contains("`by_lower_status`"), "{md}");
+        db.drop_db().await;
+    })
+    .await;
+}
