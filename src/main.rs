@@ -9,6 +9,15 @@ fn main() -> ExitCode {
     match pgplan::app::run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
+            // The reader went away (`pgplan ... | head`): stop quietly, as other Unix tools do.
+            let broken_pipe = error.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            });
+            if broken_pipe {
+                return ExitCode::SUCCESS;
+            }
             if let Some(exit) = error.downcast_ref::<pgplan::exit::Exit>() {
                 eprintln!("pgplan: {exit}");
                 return ExitCode::from(exit.code());
