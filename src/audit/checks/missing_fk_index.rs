@@ -68,9 +68,10 @@ pub fn run(ctx: &Context, out: &mut Output) {
             qualified(&fk.schema, &fk.table),
             bytes_words(table.table_bytes.unwrap_or(0) as f64),
         );
-        if let Some(writes) = referenced_writes {
+        if let Some(writes) = referenced_writes.filter(|w| *w > 0) {
             message.push_str(&format!(
-                "; the referenced table has had {writes} deletes and updates"
+                "; the referenced table has had {} deletes and updates",
+                super::count_words(writes as f64)
             ));
         }
         // CREATE INDEX CONCURRENTLY does not work on a partitioned table.

@@ -10,6 +10,10 @@ use crate::audit::{Check, Context, Finding, NodeUsage, Output, Severity};
 
 use super::{age_words, bytes_words, count_words, qualified, skip_standby};
 
+/// 16+: an index whose last scan on every node is older than the minimum statistics age, and at
+/// least this old, is reported as no longer used.
+pub const NOT_SCANNED_LATELY_MIN_SECONDS: f64 = 86_400.0;
+
 pub fn run(ctx: &Context, out: &mut Output) {
     if ctx.primary.is_none() {
         // A standby-only audit cannot see the primary's scans, so "unused" would be a guess.
@@ -171,7 +175,8 @@ fn not_scanned_lately(
         newest = Some(newest.map_or(age, |n: f64| n.min(age)));
     }
     let age = newest?;
-    if age < min_age {
+    // A last scan a moment ago is not "lately unused", even when the minimum age is zero.
+    if age < min_age.max(NOT_SCANNED_LATELY_MIN_SECONDS) {
         return None;
     }
     let scans = ctx.total_scans(index);
