@@ -322,10 +322,12 @@ fn time(
 }
 
 fn settings(rows: &[Row]) -> Result<Settings, CatalogError> {
-    let mut s = Settings::default();
     // Settings absent on this version keep no value where the field is optional.
-    s.autovacuum_vacuum_insert_threshold = None;
-    s.autovacuum_vacuum_insert_scale_factor = None;
+    let mut s = Settings {
+        autovacuum_vacuum_insert_threshold: None,
+        autovacuum_vacuum_insert_scale_factor: None,
+        ..Settings::default()
+    };
     for row in rows {
         let name = text(row, "settings", "name")?;
         let value = text(row, "settings", "setting")?;

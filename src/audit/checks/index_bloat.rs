@@ -182,7 +182,7 @@ pub fn align(offset: f64, type_align: char) -> f64 {
     (offset / a).ceil() * a
 }
 
-pub fn column_map<'a>(columns: &'a [Column]) -> HashMap<(u32, i16), &'a Column> {
+pub fn column_map(columns: &[Column]) -> HashMap<(u32, i16), &Column> {
     columns
         .iter()
         .map(|c| ((c.table_oid, c.attnum), c))
