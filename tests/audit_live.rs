@@ -221,3 +221,476 @@ async fn indexes_unused_duplicate_redundant_and_foreign_keys() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn invalid_indexes_and_builds_in_progress() {
+    for_each_version("audit_invalid", |major| async move {
+        let db = TestDb::create(major, "audit_invalid").await;
+        db.run(
+            "CREATE TABLE users (id int, email text);
+             INSERT INTO users SELECT i, 'u' || (i % 100) FROM generate_series(1, 1000) i;
+             CREATE UNIQUE INDEX users_id ON users (id);",
+        )
+        .await;
+        // A unique build on duplicate values fails and leaves an invalid index behind.
+        let client = db.client().await;
+        let failed = client
+            .batch_execute("CREATE UNIQUE INDEX CONCURRENTLY users_email ON users (email)")
+            .await;
+        assert!(failed.is_err(), "the unique build must fail on duplicates");
+
+        // A session holding a snapshot makes CREATE INDEX CONCURRENTLY wait for it.
+        let holder = db.client().await;
+        holder
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM users")
+            .await
+            .unwrap();
+        let holder_pid: i32 = holder
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        let builder = db.client().await;
+        let builder_pid: i32 = builder
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        let build = tokio::spawn(async move {
+            let result = builder
+                .batch_execute("CREATE INDEX CONCURRENTLY users_id_email ON users (id, email)")
+                .await;
+            drop(builder);
+            result
+        });
+        wait_until(
+            &db,
+            &format!(
+                "SELECT EXISTS (SELECT 1 FROM pg_stat_progress_create_index
+                                WHERE pid = {builder_pid} AND phase LIKE 'waiting for old snapshots%')"
+            ),
+        )
+        .await;
+
+        let report = audit_db(&db, &quick()).await;
+        let building = find(&report, Check::InvalidIndex, "users_id_email");
+        assert_eq!(building.severity, Severity::Info, "{}", building.message);
+        assert!(building.fix.is_none());
+        assert!(
+            building.message.contains("is being built (CREATE INDEX CONCURRENTLY")
+                && building.message.contains(&format!("pid {holder_pid}")),
+            "{}",
+            building.message
+        );
+        let failed = find(&report, Check::InvalidIndex, "users_email");
+        assert_eq!(failed.severity, Severity::Warning);
+        assert_eq!(
+            failed.fix.as_deref(),
+            Some(
+                "DROP INDEX CONCURRENTLY public.users_email;\nCREATE UNIQUE INDEX CONCURRENTLY \
+                 users_email ON public.users USING btree (email);"
+            )
+        );
+        assert!(failed.message.contains("duplicate values"), "{}", failed.message);
+        absent(&report, Check::InvalidIndex, "users_id");
+
+        // Cancelled, the build leaves an invalid index: now it is a failure to fix.
+        db.run(&format!("SELECT pg_cancel_backend({builder_pid})")).await;
+        assert!(build.await.unwrap().is_err(), "the build was cancelled");
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        let report = audit_db(&db, &quick()).await;
+        let cancelled = find(&report, Check::InvalidIndex, "users_id_email");
+        assert_eq!(cancelled.severity, Severity::Warning);
+        assert_eq!(
+            cancelled.fix.as_deref(),
+            Some("REINDEX INDEX CONCURRENTLY public.users_id_email;")
+        );
+        drop(client);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn dead_tuples_and_the_session_holding_the_horizon() {
+    for_each_version("audit_dead", |major| async move {
+        let db = TestDb::create(major, "audit_dead").await;
+        db.run(
+            "CREATE TABLE churn (id int PRIMARY KEY, v int) WITH (autovacuum_enabled = false);
+             CREATE TABLE calm (id int PRIMARY KEY, v int) WITH (autovacuum_enabled = false);
+             INSERT INTO churn SELECT i, 0 FROM generate_series(1, 10000) i;
+             INSERT INTO calm SELECT i, 0 FROM generate_series(1, 10000) i;
+             VACUUM ANALYZE churn; VACUUM ANALYZE calm;",
+        )
+        .await;
+        // Holds a transaction id: no row that dies after it can be removed.
+        let holder = db.client().await;
+        holder
+            .batch_execute("BEGIN; SELECT txid_current();")
+            .await
+            .unwrap();
+        let holder_pid: i32 = holder
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        db.run(
+            "UPDATE churn SET v = v + 1; UPDATE churn SET v = v + 1;
+             UPDATE calm SET v = 1 WHERE id <= 10;",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT n_dead_tup >= 5000 FROM pg_stat_user_tables WHERE relname = 'churn'",
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        // A transaction younger than the minimum age is not (yet) a finding.
+        let young = db.client().await;
+        young
+            .batch_execute("BEGIN; SELECT txid_current();")
+            .await
+            .unwrap();
+        let young_pid: i32 = young
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+
+        let report = audit_db(&db, &quick()).await;
+        let dead = find(&report, Check::DeadTuples, "churn");
+        assert_eq!(dead.severity, Severity::Warning, "{}", dead.message);
+        assert!(dead.evidence_value("dead_tuples").unwrap() >= 5000.0);
+        assert_eq!(
+            dead.evidence_value("autovacuum_trigger_tuples"),
+            Some(2050.0)
+        );
+        assert!(
+            dead.message.contains("autovacuum_enabled = false"),
+            "{}",
+            dead.message
+        );
+        assert!(
+            dead.message.contains(&format!("session pid {holder_pid}")),
+            "{}",
+            dead.message
+        );
+        assert_eq!(
+            dead.fix.as_deref(),
+            Some(
+                "VACUUM (VERBOSE, ANALYZE) public.churn;\nALTER TABLE public.churn RESET \
+                 (autovacuum_enabled);"
+            )
+        );
+        absent(&report, Check::DeadTuples, "calm");
+
+        let horizon: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::XminHorizon)
+            .collect();
+        let held = horizon
+            .iter()
+            .find(|f| {
+                f.fix.as_deref() == Some(&format!("SELECT pg_terminate_backend({holder_pid});"))
+            })
+            .unwrap_or_else(|| panic!("no horizon finding for {holder_pid}:\n{}", dump(&report)));
+        assert_eq!(held.severity, Severity::Warning);
+        assert!(
+            held.message.contains("idle in transaction"),
+            "{}",
+            held.message
+        );
+        assert!(held.evidence_value("transaction_age_seconds").unwrap() >= 1.0);
+        assert_eq!(held.node.as_deref(), Some("primary"));
+        assert!(
+            !horizon
+                .iter()
+                .any(|f| f.message.contains(&format!("pid {young_pid} "))),
+            "a transaction younger than the minimum age was reported:\n{}",
+            dump(&report)
+        );
+
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        let report = audit_db(&db, &quick()).await;
+        assert!(
+            !report.findings.iter().any(|f| f.check == Check::XminHorizon
+                && f.message.contains(&format!("pid {holder_pid} "))),
+            "{}",
+            dump(&report)
+        );
+        drop(young);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn prepared_transactions_hold_the_horizon_until_finished() {
+    for_each_version("audit_prepared", |major| async move {
+        let db = TestDb::create(major, "audit_prepared").await;
+        let gid = format!("pgplan_{}", db.name);
+        db.run("CREATE TABLE p (id int)").await;
+        db.run(&format!(
+            "BEGIN; INSERT INTO p VALUES (1); PREPARE TRANSACTION '{gid}';"
+        ))
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let report = audit_db(&db, &quick()).await;
+        let fix = format!("-- in database {}\nROLLBACK PREPARED '{gid}';", db.name);
+        let held = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::XminHorizon && f.fix.as_deref() == Some(fix.as_str()))
+            .unwrap_or_else(|| panic!("no prepared transaction finding:\n{}", dump(&report)));
+        assert_eq!(held.severity, Severity::Warning);
+        assert!(
+            held.message.contains("prepared transaction"),
+            "{}",
+            held.message
+        );
+        assert!(held.evidence_value("prepared_age_seconds").unwrap() >= 1.0);
+
+        db.run(&format!("ROLLBACK PREPARED '{gid}'")).await;
+        let report = audit_db(&db, &quick()).await;
+        assert!(
+            !report
+                .findings
+                .iter()
+                .any(|f| f.check == Check::XminHorizon),
+            "{}",
+            dump(&report)
+        );
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stale_statistics_after_a_bulk_load() {
+    for_each_version("audit_stale", |major| async move {
+        let db = TestDb::create(major, "audit_stale").await;
+        db.run(
+            "CREATE TABLE loaded (id int, v text) WITH (autovacuum_enabled = false);
+             CREATE TABLE settled (id int, v text) WITH (autovacuum_enabled = false);
+             CREATE TABLE never (id int, v text) WITH (autovacuum_enabled = false);
+             INSERT INTO loaded SELECT i, 'x' FROM generate_series(1, 1000) i;
+             INSERT INTO settled SELECT i, 'x' FROM generate_series(1, 101000) i;
+             INSERT INTO never SELECT i, 'x' FROM generate_series(1, 5000) i;",
+        )
+        .await;
+        // The inserting session's counters must arrive before ANALYZE resets them.
+        wait_until(
+            &db,
+            "SELECT bool_and(n_mod_since_analyze > 0) FROM pg_stat_user_tables
+             WHERE relname IN ('loaded', 'settled', 'never')",
+        )
+        .await;
+        db.run("ANALYZE loaded; ANALYZE settled;").await;
+        wait_until(
+            &db,
+            "SELECT bool_and(n_mod_since_analyze = 0 AND last_analyze IS NOT NULL)
+             FROM pg_stat_user_tables WHERE relname IN ('loaded', 'settled')",
+        )
+        .await;
+        db.run("INSERT INTO loaded SELECT i, 'x' FROM generate_series(1, 100000) i")
+            .await;
+        wait_until(
+            &db,
+            "SELECT n_mod_since_analyze >= 100000 FROM pg_stat_user_tables WHERE relname = 'loaded'",
+        )
+        .await;
+
+        let report = audit_db(&db, &quick()).await;
+        let stale = find(&report, Check::StaleStatistics, "loaded");
+        assert_eq!(stale.severity, Severity::Warning, "{}", stale.message);
+        assert_eq!(stale.evidence_value("rows_modified_since_analyze"), Some(100000.0));
+        assert_eq!(stale.evidence_value("autoanalyze_trigger_rows"), Some(150.0));
+        assert_eq!(stale.evidence_value("reltuples"), Some(1000.0));
+        assert!(stale.message.contains("far from the live rows"), "{}", stale.message);
+        assert_eq!(
+            stale.fix.as_deref(),
+            Some("ANALYZE public.loaded;\nALTER TABLE public.loaded RESET (autovacuum_enabled);")
+        );
+        let never = find(&report, Check::StaleStatistics, "never");
+        assert_eq!(never.severity, Severity::Warning, "{}", never.message);
+        assert!(never.message.contains("no ANALYZE recorded"), "{}", never.message);
+        absent(&report, Check::StaleStatistics, "settled");
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn index_only_scans_on_a_table_the_visibility_map_does_not_cover() {
+    for_each_version("audit_vm", |major| async move {
+        let db = TestDb::create(major, "audit_vm").await;
+        db.run(
+            "CREATE TABLE vm_cold (id int, v int) WITH (autovacuum_enabled = false);
+             CREATE TABLE vm_warm (id int, v int) WITH (autovacuum_enabled = false);
+             INSERT INTO vm_cold SELECT i, i FROM generate_series(1, 250000) i;
+             INSERT INTO vm_warm SELECT i, i FROM generate_series(1, 250000) i;
+             CREATE INDEX vm_cold_id ON vm_cold (id) INCLUDE (v);
+             CREATE INDEX vm_warm_id ON vm_warm (id) INCLUDE (v);
+             ANALYZE vm_cold;
+             VACUUM ANALYZE vm_warm;",
+        )
+        .await;
+        db.run(
+            "SET enable_seqscan = off; SET enable_bitmapscan = off;
+             SELECT sum(v) FROM vm_cold WHERE id < 1000;
+             SELECT sum(v) FROM vm_warm WHERE id < 1000;",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT bool_and(idx_scan > 0) FROM pg_stat_user_indexes
+             WHERE indexrelname IN ('vm_cold_id', 'vm_warm_id')",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let cold = find(&report, Check::VisibilityMap, "vm_cold");
+        assert_eq!(cold.severity, Severity::Warning);
+        assert!(cold.evidence_value("table_pages").unwrap() >= 1000.0);
+        assert_eq!(cold.evidence_value("all_visible_pages"), Some(0.0));
+        assert!(
+            cold.message.contains("covering index(es) vm_cold_id"),
+            "{}",
+            cold.message
+        );
+        assert!(
+            cold.fix
+                .as_deref()
+                .unwrap()
+                .starts_with("VACUUM (VERBOSE) public.vm_cold;")
+        );
+        absent(&report, Check::VisibilityMap, "vm_warm");
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn bloated_tables_and_indexes_are_estimated() {
+    for_each_version("audit_bloat", |major| async move {
+        let db = TestDb::create(major, "audit_bloat").await;
+        db.run(
+            "CREATE TABLE bloated (id int, code text, pad text) WITH (autovacuum_enabled = false);
+             INSERT INTO bloated SELECT i, md5(i::text), repeat('x', 100)
+               FROM generate_series(1, 300000) i;
+             CREATE INDEX bloated_code ON bloated (code);
+             DELETE FROM bloated WHERE id % 10 <> 0;",
+        )
+        .await;
+        // The deleting session's counters must arrive before ANALYZE resets them, or they
+        // count as modifications since the analyze (and lower the estimate's confidence).
+        wait_until(
+            &db,
+            "SELECT n_mod_since_analyze >= 570000 FROM pg_stat_user_tables WHERE relname = 'bloated'",
+        )
+        .await;
+        db.run(
+            "VACUUM ANALYZE bloated;
+             CREATE TABLE lean (id int, code text, pad text) WITH (autovacuum_enabled = false);
+             INSERT INTO lean SELECT i, md5(i::text), repeat('x', 100)
+               FROM generate_series(1, 100000) i;
+             CREATE INDEX lean_code ON lean (code);
+             VACUUM ANALYZE lean;",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let index = find(&report, Check::IndexBloat, "bloated_code");
+        assert_eq!(index.severity, Severity::Warning, "{}", index.message);
+        assert!(index.evidence_value("estimated_bloat_percent").unwrap() > 70.0);
+        assert!(index.evidence_value("estimated_bloat_bytes").unwrap() > 10.0 * 1048576.0);
+        assert_eq!(index.confidence.as_ref().unwrap().level, "high");
+        assert_eq!(
+            index.fix.as_deref(),
+            Some("REINDEX INDEX CONCURRENTLY public.bloated_code;")
+        );
+        let table = find(&report, Check::TableBloat, "bloated");
+        assert_eq!(table.severity, Severity::Warning, "{}", table.message);
+        assert!(table.evidence_value("estimated_bloat_percent").unwrap() > 70.0);
+        assert!(
+            table
+                .fix
+                .as_deref()
+                .unwrap()
+                .ends_with("VACUUM (FULL, ANALYZE, VERBOSE) public.bloated;")
+        );
+        absent(&report, Check::IndexBloat, "lean_code");
+        absent(&report, Check::TableBloat, "lean");
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_table_past_its_freeze_limit() {
+    for_each_version("audit_wraparound", |major| async move {
+        let db = TestDb::create(major, "audit_wraparound").await;
+        db.run(
+            "CREATE TABLE freeze_soon (id int)
+               WITH (autovacuum_freeze_max_age = 100000, autovacuum_enabled = false);
+             CREATE TABLE freeze_later (id int) WITH (autovacuum_enabled = false);
+             INSERT INTO freeze_soon VALUES (1); INSERT INTO freeze_later VALUES (1);
+             SET synchronous_commit = off;
+             DO $$ BEGIN FOR i IN 1..130000 LOOP PERFORM txid_current(); COMMIT; END LOOP; END $$;",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let old = find(&report, Check::XidWraparound, "freeze_soon");
+        assert_eq!(old.severity, Severity::Warning, "{}", old.message);
+        assert!(old.evidence_value("xid_age").unwrap() >= 130000.0);
+        assert_eq!(old.evidence_value("freeze_max_age"), Some(100000.0));
+        assert_eq!(
+            old.fix.as_deref(),
+            Some("VACUUM (FREEZE, VERBOSE) public.freeze_soon;")
+        );
+        absent(&report, Check::XidWraparound, "freeze_later");
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_inactive_replication_slot() {
+    for_each_version("audit_slot", |major| async move {
+        let cluster = Cluster::start(common::default_options(common::binaries(major)))
+            .expect("server starts");
+        cluster
+            .execute(
+                "postgres",
+                "SELECT pg_create_physical_replication_slot('pgplan_gone', true);
+                 CREATE TABLE wal_maker AS SELECT i FROM generate_series(1, 10000) i;",
+            )
+            .await
+            .unwrap();
+        let session = cluster.connect("postgres").await.unwrap();
+        session
+            .batch_execute(
+                "SELECT pg_create_physical_replication_slot('pgplan_temporary', true, true)",
+            )
+            .await
+            .unwrap();
+        let report = audit(
+            &[node("primary", &cluster.config("postgres")).await],
+            &quick(),
+        );
+        let slots: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::ReplicationSlot)
+            .collect();
+        assert_eq!(slots.len(), 1, "{}", dump(&report));
+        assert_eq!(slots[0].severity, Severity::Warning);
+        assert_eq!(
+            slots[0].fix.as_deref(),
+            Some("SELECT pg_drop_replication_slot('pgplan_gone');")
+        );
+        assert!(slots[0].evidence_value("retained_wal_bytes").unwrap() > 0.0);
+        assert_eq!(slots[0].node.as_deref(), Some("primary"));
+        drop(session);
+    })
+    .await;
+}
