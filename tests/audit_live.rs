@@ -694,3 +694,263 @@ async fn an_inactive_replication_slot() {
     })
     .await;
 }
+
+/// Waits until `sql` returns true on `cluster` (a standby replays and counts asynchronously).
+async fn wait_on(cluster: &Cluster, sql: &str) {
+    for _ in 0..400 {
+        if let Ok(client) = cluster.connect("postgres").await
+            && let Ok(row) = client.query_one(sql, &[]).await
+            && row.get::<_, Option<bool>>(0) == Some(true)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for: {sql}\n{}", cluster.log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_primary_and_its_standby() {
+    for_each_version("audit_standby", |major| async move {
+        let primary = Cluster::start(common::default_options(common::binaries(major)))
+            .expect("primary starts");
+        primary
+            .execute(
+                "postgres",
+                "CREATE TABLE t (id int PRIMARY KEY, v int, w int);
+                 INSERT INTO t SELECT i, i % 1000, i FROM generate_series(1, 20000) i;
+                 CREATE INDEX t_v ON t (v);
+                 CREATE INDEX t_w ON t (w);
+                 CREATE INDEX t_w_again ON t (w);
+                 ANALYZE t;",
+            )
+            .await
+            .unwrap();
+        let standby = primary
+            .start_standby()
+            .await
+            .unwrap_or_else(|e| panic!("standby: {e}\n{}", primary.log()));
+        wait_on(
+            &primary,
+            "SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'",
+        )
+        .await;
+        // Read traffic on the standby uses t_v; the primary never does.
+        let reader = standby.connect("postgres").await.unwrap();
+        reader
+            .batch_execute(
+                "SET enable_seqscan = off; SET enable_bitmapscan = off;
+                 SELECT count(*) FROM t WHERE v = 5;",
+            )
+            .await
+            .unwrap();
+        drop(reader);
+        wait_on(
+            &standby,
+            "SELECT idx_scan > 0 FROM pg_stat_user_indexes WHERE indexrelname = 't_v'",
+        )
+        .await;
+        let p = node("host=primary", &primary.config("postgres")).await;
+        let s = node("host=standby", &standby.config("postgres")).await;
+        assert!(p.outcome.is_ok() && s.outcome.is_ok());
+
+        // Both nodes: the standby's scans count, t_w is unused on both.
+        let both = audit(&[p.clone(), s.clone()], &quick());
+        assert_eq!(both.nodes[0].role, Some(Role::Primary));
+        assert_eq!(both.nodes[1].role, Some(Role::Standby));
+        assert!(both.notes.is_empty(), "{:?}", both.notes);
+        absent(&both, Check::UnusedIndex, "t_v");
+        let unused = find(&both, Check::UnusedIndex, "t_w");
+        assert_eq!(unused.evidence_value("standbys_not_audited"), Some(0.0));
+        assert_eq!(unused.usage.len(), 2);
+        assert_eq!(unused.usage[1].node, "host=standby");
+        assert_eq!(unused.usage[1].index_scans, Some(0));
+        let v_usage = both
+            .objects
+            .indexes
+            .iter()
+            .find(|i| i.index == "t_v")
+            .unwrap();
+        assert!(v_usage.scans[1].1.unwrap() > 0, "{v_usage:?}");
+
+        // The primary alone: t_v looks unused, and the report says the standby was not seen.
+        let alone = audit(std::slice::from_ref(&p), &quick());
+        let v = find(&alone, Check::UnusedIndex, "t_v");
+        assert_eq!(v.severity, Severity::Warning);
+        assert!(v.message.contains("were not audited"), "{}", v.message);
+        assert_eq!(v.evidence_value("standbys_not_audited"), Some(1.0));
+        assert!(
+            alone.notes.iter().any(|n| n.contains("not audited")),
+            "{:?}",
+            alone.notes
+        );
+
+        // The standby alone: catalog checks run, table-statistics checks say why they did not.
+        let standby_only = audit(std::slice::from_ref(&s), &quick());
+        assert_eq!(standby_only.nodes[0].role, Some(Role::Standby));
+        let dup = find(&standby_only, Check::DuplicateIndex, "t_w_again");
+        assert_eq!(dup.severity, Severity::Warning);
+        for check in [
+            Check::DeadTuples,
+            Check::StaleStatistics,
+            Check::UnusedIndex,
+        ] {
+            assert!(
+                standby_only
+                    .skipped
+                    .iter()
+                    .any(|k| k.check == check && k.reason.starts_with("standby:")),
+                "{} not skipped:\n{}",
+                check.as_str(),
+                dump(&standby_only)
+            );
+            assert!(
+                !standby_only.findings.iter().any(|f| f.check == check),
+                "{}",
+                dump(&standby_only)
+            );
+        }
+        let mut text = Vec::new();
+        pgplan::report::audit::write_audit_text(
+            &mut text,
+            &standby_only,
+            &pgplan::report::TextOptions::default(),
+        )
+        .unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(&format!("host=standby · standby · PostgreSQL {major}.")),
+            "{text}"
+        );
+        assert!(text.contains("dead_tuples: standby:"), "{text}");
+        drop(standby);
+        drop(primary);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_role_with_only_pg_monitor() {
+    for_each_version("audit_monitor", |major| async move {
+        let db = TestDb::create(major, "audit_monitor").await;
+        let role = format!("mon_{}", db.name);
+        db.run(&format!(
+            "CREATE ROLE {role} LOGIN; GRANT pg_monitor TO {role};
+             CREATE TABLE t (id int PRIMARY KEY, v text);
+             INSERT INTO t SELECT i, 'v' || i FROM generate_series(1, 5000) i;
+             CREATE INDEX t_v ON t (v);
+             ANALYZE t;"
+        ))
+        .await;
+        let client = db.client().await;
+        assert!(
+            client
+                .batch_execute("CREATE UNIQUE INDEX CONCURRENTLY t_v_unique ON t ((1))")
+                .await
+                .is_err()
+        );
+        // Another role's session holding the horizon must still be visible.
+        let holder = db.client().await;
+        holder
+            .batch_execute("BEGIN; SELECT txid_current();")
+            .await
+            .unwrap();
+        let holder_pid: i32 = holder
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+
+        let mut config = db.cluster.config(&db.name);
+        config.user(&role);
+        let snapshot = read_node(&config, &Scope::default())
+            .await
+            .unwrap_or_else(|e| panic!("PostgreSQL {major} as {role}: {e}"));
+        assert!(!snapshot.server.superuser);
+        assert!(snapshot.server.pg_monitor);
+        assert!(snapshot.server.system_identifier.is_some());
+        assert!(
+            snapshot
+                .privileges_missing
+                .iter()
+                .any(|g| g.check == "table_bloat, index_bloat" && g.lost.contains("pg_stats")),
+            "{:?}",
+            snapshot.privileges_missing
+        );
+        let report = audit(
+            &[NodeResult {
+                name: format!("user={role}"),
+                outcome: Ok(snapshot),
+            }],
+            &quick(),
+        );
+        let unused = find(&report, Check::UnusedIndex, "t_v");
+        assert_eq!(
+            unused.fix.as_deref(),
+            Some("DROP INDEX CONCURRENTLY public.t_v;")
+        );
+        let invalid = find(&report, Check::InvalidIndex, "t_v_unique");
+        assert_eq!(invalid.severity, Severity::Warning);
+        assert!(
+            report.findings.iter().any(|f| f.check == Check::XminHorizon
+                && f.fix.as_deref()
+                    == Some(&format!("SELECT pg_terminate_backend({holder_pid});"))),
+            "{}",
+            dump(&report)
+        );
+        assert!(!report.nodes[0].privileges_missing.is_empty());
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        drop(holder);
+        drop(client);
+        db.drop_db().await;
+        db_cluster_drop_role(major, &role).await;
+    })
+    .await;
+}
+
+async fn db_cluster_drop_role(major: u32, role: &str) {
+    common::server(major)
+        .execute("postgres", &format!("DROP ROLE IF EXISTS {role}"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_that_is_down_makes_the_audit_partial() {
+    for_each_version("audit_down", |major| async move {
+        let db = TestDb::create(major, "audit_down").await;
+        db.run(
+            "CREATE TABLE t (id int, v int);
+             INSERT INTO t SELECT i, i FROM generate_series(1, 1000) i;
+             CREATE INDEX t_v ON t (v);",
+        )
+        .await;
+        let mut down = Cluster::start(common::default_options(common::binaries(major)))
+            .expect("server starts");
+        let down_config = down.config("postgres");
+        down.stop();
+        let nodes = vec![
+            node("host=up", &db.cluster.config(&db.name)).await,
+            node("host=down", &down_config).await,
+        ];
+        assert!(nodes[1].outcome.is_err());
+        let report = audit(&nodes, &quick());
+        assert_eq!(report.exit_code(Severity::Warning), pgplan::exit::PARTIAL);
+        assert_eq!(report.exit_code(Severity::Critical), pgplan::exit::PARTIAL);
+        assert_eq!(report.nodes[0].role, Some(Role::Primary));
+        assert!(report.nodes[0].error.is_none());
+        let error = report.nodes[1].error.as_deref().unwrap();
+        assert!(!error.is_empty());
+        assert_eq!(report.nodes[1].role, None);
+        // The reachable node's results still come out.
+        let unused = find(&report, Check::UnusedIndex, "t_v");
+        assert_eq!(unused.severity, Severity::Warning);
+        let doc = serde_json::to_value(pgplan::report::wire_audit::audit_doc(&report)).unwrap();
+        assert_eq!(doc["nodes"][1]["name"], "host=down");
+        assert!(doc["nodes"][1]["error"].is_string());
+        assert_eq!(doc["summary"]["nodes_failed"], 1);
+        db.drop_db().await;
+    })
+    .await;
+}

@@ -639,7 +639,7 @@ pub fn audit(nodes: &[NodeResult], options: &AuditOptions) -> AuditReport {
                 summary.database = Some(snapshot.server.database.clone());
                 summary.window = window;
                 summary.privileges_missing = snapshot.privileges_missing.clone();
-                let reference = reference_snapshot.expect("a snapshot exists");
+                let reference = reference_snapshot.unwrap_or(snapshot);
                 match belongs_with(reference, snapshot) {
                     Belongs::Yes => {}
                     Belongs::Unverified(note) => {

@@ -8,7 +8,7 @@
 use crate::audit::snapshot::Index;
 use crate::audit::{Check, Context, Finding, NodeUsage, Output, Severity};
 
-use super::{age_words, bytes_words, count_words, qualified, skip_standby};
+use super::{age_words, bytes_words, count_words, qualified};
 
 /// 16+: an index whose last scan on every node is older than the minimum statistics age, and at
 /// least this old, is reported as no longer used.
@@ -17,7 +17,11 @@ pub const NOT_SCANNED_LATELY_MIN_SECONDS: f64 = 86_400.0;
 pub fn run(ctx: &Context, out: &mut Output) {
     if ctx.primary.is_none() {
         // A standby-only audit cannot see the primary's scans, so "unused" would be a guess.
-        skip_standby(out, Check::UnusedIndex);
+        out.skip(
+            Check::UnusedIndex,
+            "standby: only standbys were audited; each node counts only its own index scans, \
+             and the primary's were not seen",
+        );
         return;
     }
     let min_age = ctx.options.min_stats_age.as_secs_f64();
