@@ -176,9 +176,10 @@ pub struct Table {
     pub relallvisible: i64,
     /// `pg_class.reloptions`, "name=value".
     pub reloptions: Vec<String>,
-    /// The main fork now (`pg_relation_size`).
+    /// The heap: `relpages` × block size (as of the last VACUUM or ANALYZE; reading the file
+    /// sizes would open and lock every relation).
     pub heap_bytes: Option<i64>,
-    /// Heap, TOAST, free space map and visibility map (`pg_table_size`).
+    /// The heap and its TOAST table, the same way.
     pub table_bytes: Option<i64>,
     pub frozen_xid_age: Option<i64>,
     pub multixact_age: Option<i64>,
@@ -189,7 +190,6 @@ pub struct Table {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TableStats {
     pub seq_scan: Option<i64>,
-    pub idx_scan: Option<i64>,
     pub n_tup_ins: Option<i64>,
     pub n_tup_upd: Option<i64>,
     pub n_tup_hot_upd: Option<i64>,
@@ -292,6 +292,7 @@ pub struct Index {
     pub reloptions: Vec<String>,
     pub relpages: i64,
     pub reltuples: f64,
+    /// `relpages` × block size, as of the last VACUUM, ANALYZE or CREATE INDEX.
     pub size_bytes: Option<i64>,
     /// `idx_scan` on this node (each node counts only its own scans).
     pub scans: Option<i64>,

@@ -9,6 +9,8 @@
 //! Statements go through `query_typed` (unnamed, never prepared), so they also work behind a
 //! transaction-mode pooler.
 
+use std::collections::HashMap;
+
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 
@@ -22,6 +24,7 @@ const DATABASE_SQL: &str = include_str!("../../queries/audit_database.sql");
 const TABLES_SQL: &str = include_str!("../../queries/audit_tables.sql");
 const INDEXES_SQL: &str = include_str!("../../queries/audit_indexes.sql");
 const COLUMNS_SQL: &str = include_str!("../../queries/audit_columns.sql");
+const COLUMNS_STATISTIC_SQL: &str = include_str!("../../queries/audit_columns_statistic.sql");
 const FOREIGN_KEYS_SQL: &str = include_str!("../../queries/audit_foreign_keys.sql");
 const SESSIONS_SQL: &str = include_str!("../../queries/audit_sessions.sql");
 const SLOTS_SQL: &str = include_str!("../../queries/audit_replication_slots.sql");
@@ -67,11 +70,11 @@ pub enum CatalogError {
 /// server, with each `{{placeholder}}` replaced by the column that exists there or a typed NULL.
 pub fn statement_for(sql: &str, version_num: u32) -> String {
     let columns: [(&str, &str); 3] = [
-        // pg_stat_all_indexes.last_idx_scan appeared in 16.
+        // pg_stat_all_indexes.last_idx_scan (pg_stat_get_lastscan) appeared in 16.
         (
             "{{last_idx_scan}}",
             if version_num >= 160_000 {
-                "s.last_idx_scan"
+                "pg_stat_get_lastscan(i.indexrelid)"
             } else {
                 "NULL::timestamptz"
             },
@@ -140,13 +143,24 @@ pub async fn read_snapshot(
         .iter()
         .map(|r| table(r, now))
         .collect::<Result<Vec<_>, _>>()?;
+    // pg_stats checks every column's privilege and joins by name; pg_statistic is three times
+    // faster on a large catalog but readable only by superusers (not by pg_monitor).
+    let columns_sql = if facts.superuser {
+        COLUMNS_STATISTIC_SQL
+    } else {
+        COLUMNS_SQL
+    };
+    let rows = run(client, "columns", columns_sql, v, &scope_params).await?;
+    let columns = rows.iter().map(column).collect::<Result<Vec<_>, _>>()?;
+    let names: HashMap<(u32, i16), &str> = columns
+        .iter()
+        .map(|c| ((c.table_oid, c.attnum), c.name.as_str()))
+        .collect();
     let rows = run(client, "indexes", INDEXES_SQL, v, &scope_params).await?;
     let indexes = rows
         .iter()
-        .map(|r| index(r, now))
+        .map(|r| index(r, now, &names))
         .collect::<Result<Vec<_>, _>>()?;
-    let rows = run(client, "columns", COLUMNS_SQL, v, &scope_params).await?;
-    let columns = rows.iter().map(column).collect::<Result<Vec<_>, _>>()?;
     let rows = run(client, "foreign keys", FOREIGN_KEYS_SQL, v, &scope_params).await?;
     let foreign_keys = rows
         .iter()
@@ -429,7 +443,6 @@ fn table(row: &Row, now: f64) -> Result<Table, CatalogError> {
         multixact_age: get(row, W, "multixact_age")?,
         stats: TableStats {
             seq_scan: get(row, W, "seq_scan")?,
-            idx_scan: get(row, W, "idx_scan")?,
             n_tup_ins: get(row, W, "n_tup_ins")?,
             n_tup_upd: get(row, W, "n_tup_upd")?,
             n_tup_hot_upd: get(row, W, "n_tup_hot_upd")?,
@@ -450,19 +463,34 @@ fn table(row: &Row, now: f64) -> Result<Table, CatalogError> {
     })
 }
 
-fn index(row: &Row, now: f64) -> Result<Index, CatalogError> {
+fn index(row: &Row, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Index, CatalogError> {
     const W: &str = "indexes";
+    let table_oid = oid(row, W, "table_oid")?;
     let attnums = array::<i16>(row, W, "attnums")?;
     let opclasses = array::<u32>(row, W, "opclasses")?;
     let collations = array::<u32>(row, W, "collations")?;
     let options = array::<i16>(row, W, "options")?;
-    let definitions = array::<String>(row, W, "column_definitions")?;
-    // indkey and the column texts cover every column; indclass, indcollation and indoption only
-    // the key columns (INCLUDE columns have no operator class).
-    let columns = (0..attnums.len().max(definitions.len()))
-        .map(|i| IndexColumn {
-            definition: definitions.get(i).cloned().flatten().unwrap_or_default(),
-            attnum: attnums.get(i).copied().flatten().unwrap_or(0),
+    let expressions = array::<String>(row, W, "expression_definitions")?;
+    // indkey covers every column; indclass, indcollation and indoption only the key columns
+    // (INCLUDE columns have no operator class). A plain column is named as pg_get_indexdef
+    // would (quoted when needed); an expression comes deparsed from the server.
+    let columns = (0..attnums.len())
+        .map(|i| {
+            let attnum = attnums.get(i).copied().flatten().unwrap_or(0);
+            let definition = if attnum != 0 {
+                names
+                    .get(&(table_oid, attnum))
+                    .map(|n| crate::sql::quote_ident(n))
+                    .unwrap_or_else(|| format!("column {attnum}"))
+            } else {
+                expressions.get(i).cloned().flatten().unwrap_or_default()
+            };
+            (attnum, definition)
+        })
+        .enumerate()
+        .map(|(i, (attnum, definition))| IndexColumn {
+            definition,
+            attnum,
             opclass: opclasses.get(i).copied().flatten().unwrap_or(0),
             collation: collations.get(i).copied().flatten().unwrap_or(0),
             option: options.get(i).copied().flatten().unwrap_or(0),
@@ -480,7 +508,7 @@ fn index(row: &Row, now: f64) -> Result<Index, CatalogError> {
     };
     Ok(Index {
         oid: oid(row, W, "index_oid")?,
-        table_oid: oid(row, W, "table_oid")?,
+        table_oid,
         schema: text(row, W, "schema_name")?,
         table: text(row, W, "table_name")?,
         name: text(row, W, "index_name")?,
@@ -640,6 +668,7 @@ mod tests {
         TABLES_SQL,
         INDEXES_SQL,
         COLUMNS_SQL,
+        COLUMNS_STATISTIC_SQL,
         FOREIGN_KEYS_SQL,
         SESSIONS_SQL,
         SLOTS_SQL,
@@ -656,7 +685,7 @@ mod tests {
                 assert!(!text.contains("{{"), "{version}: {text}");
             }
         }
-        assert!(statement_for(INDEXES_SQL, 160_000).contains("s.last_idx_scan"));
+        assert!(statement_for(INDEXES_SQL, 160_000).contains("pg_stat_get_lastscan"));
         assert!(statement_for(INDEXES_SQL, 150_000).contains("NULL::timestamptz"));
     }
 

@@ -469,7 +469,7 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
         if let Some(v) = t.size_bytes {
             x.add(
                 "pgplan_audit_table_size_bytes",
-                "Table size: heap, TOAST, free space and visibility maps.",
+                "Table size: heap and TOAST, from relpages (as of the last VACUUM or ANALYZE).",
                 &labels,
                 v as f64,
             );
@@ -524,7 +524,7 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
         if let Some(v) = i.size_bytes {
             x.add(
                 "pgplan_audit_index_size_bytes",
-                "Index size.",
+                "Index size, from relpages (as of the last VACUUM, ANALYZE or CREATE INDEX).",
                 &labels,
                 v as f64,
             );

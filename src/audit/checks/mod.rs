@@ -198,7 +198,6 @@ pub mod fixture {
             multixact_age: Some(1),
             stats: TableStats {
                 seq_scan: Some(1),
-                idx_scan: Some(10),
                 n_tup_ins: Some(100_000),
                 n_tup_upd: Some(0),
                 n_tup_hot_upd: Some(0),
