@@ -159,7 +159,9 @@ async fn indexes_unused_duplicate_redundant_and_foreign_keys() {
         .await;
         wait_until(
             &db,
-            "SELECT idx_scan > 0 FROM pg_stat_user_indexes WHERE indexrelname = 'orders_created_desc'",
+            "SELECT idx_scan > 0 AND (SELECT n_tup_ins = 5000 FROM pg_stat_user_tables
+                                      WHERE relname = 'orders')
+             FROM pg_stat_user_indexes WHERE indexrelname = 'orders_created_desc'",
         )
         .await;
 
@@ -298,6 +300,14 @@ async fn invalid_indexes_and_builds_in_progress() {
         db.run(&format!("SELECT pg_cancel_backend({builder_pid})")).await;
         assert!(build.await.unwrap().is_err(), "the build was cancelled");
         holder.batch_execute("ROLLBACK").await.unwrap();
+        // The error reaches the client before the backend clears its progress row.
+        wait_until(
+            &db,
+            &format!(
+                "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_progress_create_index WHERE pid = {builder_pid})"
+            ),
+        )
+        .await;
         let report = audit_db(&db, &quick()).await;
         let cancelled = find(&report, Check::InvalidIndex, "users_id_email");
         assert_eq!(cancelled.severity, Severity::Warning);
