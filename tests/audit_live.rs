@@ -722,8 +722,11 @@ async fn wait_on(cluster: &Cluster, sql: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_primary_and_its_standby() {
     for_each_version("audit_standby", |major| async move {
-        let primary = Cluster::start(common::default_options(common::binaries(major)))
-            .expect("primary starts");
+        // The standby copies the primary's configuration, so it sends hot_standby_feedback.
+        let primary = Cluster::start(
+            common::default_options(common::binaries(major)).setting("hot_standby_feedback", "on"),
+        )
+        .expect("primary starts");
         primary
             .execute(
                 "postgres",
@@ -833,6 +836,48 @@ async fn a_primary_and_its_standby() {
             "{text}"
         );
         assert!(text.contains("dead_tuples: standby:"), "{text}");
+
+        // A long snapshot on the standby holds the primary's horizon through its feedback.
+        let holder = standby.connect("postgres").await.unwrap();
+        holder
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM t;")
+            .await
+            .unwrap();
+        let holder_pid: i32 = holder
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        wait_on(
+            &primary,
+            "SELECT bool_and(backend_xmin IS NOT NULL) FROM pg_stat_replication",
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let nodes = [
+            node("host=primary", &primary.config("postgres")).await,
+            node("host=standby", &standby.config("postgres")).await,
+        ];
+        let held = audit(&nodes, &quick());
+        let feedback = held
+            .findings
+            .iter()
+            .find(|f| f.check == Check::XminHorizon && f.node.as_deref() == Some("host=standby"))
+            .unwrap_or_else(|| panic!("no feedback finding:\n{}", dump(&held)));
+        assert_eq!(feedback.severity, Severity::Warning);
+        assert!(
+            feedback
+                .message
+                .contains(&format!("session pid {holder_pid} "))
+                && feedback.message.contains("through hot_standby_feedback"),
+            "{}",
+            feedback.message
+        );
+        assert_eq!(
+            feedback.fix.as_deref(),
+            Some(format!("SELECT pg_terminate_backend({holder_pid});").as_str())
+        );
+        drop(holder);
         drop(standby);
         drop(primary);
     })
