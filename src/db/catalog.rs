@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use futures_util::TryStreamExt;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 
@@ -125,24 +126,38 @@ pub async fn read_snapshot(
         (&table_schemas, Type::TEXT_ARRAY),
         (&table_names, Type::TEXT_ARRAY),
     ];
-    let names: Vec<String> = SETTING_NAMES.iter().map(|s| s.to_string()).collect();
+    let setting_names: Vec<String> = SETTING_NAMES.iter().map(|s| s.to_string()).collect();
 
-    let rows = run(
+    let settings = settings(
+        &run(
+            client,
+            "settings",
+            SETTINGS_SQL,
+            v,
+            &[(&setting_names, Type::TEXT_ARRAY)],
+            setting,
+        )
+        .await?,
+    );
+    let (now, database) = run(
         client,
-        "settings",
-        SETTINGS_SQL,
+        "database statistics",
+        DATABASE_SQL,
         v,
-        &[(&names, Type::TEXT_ARRAY)],
+        &[],
+        database,
     )
+    .await?
+    .into_iter()
+    .next()
+    .ok_or(CatalogError::Query {
+        what: "database statistics",
+        message: "no row for the current database".into(),
+    })?;
+    let tables = run(client, "tables", TABLES_SQL, v, &scope_params, |r| {
+        table(r, now)
+    })
     .await?;
-    let settings = settings(&rows)?;
-    let rows = run(client, "database statistics", DATABASE_SQL, v, &[]).await?;
-    let (now, database) = database(rows.first())?;
-    let rows = run(client, "tables", TABLES_SQL, v, &scope_params).await?;
-    let tables = rows
-        .iter()
-        .map(|r| table(r, now))
-        .collect::<Result<Vec<_>, _>>()?;
     // pg_stats checks every column's privilege and joins by name; pg_statistic is three times
     // faster on a large catalog but readable only by superusers (not by pg_monitor).
     let columns_sql = if facts.superuser {
@@ -150,38 +165,49 @@ pub async fn read_snapshot(
     } else {
         COLUMNS_SQL
     };
-    let rows = run(client, "columns", columns_sql, v, &scope_params).await?;
-    let columns = rows.iter().map(column).collect::<Result<Vec<_>, _>>()?;
+    let columns = run(client, "columns", columns_sql, v, &scope_params, column).await?;
     let names: HashMap<(u32, i16), &str> = columns
         .iter()
         .map(|c| ((c.table_oid, c.attnum), c.name.as_str()))
         .collect();
-    let rows = run(client, "indexes", INDEXES_SQL, v, &scope_params).await?;
-    let indexes = rows
-        .iter()
-        .map(|r| index(r, now, &names))
-        .collect::<Result<Vec<_>, _>>()?;
-    let rows = run(client, "foreign keys", FOREIGN_KEYS_SQL, v, &scope_params).await?;
-    let foreign_keys = rows
-        .iter()
-        .map(foreign_key)
-        .collect::<Result<Vec<_>, _>>()?;
-    let rows = run(client, "sessions", SESSIONS_SQL, v, &[]).await?;
-    let sessions = rows.iter().map(session).collect::<Result<Vec<_>, _>>()?;
-    let rows = run(client, "replication slots", SLOTS_SQL, v, &[]).await?;
-    let replication_slots = rows
-        .iter()
-        .map(|r| slot(r, now))
-        .collect::<Result<Vec<_>, _>>()?;
-    let rows = run(client, "prepared transactions", PREPARED_SQL, v, &[]).await?;
-    let prepared_xacts = rows.iter().map(prepared).collect::<Result<Vec<_>, _>>()?;
-    let rows = run(client, "standbys", STANDBYS_SQL, v, &[]).await?;
-    let standbys = rows.iter().map(standby).collect::<Result<Vec<_>, _>>()?;
-    let rows = run(client, "index builds", INDEX_BUILDS_SQL, v, &[]).await?;
-    let index_builds = rows
-        .iter()
-        .map(index_build)
-        .collect::<Result<Vec<_>, _>>()?;
+    let indexes = run(client, "indexes", INDEXES_SQL, v, &scope_params, |r| {
+        index(r, now, &names)
+    })
+    .await?;
+    drop(names);
+    let foreign_keys = run(
+        client,
+        "foreign keys",
+        FOREIGN_KEYS_SQL,
+        v,
+        &scope_params,
+        foreign_key,
+    )
+    .await?;
+    let sessions = run(client, "sessions", SESSIONS_SQL, v, &[], session).await?;
+    let replication_slots = run(client, "replication slots", SLOTS_SQL, v, &[], |r| {
+        slot(r, now)
+    })
+    .await?;
+    let prepared_xacts = run(
+        client,
+        "prepared transactions",
+        PREPARED_SQL,
+        v,
+        &[],
+        prepared,
+    )
+    .await?;
+    let standbys = run(client, "standbys", STANDBYS_SQL, v, &[], standby).await?;
+    let index_builds = run(
+        client,
+        "index builds",
+        INDEX_BUILDS_SQL,
+        v,
+        &[],
+        index_build,
+    )
+    .await?;
 
     let server = ServerInfo {
         version_num: facts.version_num,
@@ -272,20 +298,33 @@ fn privileges_missing(
     gaps
 }
 
-async fn run(
+/// Runs one statement and decodes its rows as they arrive, so a large catalog is never held
+/// twice (as raw rows and as decoded ones).
+async fn run<T>(
     client: &tokio_postgres::Client,
     what: &'static str,
     sql: &str,
     version_num: u32,
     params: &[(&(dyn ToSql + Sync), Type)],
-) -> Result<Vec<Row>, CatalogError> {
-    client
-        .query_typed(&statement_for(sql, version_num), params)
+    mut decode: impl FnMut(&Row) -> Result<T, CatalogError>,
+) -> Result<Vec<T>, CatalogError> {
+    let failed = |e: tokio_postgres::Error| CatalogError::Query {
+        what,
+        message: describe(&e),
+    };
+    let stream = client
+        .query_typed_raw(
+            &statement_for(sql, version_num),
+            params.iter().map(|(value, ty)| (*value, ty.clone())),
+        )
         .await
-        .map_err(|e| CatalogError::Query {
-            what,
-            message: describe(&e),
-        })
+        .map_err(failed)?;
+    let mut stream = std::pin::pin!(stream);
+    let mut decoded = Vec::new();
+    while let Some(row) = stream.try_next().await.map_err(failed)? {
+        decoded.push(decode(&row)?);
+    }
+    Ok(decoded)
 }
 
 /// A column that may be NULL, decoded without panicking.
@@ -335,16 +374,21 @@ fn time(
     }))
 }
 
-fn settings(rows: &[Row]) -> Result<Settings, CatalogError> {
+fn setting(row: &Row) -> Result<(String, String), CatalogError> {
+    Ok((
+        text(row, "settings", "name")?,
+        text(row, "settings", "setting")?,
+    ))
+}
+
+fn settings(rows: &[(String, String)]) -> Settings {
     // Settings absent on this version keep no value where the field is optional.
     let mut s = Settings {
         autovacuum_vacuum_insert_threshold: None,
         autovacuum_vacuum_insert_scale_factor: None,
         ..Settings::default()
     };
-    for row in rows {
-        let name = text(row, "settings", "name")?;
-        let value = text(row, "settings", "setting")?;
+    for (name, value) in rows {
         let number = value.parse::<f64>().ok();
         let on = value == "on";
         match name.as_str() {
@@ -381,17 +425,11 @@ fn settings(rows: &[Row]) -> Result<Settings, CatalogError> {
             _ => {}
         }
     }
-    Ok(s)
+    s
 }
 
-fn database(row: Option<&Row>) -> Result<(f64, DatabaseInfo), CatalogError> {
+fn database(row: &Row) -> Result<(f64, DatabaseInfo), CatalogError> {
     const W: &str = "database statistics";
-    let Some(row) = row else {
-        return Err(CatalogError::Query {
-            what: W,
-            message: "no row for the current database".into(),
-        });
-    };
     let now = get::<f64>(row, W, "now_epoch")?.unwrap_or(0.0);
     // The earliest of the server-wide reset times bounds the last time statistics were
     // discarded (each may also have been reset on its own, later).
