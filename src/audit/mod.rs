@@ -1,1 +1,816 @@
-//! TODO
+//! The audit core: index and table health from one snapshot per node of a cluster (a primary and
+//! its standbys), combined the way PostgreSQL's statistics demand. Pure: no database, no async.
+//!
+//! Combining nodes: index scans are counted per node (a standby counts only the scans it served),
+//! so usage is summed over every audited node; table statistics (dead tuples, modifications since
+//! analyze, vacuum and analyze times) exist only on the primary, so the checks that need them
+//! say "skipped: standby" when no primary was audited instead of reporting a clean result.
+
+pub mod checks;
+pub mod snapshot;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+pub use crate::plan::Severity;
+pub use snapshot::NodeSnapshot;
+use snapshot::{Index, Table, Timestamp};
+
+/// Which objects to read: the `--schema`, `--exclude-schema` and `--table` options.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// Only these schemas (empty: all but the system schemas).
+    pub schemas: Vec<String>,
+    /// Never these schemas.
+    pub exclude_schemas: Vec<String>,
+    /// Only these tables: "table" or "schema.table". Identifiers follow SQL rules: unquoted
+    /// names are folded to lower case, double-quoted ones are taken as written.
+    pub tables: Vec<String>,
+}
+
+impl Scope {
+    /// The `--table` patterns as (schema or "", table) pairs, for the catalog queries.
+    pub fn table_filters(&self) -> (Vec<String>, Vec<String>) {
+        let mut schemas = Vec::new();
+        let mut tables = Vec::new();
+        for pattern in &self.tables {
+            let parts = split_qualified(pattern);
+            match parts.as_slice() {
+                [table] => {
+                    schemas.push(String::new());
+                    tables.push(table.clone());
+                }
+                [schema, table] => {
+                    schemas.push(schema.clone());
+                    tables.push(table.clone());
+                }
+                _ => {
+                    // Not a valid name; keep it whole so it matches nothing rather than everything.
+                    schemas.push(String::new());
+                    tables.push(pattern.clone());
+                }
+            }
+        }
+        (schemas, tables)
+    }
+}
+
+/// Splits `a.b` / `"A.x".b` into identifiers, folding unquoted ones to lower case as the server
+/// does.
+fn split_qualified(text: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    let mut was_quoted = false;
+    let mut chars = text.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                current.push('"');
+                chars.next();
+            }
+            '"' => {
+                quoted = !quoted;
+                was_quoted = true;
+            }
+            '.' if !quoted => {
+                parts.push(finish_ident(&mut current, &mut was_quoted));
+            }
+            c => current.push(c),
+        }
+    }
+    parts.push(finish_ident(&mut current, &mut was_quoted));
+    parts
+}
+
+fn finish_ident(current: &mut String, was_quoted: &mut bool) -> String {
+    let ident = std::mem::take(current);
+    let ident = if *was_quoted {
+        ident
+    } else {
+        ident.to_lowercase()
+    };
+    *was_quoted = false;
+    ident
+}
+
+/// How the audit judges what it reads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditOptions {
+    /// Objects smaller than this are not reported (`--min-size`).
+    pub min_size_bytes: u64,
+    /// Below this much counting time, unused-index findings are only informational
+    /// (`--min-stats-age`, default 7 days).
+    pub min_stats_age: Duration,
+    /// A transaction (or a prepared transaction) open this long that holds the xmin horizon is
+    /// a finding (default 5 minutes).
+    pub horizon_min_age: Duration,
+}
+
+impl Default for AuditOptions {
+    fn default() -> Self {
+        Self {
+            min_size_bytes: 0,
+            min_stats_age: Duration::from_secs(7 * 86_400),
+            horizon_min_age: Duration::from_secs(300),
+        }
+    }
+}
+
+/// One node as the caller saw it: its snapshot, or why it could not be read.
+#[derive(Debug, Clone)]
+pub struct NodeResult {
+    /// The node's name as shown to people: the redacted conninfo.
+    pub name: String,
+    pub outcome: Result<NodeSnapshot, String>,
+}
+
+/// The checks pgplan audit runs; their names are part of the JSON contract and the metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Check {
+    UnusedIndex,
+    InvalidIndex,
+    DuplicateIndex,
+    RedundantIndex,
+    MissingFkIndex,
+    DeadTuples,
+    StaleStatistics,
+    VisibilityMap,
+    IndexBloat,
+    TableBloat,
+    XminHorizon,
+    ReplicationSlot,
+    XidWraparound,
+}
+
+impl Check {
+    pub const ALL: [Check; 13] = [
+        Check::UnusedIndex,
+        Check::InvalidIndex,
+        Check::DuplicateIndex,
+        Check::RedundantIndex,
+        Check::MissingFkIndex,
+        Check::DeadTuples,
+        Check::StaleStatistics,
+        Check::VisibilityMap,
+        Check::IndexBloat,
+        Check::TableBloat,
+        Check::XminHorizon,
+        Check::ReplicationSlot,
+        Check::XidWraparound,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Check::UnusedIndex => "unused_index",
+            Check::InvalidIndex => "invalid_index",
+            Check::DuplicateIndex => "duplicate_index",
+            Check::RedundantIndex => "redundant_index",
+            Check::MissingFkIndex => "missing_fk_index",
+            Check::DeadTuples => "dead_tuples",
+            Check::StaleStatistics => "stale_statistics",
+            Check::VisibilityMap => "visibility_map",
+            Check::IndexBloat => "index_bloat",
+            Check::TableBloat => "table_bloat",
+            Check::XminHorizon => "xmin_horizon",
+            Check::ReplicationSlot => "replication_slot",
+            Check::XidWraparound => "xid_wraparound",
+        }
+    }
+}
+
+/// How far a bloat estimate can be trusted, and why not more.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Confidence {
+    /// "high", "medium" or "low".
+    pub level: &'static str,
+    pub reasons: Vec<String>,
+}
+
+/// An index's usage on one node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeUsage {
+    pub node: String,
+    pub index_scans: Option<i64>,
+    /// `last_idx_scan` (16+), ISO 8601.
+    pub last_idx_scan: Option<String>,
+}
+
+/// One thing worth a person's attention, with the numbers behind it and the SQL that fixes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finding {
+    pub check: Check,
+    pub severity: Severity,
+    pub schema: Option<String>,
+    pub table: Option<String>,
+    pub index: Option<String>,
+    pub message: String,
+    /// Named figures, units in the names.
+    pub evidence: Vec<(String, f64)>,
+    /// The SQL that fixes it; none when nothing should be run (a build still in progress).
+    pub fix: Option<String>,
+    /// The node the finding is about, for per-node objects (sessions, slots).
+    pub node: Option<String>,
+    /// Per-node index usage (unused_index).
+    pub usage: Vec<NodeUsage>,
+    /// For estimates (bloat).
+    pub confidence: Option<Confidence>,
+}
+
+impl Finding {
+    fn new(check: Check, severity: Severity, message: String) -> Self {
+        Self {
+            check,
+            severity,
+            schema: None,
+            table: None,
+            index: None,
+            message,
+            evidence: Vec::new(),
+            fix: None,
+            node: None,
+            usage: Vec::new(),
+            confidence: None,
+        }
+    }
+
+    fn on_table(mut self, table: &Table) -> Self {
+        self.schema = Some(table.schema.clone());
+        self.table = Some(table.name.clone());
+        self
+    }
+
+    fn on_index(mut self, index: &Index) -> Self {
+        self.schema = Some(index.schema.clone());
+        self.table = Some(index.table.clone());
+        self.index = Some(index.name.clone());
+        self
+    }
+
+    fn evidence(mut self, name: &str, value: f64) -> Self {
+        self.evidence.push((name.to_owned(), value));
+        self
+    }
+
+    fn fix(mut self, sql: impl Into<String>) -> Self {
+        self.fix = Some(sql.into());
+        self
+    }
+
+    /// "schema.table", "schema.table index", or "" — how text output names the object.
+    pub fn object(&self) -> String {
+        let mut text = String::new();
+        if let (Some(s), Some(t)) = (&self.schema, &self.table) {
+            text = format!("{s}.{t}");
+        }
+        if let Some(i) = &self.index {
+            if !text.is_empty() {
+                text.push(' ');
+            }
+            text.push_str("index ");
+            text.push_str(i);
+        }
+        text
+    }
+
+    pub fn evidence_value(&self, name: &str) -> Option<f64> {
+        self.evidence
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
+}
+
+/// A check that did not run (or ran on less than everything), and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    pub check: Check,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Primary,
+    Standby,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Primary => "primary",
+            Role::Standby => "standby",
+        }
+    }
+}
+
+/// Where a node's counting window comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    /// `pg_stat_database.stats_reset`: an explicit reset (or, before 15, when the counters were
+    /// created after a loss).
+    DatabaseReset,
+    /// The server-wide statistics' reset time: on 15+, when statistics were last discarded
+    /// (crash recovery, or a start without a statistics file).
+    StatisticsDiscarded,
+    /// Only the server start time is known: counters survive a clean restart but not a crash,
+    /// so this is an approximation.
+    ServerStart,
+}
+
+impl WindowSource {
+    pub fn words(self) -> &'static str {
+        match self {
+            WindowSource::DatabaseReset => "statistics reset",
+            WindowSource::StatisticsDiscarded => {
+                "statistics discarded (crash recovery or first start)"
+            }
+            WindowSource::ServerStart => "server start (approximate: no reset time recorded)",
+        }
+    }
+}
+
+/// Since when a node's counters have been counting, on the best evidence available.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StatsWindow {
+    pub since: Timestamp,
+    pub source: WindowSource,
+}
+
+impl StatsWindow {
+    /// Every index and table counter of the database restarts at 0 on an explicit reset of the
+    /// database (or of one object, which also stamps the database's `stats_reset`), and when
+    /// statistics are discarded after a crash. The latest of those times starts the window.
+    ///
+    /// Before 15, `pg_stat_database.stats_reset` is set whenever the database's counters are
+    /// (re)created, so it alone is the answer. On 15+ it stays null until an explicit reset, and
+    /// statistics survive clean restarts; a crash discards them and stamps the server-wide
+    /// statistics (bgwriter, archiver, checkpointer) with the time, so the earliest of those
+    /// bounds the last discard. The server start time is no bound either way (a crash restarts
+    /// the backends without changing it, and a clean restart keeps the counters): it is the last
+    /// resort, marked as such.
+    pub fn of(snapshot: &NodeSnapshot) -> Option<StatsWindow> {
+        let db = snapshot.database.stats_reset.map(|t| StatsWindow {
+            since: t,
+            source: WindowSource::DatabaseReset,
+        });
+        let shared = snapshot.database.shared_stats_reset.map(|t| StatsWindow {
+            since: t,
+            source: WindowSource::StatisticsDiscarded,
+        });
+        let best = match (db, shared) {
+            (Some(a), Some(b)) => Some(if b.since.epoch_seconds > a.since.epoch_seconds {
+                b
+            } else {
+                a
+            }),
+            (a, b) => a.or(b),
+        };
+        best.or_else(|| {
+            snapshot.server.started_at.map(|t| StatsWindow {
+                since: t,
+                source: WindowSource::ServerStart,
+            })
+        })
+    }
+
+    pub fn seconds(&self) -> f64 {
+        self.since.age_seconds.max(0.0)
+    }
+}
+
+/// One audited node, as the report shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeSummary {
+    pub name: String,
+    pub role: Option<Role>,
+    pub server_version: Option<String>,
+    pub database: Option<String>,
+    pub window: Option<StatsWindow>,
+    pub error: Option<String>,
+    /// Why this node's figures were left out of the combined audit (a different cluster).
+    pub excluded: Option<String>,
+    pub privileges_missing: Vec<snapshot::PrivilegeGap>,
+}
+
+/// Per-object figures for metrics (the Prometheus exposition).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ObjectFigures {
+    pub tables: Vec<TableFigures>,
+    pub indexes: Vec<IndexFigures>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableFigures {
+    pub schema: String,
+    pub table: String,
+    pub size_bytes: Option<i64>,
+    /// From the primary; none when no primary was audited.
+    pub live_tuples: Option<i64>,
+    pub dead_tuples: Option<i64>,
+    pub mods_since_analyze: Option<i64>,
+    pub last_vacuum_age_seconds: Option<f64>,
+    pub last_analyze_age_seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexFigures {
+    pub schema: String,
+    pub table: String,
+    pub index: String,
+    pub size_bytes: Option<i64>,
+    /// (node name, idx_scan on that node).
+    pub scans: Vec<(String, Option<i64>)>,
+}
+
+/// The audit's result: nodes, findings, what was skipped, and figures for metrics.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AuditReport {
+    pub nodes: Vec<NodeSummary>,
+    /// Most severe first.
+    pub findings: Vec<Finding>,
+    pub skipped: Vec<Skipped>,
+    /// Facts about the combination itself (nodes that could not be compared, standbys unseen).
+    pub notes: Vec<String>,
+    pub objects: ObjectFigures,
+}
+
+impl AuditReport {
+    /// 3 when any node failed (partial), else 1 when a finding is at least `fail_on`, else 0.
+    pub fn exit_code(&self, fail_on: Severity) -> u8 {
+        if self.nodes.iter().any(|n| n.error.is_some()) {
+            crate::exit::PARTIAL
+        } else if self.findings.iter().any(|f| f.severity >= fail_on) {
+            crate::exit::FINDINGS
+        } else {
+            crate::exit::SUCCESS
+        }
+    }
+
+    pub fn count(&self, check: Check, severity: Severity) -> usize {
+        self.findings
+            .iter()
+            .filter(|f| f.check == check && f.severity == severity)
+            .count()
+    }
+}
+
+/// An audited node whose figures take part in the combined audit.
+#[derive(Debug, Clone, Copy)]
+pub struct Node<'a> {
+    pub name: &'a str,
+    pub snapshot: &'a NodeSnapshot,
+    pub window: Option<StatsWindow>,
+}
+
+impl Node<'_> {
+    pub fn is_primary(&self) -> bool {
+        !self.snapshot.server.in_recovery
+    }
+}
+
+/// What every check sees: the combined nodes and lookups built once.
+pub struct Context<'a> {
+    pub options: &'a AuditOptions,
+    /// The node whose catalog is audited: the primary when one was audited, else the first
+    /// standby (a physical standby's catalog is the primary's).
+    pub reference: Node<'a>,
+    pub primary: Option<Node<'a>>,
+    /// Every node that takes part, the reference included.
+    pub nodes: Vec<Node<'a>>,
+    /// Standbys the primary reports streaming to it, beyond those audited.
+    pub standbys_not_audited: usize,
+    /// Index rows per node by (schema, index name), in `nodes` order.
+    usage: HashMap<&'a str, HashMap<&'a str, Vec<Option<&'a Index>>>>,
+    pub tables_by_oid: HashMap<u32, &'a Table>,
+    /// The primary's table rows by (schema, name): the only place table statistics are kept.
+    primary_tables: HashMap<&'a str, HashMap<&'a str, &'a Table>>,
+    pub indexes_by_table: HashMap<u32, Vec<&'a Index>>,
+}
+
+impl<'a> Context<'a> {
+    pub fn new(options: &'a AuditOptions, nodes: Vec<Node<'a>>) -> Option<Self> {
+        let reference = *nodes.iter().find(|n| n.is_primary()).or(nodes.first())?;
+        let primary = nodes.iter().copied().find(|n| n.is_primary());
+        let audited_standbys = nodes.iter().filter(|n| !n.is_primary()).count();
+        let standbys_not_audited = primary
+            .map(|p| p.snapshot.standbys.len().saturating_sub(audited_standbys))
+            .unwrap_or(0);
+        let mut usage: HashMap<&str, HashMap<&str, Vec<Option<&Index>>>> = HashMap::new();
+        for (i, node) in nodes.iter().enumerate() {
+            for index in &node.snapshot.indexes {
+                let slot = usage
+                    .entry(index.schema.as_str())
+                    .or_default()
+                    .entry(index.name.as_str())
+                    .or_insert_with(|| vec![None; nodes.len()]);
+                slot[i] = Some(index);
+            }
+        }
+        let tables_by_oid = reference
+            .snapshot
+            .tables
+            .iter()
+            .map(|t| (t.oid, t))
+            .collect();
+        let mut primary_tables: HashMap<&str, HashMap<&str, &Table>> = HashMap::new();
+        for table in primary.iter().flat_map(|p| &p.snapshot.tables) {
+            primary_tables
+                .entry(table.schema.as_str())
+                .or_default()
+                .insert(table.name.as_str(), table);
+        }
+        let mut indexes_by_table: HashMap<u32, Vec<&Index>> = HashMap::new();
+        for index in &reference.snapshot.indexes {
+            indexes_by_table
+                .entry(index.table_oid)
+                .or_default()
+                .push(index);
+        }
+        Some(Self {
+            options,
+            reference,
+            primary,
+            nodes,
+            standbys_not_audited,
+            usage,
+            tables_by_oid,
+            primary_tables,
+            indexes_by_table,
+        })
+    }
+
+    /// The index's row on each combined node (none where the node does not have it yet).
+    pub fn usage_of(&self, index: &Index) -> &[Option<&'a Index>] {
+        self.usage
+            .get(index.schema.as_str())
+            .and_then(|by_name| by_name.get(index.name.as_str()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// Scans summed over every combined node.
+    pub fn total_scans(&self, index: &Index) -> i64 {
+        self.usage_of(index)
+            .iter()
+            .flatten()
+            .map(|i| i.scans.unwrap_or(0))
+            .sum()
+    }
+
+    /// The primary's row for a table (the one with real statistics).
+    pub fn primary_table(&self, schema: &str, name: &str) -> Option<&'a Table> {
+        self.primary_tables
+            .get(schema)
+            .and_then(|by_name| by_name.get(name))
+            .copied()
+    }
+
+    pub fn big_enough(&self, bytes: Option<i64>) -> bool {
+        bytes.unwrap_or(0).max(0) as u64 >= self.options.min_size_bytes
+    }
+
+    /// The shortest counting window among the combined nodes (the one that may have missed the
+    /// most), or none when a node has no evidence at all.
+    pub fn shortest_window(&self) -> Option<(f64, &'a str)> {
+        let mut shortest: Option<(f64, &str)> = None;
+        for node in &self.nodes {
+            let seconds = node.window?.seconds();
+            if shortest.is_none_or(|(s, _)| seconds < s) {
+                shortest = Some((seconds, node.name));
+            }
+        }
+        shortest
+    }
+}
+
+/// Findings and skipped checks as the checks produce them.
+#[derive(Debug, Default)]
+pub struct Output {
+    pub findings: Vec<Finding>,
+    pub skipped: Vec<Skipped>,
+}
+
+impl Output {
+    pub fn skip(&mut self, check: Check, reason: impl Into<String>) {
+        self.skipped.push(Skipped {
+            check,
+            reason: reason.into(),
+        });
+    }
+}
+
+/// Audits a cluster from its nodes' snapshots.
+pub fn audit(nodes: &[NodeResult], options: &AuditOptions) -> AuditReport {
+    let mut report = AuditReport::default();
+    let mut combined: Vec<Node> = Vec::new();
+    let mut first_ok: Option<&NodeSnapshot> = None;
+    let reference_index = nodes
+        .iter()
+        .position(|n| n.outcome.as_ref().is_ok_and(|s| !s.server.in_recovery))
+        .or_else(|| nodes.iter().position(|n| n.outcome.is_ok()));
+    let reference_snapshot = reference_index.and_then(|i| nodes[i].outcome.as_ref().ok());
+    for node in nodes {
+        let mut summary = NodeSummary {
+            name: node.name.clone(),
+            role: None,
+            server_version: None,
+            database: None,
+            window: None,
+            error: None,
+            excluded: None,
+            privileges_missing: Vec::new(),
+        };
+        match &node.outcome {
+            Err(error) => summary.error = Some(error.clone()),
+            Ok(snapshot) => {
+                first_ok.get_or_insert(snapshot);
+                let window = StatsWindow::of(snapshot);
+                summary.role = Some(if snapshot.server.in_recovery {
+                    Role::Standby
+                } else {
+                    Role::Primary
+                });
+                summary.server_version = Some(snapshot.server.version.clone());
+                summary.database = Some(snapshot.server.database.clone());
+                summary.window = window;
+                summary.privileges_missing = snapshot.privileges_missing.clone();
+                let reference = reference_snapshot.unwrap_or(snapshot);
+                match belongs_with(reference, snapshot) {
+                    Belongs::Yes => {}
+                    Belongs::Unverified(note) => {
+                        if !report.notes.contains(&note) {
+                            report.notes.push(note);
+                        }
+                    }
+                    Belongs::No(reason) => {
+                        report
+                            .notes
+                            .push(format!("{} left out of the audit: {reason}", node.name));
+                        summary.excluded = Some(reason);
+                    }
+                }
+                if summary.excluded.is_none() {
+                    combined.push(Node {
+                        name: &node.name,
+                        snapshot,
+                        window,
+                    });
+                }
+            }
+        }
+        report.nodes.push(summary);
+    }
+    let primaries = combined.iter().filter(|n| n.is_primary()).count();
+    if primaries > 1 {
+        report.notes.push(format!(
+            "{primaries} nodes report being a primary with the same system identifier: the same \
+             server given twice, or a split brain; their index scans were added up"
+        ));
+    }
+    let Some(ctx) = Context::new(options, combined) else {
+        for check in Check::ALL {
+            report.skipped.push(Skipped {
+                check,
+                reason: "no node could be read".into(),
+            });
+        }
+        return report;
+    };
+    if ctx.standbys_not_audited > 0 {
+        report.notes.push(format!(
+            "the primary reports {} standby(s) streaming from it that were not audited: their \
+             index usage was not seen",
+            ctx.standbys_not_audited
+        ));
+    }
+    let mut out = Output::default();
+    checks::run_all(&ctx, &mut out);
+    let mut findings = out.findings;
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.check.cmp(&b.check))
+            .then_with(|| a.schema.cmp(&b.schema))
+            .then_with(|| a.table.cmp(&b.table))
+            .then_with(|| a.index.cmp(&b.index))
+            .then_with(|| a.message.cmp(&b.message))
+    });
+    report.findings = findings;
+    report.skipped = out.skipped;
+    report.objects = object_figures(&ctx);
+    report
+}
+
+enum Belongs {
+    Yes,
+    Unverified(String),
+    No(String),
+}
+
+/// Whether a node can be combined with the reference: the same cluster (system identifier) and
+/// the same database.
+fn belongs_with(reference: &NodeSnapshot, node: &NodeSnapshot) -> Belongs {
+    if std::ptr::eq(reference, node) {
+        return Belongs::Yes;
+    }
+    if reference.server.database != node.server.database {
+        return Belongs::No(format!(
+            "it is database {:?}, the audit is of {:?}",
+            node.server.database, reference.server.database
+        ));
+    }
+    match (
+        &reference.server.system_identifier,
+        &node.server.system_identifier,
+    ) {
+        (Some(a), Some(b)) if a != b => Belongs::No(format!(
+            "system identifier {b} differs from {a}: not a standby of the same cluster"
+        )),
+        (Some(_), Some(_)) => Belongs::Yes,
+        _ => Belongs::Unverified(
+            "could not verify that the nodes are one cluster: pg_control_system() is not \
+             readable by the audit role"
+                .into(),
+        ),
+    }
+}
+
+fn object_figures(ctx: &Context) -> ObjectFigures {
+    let mut figures = ObjectFigures::default();
+    for table in &ctx.reference.snapshot.tables {
+        if !ctx.big_enough(table.table_bytes) || table.kind == snapshot::TableKind::Partitioned {
+            continue;
+        }
+        let stats = ctx
+            .primary_table(&table.schema, &table.name)
+            .map(|t| &t.stats);
+        let last = |a: Option<Timestamp>, b: Option<Timestamp>| {
+            [a, b]
+                .into_iter()
+                .flatten()
+                .map(|t| t.age_seconds)
+                .reduce(f64::min)
+        };
+        figures.tables.push(TableFigures {
+            schema: table.schema.clone(),
+            table: table.name.clone(),
+            size_bytes: table.table_bytes,
+            live_tuples: stats.and_then(|s| s.n_live_tup),
+            dead_tuples: stats.and_then(|s| s.n_dead_tup),
+            mods_since_analyze: stats.and_then(|s| s.n_mod_since_analyze),
+            last_vacuum_age_seconds: stats.and_then(|s| last(s.last_vacuum, s.last_autovacuum)),
+            last_analyze_age_seconds: stats.and_then(|s| last(s.last_analyze, s.last_autoanalyze)),
+        });
+    }
+    for index in &ctx.reference.snapshot.indexes {
+        if index.partitioned || !ctx.big_enough(index.size_bytes) {
+            continue;
+        }
+        let scans = ctx
+            .nodes
+            .iter()
+            .zip(ctx.usage_of(index))
+            .map(|(node, row)| (node.name.to_owned(), row.and_then(|i| i.scans)))
+            .collect();
+        figures.indexes.push(IndexFigures {
+            schema: index.schema.clone(),
+            table: index.table.clone(),
+            index: index.name.clone(),
+            size_bytes: index.size_bytes,
+            scans,
+        });
+    }
+    figures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_patterns_follow_identifier_rules() {
+        let scope = Scope {
+            tables: vec![
+                "Orders".into(),
+                "sales.\"Line Items\"".into(),
+                "\"a.b\".c".into(),
+            ],
+            ..Default::default()
+        };
+        let (schemas, tables) = scope.table_filters();
+        assert_eq!(schemas, vec!["", "sales", "a.b"]);
+        assert_eq!(tables, vec!["orders", "Line Items", "c"]);
+    }
+
+    #[test]
+    fn iso_times() {
+        assert_eq!(snapshot::iso_utc(0.0), "1970-01-01T00:00:00Z");
+        assert_eq!(snapshot::iso_utc(1_796_032_556.7), "2026-11-30T09:55:56Z");
+        assert_eq!(snapshot::iso_utc(951_782_400.0), "2000-02-29T00:00:00Z");
+    }
+}

@@ -1,6 +1,8 @@
 //! Renderers: each report value written as text (for a terminal), JSON (the documented contract)
-//! or Markdown (for a pull request or a ticket), to any `io::Write`.
+//! or Markdown (for a pull request or a ticket), and the audit also as Prometheus metrics, to any
+//! `io::Write`.
 
+pub mod audit;
 pub mod compare;
 pub mod format;
 pub mod info;
@@ -8,6 +10,7 @@ pub mod markdown;
 pub mod text;
 pub mod tree;
 pub mod wire;
+pub mod wire_audit;
 
 use std::io;
 

@@ -57,6 +57,7 @@ pub fn default_options(binaries: ServerBinaries) -> ClusterOptions {
         .setting("max_connections", 100)
         .setting("shared_buffers", "64MB")
         .setting("jit", "off")
+        .setting("max_prepared_transactions", 10)
 }
 
 static SERVERS: OnceLock<Mutex<HashMap<u32, Arc<OnceLock<Cluster>>>>> = OnceLock::new();

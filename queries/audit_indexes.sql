@@ -1,0 +1,63 @@
+-- Audit: every index of the tables in scope, with its definition in pieces (table column
+-- numbers, expression texts, operator classes, collations, DESC/NULLS options, predicate),
+-- flags, the constraint it backs, size, planner figures and this node's scan counters.
+-- Returns one row per index: index_oid, table_oid, schema_name, table_name, index_name,
+-- access_method, the indis* flags, partitioned (relkind 'I'), partition_child, key_column_count,
+-- attnums, opclasses, collations, options, expression_definitions (per column, null for plain
+-- columns, whose names come from audit_columns.sql; deparsing only expressions keeps this fast),
+-- predicate, constraint_name, constraint_type, reloptions, relpages, reltuples, size_bytes
+-- (relpages × block_size, see audit_tables.sql), idx_scan, idx_tup_read, idx_tup_fetch,
+-- last_idx_scan_epoch, invalid_definition (pg_get_indexdef, invalid indexes only). The counters
+-- come from the pg_stat_get_* functions pg_stat_all_indexes is built on, called directly.
+-- Parameters: as audit_tables.sql ($1 schemas, $2 excluded schemas, $3/$4 tables).
+-- Placeholder filled per version by db::catalog: {{last_idx_scan}}.
+-- Minimum server version: 13. Readable by any role.
+SELECT i.indexrelid AS index_oid,
+       i.indrelid AS table_oid,
+       n.nspname::text AS schema_name,
+       t.relname::text AS table_name,
+       c.relname::text AS index_name,
+       am.amname::text AS access_method,
+       i.indisunique, i.indisprimary, i.indisexclusion, i.indisreplident,
+       i.indisvalid, i.indisready, i.indislive,
+       c.relkind = 'I' AS partitioned,
+       c.relispartition AS partition_child,
+       i.indnkeyatts::int4 AS key_column_count,
+       i.indkey::int2[] AS attnums,
+       i.indclass::oid[] AS opclasses,
+       i.indcollation::oid[] AS collations,
+       i.indoption::int2[] AS options,
+       CASE WHEN i.indexprs IS NOT NULL THEN
+         ARRAY(SELECT CASE WHEN i.indkey[k - 1] = 0 THEN pg_get_indexdef(i.indexrelid, k, true) END
+               FROM generate_series(1, i.indnatts) AS k
+               ORDER BY k)
+       END AS expression_definitions,
+       pg_get_expr(i.indpred, i.indrelid, true) AS predicate,
+       con.conname::text AS constraint_name,
+       con.contype::text AS constraint_type,
+       coalesce(c.reloptions, '{}')::text[] AS reloptions,
+       c.relpages::int8 AS relpages,
+       c.reltuples::float8 AS reltuples,
+       c.relpages::int8 * current_setting('block_size')::int8 AS size_bytes,
+       pg_stat_get_numscans(i.indexrelid) AS idx_scan,
+       pg_stat_get_tuples_returned(i.indexrelid) AS idx_tup_read,
+       pg_stat_get_tuples_fetched(i.indexrelid) AS idx_tup_fetch,
+       extract(epoch FROM {{last_idx_scan}})::float8 AS last_idx_scan_epoch,
+       CASE WHEN NOT i.indisvalid THEN pg_get_indexdef(i.indexrelid) END AS invalid_definition
+FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_class t ON t.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = t.relnamespace
+JOIN pg_am am ON am.oid = c.relam
+LEFT JOIN pg_constraint con ON con.conindid = i.indexrelid
+                           AND con.conrelid = i.indrelid
+                           AND con.contype IN ('p', 'u', 'x')
+WHERE t.relkind IN ('r', 'm', 'p')
+  AND t.relpersistence <> 't'
+  AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+  AND n.nspname !~ '^pg_(toast|temp_)'
+  AND (cardinality($1::text[]) = 0 OR n.nspname = ANY($1::text[]))
+  AND NOT (n.nspname = ANY($2::text[]))
+  AND (cardinality($4::text[]) = 0
+       OR EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[]) AS f(schema_name, table_name)
+                  WHERE f.table_name = t.relname AND f.schema_name IN ('', n.nspname)))

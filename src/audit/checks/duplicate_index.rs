@@ -1,0 +1,424 @@
+//! duplicate_index and redundant_index: indexes another index of the same table makes
+//! unnecessary, found by hashing index signatures (never by comparing every pair, which is what
+//! makes the usual catalog self-join take seconds on 50,000 indexes).
+//!
+//! Two indexes compare only when the table, access method, predicate and every key column —
+//! column or expression, operator class, collation, DESC/NULLS order — match. Identical keys make
+//! a duplicate (keep one: the one that enforces something, then the wider INCLUDE list, then the
+//! most scanned); keys that are a leading prefix of another btree index's keys make a redundant
+//! index. A unique index is never redundant to a non-unique one, and an index's INCLUDE columns
+//! must be covered by the one that replaces it, or index-only scans would be lost.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::audit::snapshot::{Index, IndexColumn};
+use crate::audit::{Check, Context, Finding, Output, Severity};
+
+use super::{count_words, qualified};
+
+/// What must match for two indexes to serve the same lookups.
+#[derive(Debug, PartialEq, Eq, Hash)]
+struct Signature<'a> {
+    table_oid: u32,
+    access_method: &'a str,
+    predicate: Option<&'a str>,
+    keys: &'a [IndexColumn],
+}
+
+fn signature<'a>(index: &'a Index, key_count: usize) -> Signature<'a> {
+    Signature {
+        table_oid: index.table_oid,
+        access_method: &index.access_method,
+        predicate: index.predicate.as_deref(),
+        keys: &index.key_columns()[..key_count],
+    }
+}
+
+fn candidate(index: &Index) -> bool {
+    index.valid && index.ready && !index.partition_child && !index.columns.is_empty()
+}
+
+/// Columns stored in the index (keys and INCLUDE), by table column number.
+fn stored_columns(index: &Index) -> HashSet<i16> {
+    index.columns.iter().map(|c| c.attnum).collect()
+}
+
+fn include_set(index: &Index) -> HashSet<&IndexColumn> {
+    index.include_columns().iter().collect()
+}
+
+/// Keep order among indexes with identical keys: enforcing something first, then the wider
+/// INCLUDE list, then the most scanned, then the oldest.
+fn keep_rank(ctx: &Context, index: &Index) -> (u8, usize, i64, std::cmp::Reverse<u32>) {
+    let enforces = if index.primary {
+        4
+    } else if index.constraint.is_some() {
+        3
+    } else if index.unique || index.exclusion {
+        2
+    } else if index.replica_identity {
+        1
+    } else {
+        0
+    };
+    (
+        enforces,
+        index.include_columns().len(),
+        ctx.total_scans(index),
+        std::cmp::Reverse(index.oid),
+    )
+}
+
+pub fn run(ctx: &Context, out: &mut Output) {
+    let indexes: Vec<&Index> = ctx
+        .reference
+        .snapshot
+        .indexes
+        .iter()
+        .filter(|i| candidate(i))
+        .collect();
+    let mut reported: HashSet<u32> = HashSet::new();
+
+    // Duplicates: identical key signatures.
+    let mut groups: HashMap<Signature, Vec<&Index>> = HashMap::new();
+    for index in &indexes {
+        groups
+            .entry(signature(
+                index,
+                index.key_column_count.min(index.columns.len()),
+            ))
+            .or_default()
+            .push(index);
+    }
+    let mut groups: Vec<Vec<&Index>> = groups.into_values().filter(|g| g.len() > 1).collect();
+    groups.sort_by_key(|g| g.iter().map(|i| i.oid).min());
+    for mut group in groups {
+        group.sort_by_key(|i| std::cmp::Reverse(keep_rank(ctx, i)));
+        for (position, index) in group.iter().enumerate() {
+            let keeper = group[..position].iter().find(|keep| {
+                let covered = include_set(index).is_subset(&include_set(keep));
+                let uniqueness_kept = !index.unique || keep.unique;
+                let exclusion_kept = !index.exclusion || keep.exclusion;
+                covered && uniqueness_kept && exclusion_kept
+            });
+            let Some(keep) = keeper else { continue };
+            if !ctx.big_enough(index.size_bytes) {
+                continue;
+            }
+            reported.insert(index.oid);
+            let check = if index.include_columns().len() == keep.include_columns().len() {
+                Check::DuplicateIndex
+            } else {
+                Check::RedundantIndex
+            };
+            out.findings.push(duplicate(ctx, check, index, keep));
+        }
+    }
+
+    // Redundant: keys that are a strict leading prefix of another btree index's keys. Every
+    // btree index registers each of its proper prefixes; an index whose full key signature is
+    // found there is covered.
+    let mut prefixes: HashMap<Signature, Vec<&Index>> = HashMap::new();
+    for index in indexes.iter().filter(|i| i.access_method == "btree") {
+        for len in 1..index.key_column_count.min(index.columns.len()) {
+            prefixes
+                .entry(signature(index, len))
+                .or_default()
+                .push(index);
+        }
+    }
+    for index in &indexes {
+        if index.access_method != "btree"
+            || index.is_load_bearing()
+            || reported.contains(&index.oid)
+            || !ctx.big_enough(index.size_bytes)
+        {
+            continue;
+        }
+        let key = signature(index, index.key_column_count.min(index.columns.len()));
+        let Some(wider) = prefixes.get(&key) else {
+            continue;
+        };
+        let needed: HashSet<i16> = index.include_columns().iter().map(|c| c.attnum).collect();
+        let keep = wider
+            .iter()
+            .filter(|w| w.oid != index.oid && needed.is_subset(&stored_columns(w)))
+            .min_by_key(|w| (w.size_bytes.unwrap_or(i64::MAX), w.oid));
+        if let Some(keep) = keep {
+            out.findings.push(redundant_prefix(ctx, index, keep));
+        }
+    }
+}
+
+fn key_list(index: &Index) -> String {
+    let mut text = index
+        .key_columns()
+        .iter()
+        .map(|c| c.definition.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !index.include_columns().is_empty() {
+        text.push_str(") INCLUDE (");
+        text.push_str(
+            &index
+                .include_columns()
+                .iter()
+                .map(|c| c.definition.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+    }
+    format!("({text})")
+}
+
+fn why_keep(ctx: &Context, keep: &Index, drop: &Index) -> String {
+    if let Some(role) = keep.role_words()
+        && drop.role_words().is_none()
+    {
+        return format!("it backs the {role}");
+    }
+    if keep.include_columns().len() > drop.include_columns().len() {
+        return "its INCLUDE columns cover this one's".into();
+    }
+    let (k, d) = (ctx.total_scans(keep), ctx.total_scans(drop));
+    if k > d {
+        return format!(
+            "it is scanned more ({} scans against {})",
+            count_words(k as f64),
+            count_words(d as f64)
+        );
+    }
+    "it is the older of the two".into()
+}
+
+/// The SQL that removes `index`, or none when something depends on it.
+fn drop_sql(ctx: &Context, index: &Index) -> (Option<String>, Option<String>) {
+    let name = qualified(&index.schema, &index.name);
+    let referenced_by: Vec<&str> = ctx
+        .reference
+        .snapshot
+        .foreign_keys
+        .iter()
+        .filter(|fk| fk.referenced_index_oid == index.oid)
+        .map(|fk| fk.name.as_str())
+        .collect();
+    if !referenced_by.is_empty() {
+        return (
+            None,
+            Some(format!(
+                "foreign key(s) {} rely on it: recreate them against the index that stays \
+                 before dropping this one",
+                referenced_by.join(", ")
+            )),
+        );
+    }
+    if let Some(c) = &index.constraint {
+        return (
+            Some(format!(
+                "ALTER TABLE {} DROP CONSTRAINT {};",
+                qualified(&index.schema, &index.table),
+                crate::sql::quote_ident(&c.name)
+            )),
+            Some("it backs a constraint, so the constraint is what to drop".into()),
+        );
+    }
+    if index.partitioned {
+        // DROP INDEX CONCURRENTLY does not work on a partitioned index.
+        return (
+            Some(format!("DROP INDEX {name};")),
+            Some("a partitioned index cannot be dropped concurrently: this locks the table".into()),
+        );
+    }
+    (Some(format!("DROP INDEX CONCURRENTLY {name};")), None)
+}
+
+fn duplicate(ctx: &Context, check: Check, index: &Index, keep: &Index) -> Finding {
+    let what = if check == Check::DuplicateIndex {
+        "duplicates"
+    } else {
+        "is covered by"
+    };
+    let mut message = format!(
+        "index {} {} {} on {}: same key columns {}; keep {} because {}",
+        index.name,
+        what,
+        keep.name,
+        qualified(&index.schema, &index.table),
+        key_list(keep),
+        keep.name,
+        why_keep(ctx, keep, index)
+    );
+    let (fix, note) = drop_sql(ctx, index);
+    if let Some(note) = note {
+        message.push_str("; ");
+        message.push_str(&note);
+    }
+    let mut finding = Finding::new(check, Severity::Warning, message)
+        .on_index(index)
+        .evidence("index_size_bytes", index.size_bytes.unwrap_or(0) as f64)
+        .evidence("index_scans", ctx.total_scans(index) as f64)
+        .evidence("kept_index_scans", ctx.total_scans(keep) as f64);
+    finding.fix = fix;
+    finding
+}
+
+fn redundant_prefix(ctx: &Context, index: &Index, keep: &Index) -> Finding {
+    let mut message = format!(
+        "index {} {} on {} is redundant: its key columns are a leading prefix of {} {}, which \
+         serves the same lookups",
+        index.name,
+        key_list(index),
+        qualified(&index.schema, &index.table),
+        keep.name,
+        key_list(keep)
+    );
+    if ctx.total_scans(index) > 0 {
+        message.push_str(&format!(
+            "; its {} scans would move to {} (a wider, somewhat larger index)",
+            count_words(ctx.total_scans(index) as f64),
+            keep.name
+        ));
+    }
+    let (fix, note) = drop_sql(ctx, index);
+    if let Some(note) = note {
+        message.push_str("; ");
+        message.push_str(&note);
+    }
+    let mut finding = Finding::new(Check::RedundantIndex, Severity::Info, message)
+        .on_index(index)
+        .evidence("index_size_bytes", index.size_bytes.unwrap_or(0) as f64)
+        .evidence("index_scans", ctx.total_scans(index) as f64)
+        .evidence("kept_index_size_bytes", keep.size_bytes.unwrap_or(0) as f64);
+    finding.fix = fix;
+    finding
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::checks::fixture::*;
+    use crate::audit::snapshot::IndexConstraint;
+
+    fn found(report: &crate::audit::AuditReport, check: Check) -> Vec<(String, Option<String>)> {
+        report
+            .findings
+            .iter()
+            .filter(|f| f.check == check)
+            .map(|f| (f.index.clone().unwrap(), f.fix.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn duplicates_keep_the_constraint() {
+        let mut p = primary();
+        let t = table(10, "t");
+        let mut pk = index(100, &t, "t_pkey", vec![col(1, "id")]);
+        pk.primary = true;
+        pk.unique = true;
+        pk.constraint = Some(IndexConstraint {
+            name: "t_pkey".into(),
+            kind: 'p',
+        });
+        let dup = index(101, &t, "t_id_idx", vec![col(1, "id")]);
+        // Same column, different operator class: not a duplicate.
+        let mut other_opclass = index(102, &t, "t_id_pattern", vec![col(1, "id")]);
+        other_opclass.columns[0].opclass = 3035;
+        // Same column, partial: not a duplicate.
+        let mut partial = index(103, &t, "t_id_partial", vec![col(1, "id")]);
+        partial.predicate = Some("(id > 0)".into());
+        p.indexes = vec![pk, dup, other_opclass, partial];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        assert_eq!(
+            found(&report, Check::DuplicateIndex),
+            vec![(
+                "t_id_idx".into(),
+                Some("DROP INDEX CONCURRENTLY public.t_id_idx;".into())
+            )]
+        );
+        let f = &report.findings[0];
+        assert!(
+            f.message
+                .contains("keep t_pkey because it backs the primary key")
+        );
+        assert!(found(&report, Check::RedundantIndex).is_empty());
+    }
+
+    #[test]
+    fn prefixes_are_redundant_but_unique_ones_never() {
+        let mut p = primary();
+        let t = table(10, "t");
+        let wide = index(100, &t, "t_a_b", vec![col(1, "a"), col(2, "b")]);
+        let prefix = index(101, &t, "t_a", vec![col(1, "a")]);
+        let mut unique_prefix = index(102, &t, "t_a_unique", vec![col(1, "a")]);
+        unique_prefix.unique = true;
+        // Not a leading prefix.
+        let second = index(103, &t, "t_b", vec![col(2, "b")]);
+        // Its INCLUDE column is not in t_a_b: it must stay.
+        let mut covering = index(104, &t, "t_a_inc_c", vec![col(1, "a"), col(3, "c")]);
+        covering.key_column_count = 1;
+        covering.columns[1].opclass = 0;
+        p.indexes = vec![wide, prefix, unique_prefix, second, covering];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        // t_a duplicates t_a_unique's keys (kept: unique), so it is reported once, as a
+        // duplicate; t_a_inc_c has INCLUDE (c) that t_a_b lacks.
+        assert_eq!(
+            found(&report, Check::DuplicateIndex),
+            vec![(
+                "t_a".into(),
+                Some("DROP INDEX CONCURRENTLY public.t_a;".into())
+            )]
+        );
+        let redundant: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::RedundantIndex)
+            .collect();
+        assert!(redundant.is_empty(), "{redundant:#?}");
+    }
+
+    #[test]
+    fn a_prefix_alone_is_redundant() {
+        let mut p = primary();
+        let t = table(10, "t");
+        let wide = index(100, &t, "t_a_b", vec![col(1, "a"), col(2, "b")]);
+        let prefix = index(101, &t, "t_a", vec![col(1, "a")]);
+        let mut desc = index(102, &t, "t_a_desc", vec![col(1, "a")]);
+        desc.columns[0].option = 3;
+        p.indexes = vec![wide, prefix, desc];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        let f: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::RedundantIndex)
+            .collect();
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].index.as_deref(), Some("t_a"));
+        assert_eq!(f[0].severity, Severity::Info);
+        assert!(f[0].message.contains("leading prefix of t_a_b (a, b)"));
+    }
+
+    #[test]
+    fn a_narrower_include_list_is_covered() {
+        let mut p = primary();
+        let t = table(10, "t");
+        let mut narrow = index(100, &t, "t_a_inc_b", vec![col(1, "a"), col(2, "b")]);
+        narrow.key_column_count = 1;
+        let mut wide = index(
+            101,
+            &t,
+            "t_a_inc_bc",
+            vec![col(1, "a"), col(2, "b"), col(3, "c")],
+        );
+        wide.key_column_count = 1;
+        p.indexes = vec![narrow, wide];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        let f = &report.findings[0];
+        assert_eq!(f.check, Check::RedundantIndex);
+        assert_eq!(f.index.as_deref(), Some("t_a_inc_b"));
+        assert!(f.message.contains("INCLUDE columns cover"));
+    }
+}

@@ -1,0 +1,294 @@
+//! The audit checks, one per file, and the helpers they share (quoting, ages, autovacuum
+//! triggers).
+
+pub mod dead_tuples;
+pub mod duplicate_index;
+pub mod index_bloat;
+pub mod invalid_index;
+pub mod missing_fk_index;
+pub mod replication_slot;
+pub mod stale_statistics;
+pub mod table_bloat;
+pub mod unused_index;
+pub mod visibility_map;
+pub mod xid_wraparound;
+pub mod xmin_horizon;
+
+use crate::sql::quote_ident;
+
+use super::snapshot::{Settings, Table};
+use super::{Check, Context, Output};
+
+/// Runs every check.
+pub fn run_all(ctx: &Context, out: &mut Output) {
+    unused_index::run(ctx, out);
+    invalid_index::run(ctx, out);
+    duplicate_index::run(ctx, out);
+    missing_fk_index::run(ctx, out);
+    dead_tuples::run(ctx, out);
+    stale_statistics::run(ctx, out);
+    visibility_map::run(ctx, out);
+    index_bloat::run(ctx, out);
+    table_bloat::run(ctx, out);
+    xmin_horizon::run(ctx, out);
+    replication_slot::run(ctx, out);
+    xid_wraparound::run(ctx, out);
+}
+
+/// `schema.name`, each part quoted only when it must be.
+pub fn qualified(schema: &str, name: &str) -> String {
+    format!("{}.{}", quote_ident(schema), quote_ident(name))
+}
+
+/// The reason a table-statistics check cannot run on a standby-only audit.
+pub fn skip_standby(out: &mut Output, check: Check) {
+    out.skip(
+        check,
+        "standby: table statistics (dead tuples, modifications since analyze, vacuum and analyze \
+         times) are kept only on the primary and read as zeros on a standby, and no primary was \
+         audited",
+    );
+}
+
+/// An age in words: "45 s", "12 min", "3.5 h", "9.2 days".
+pub fn age_words(seconds: f64) -> String {
+    let s = seconds.max(0.0);
+    if s < 120.0 {
+        format!("{s:.0} s")
+    } else if s < 7200.0 {
+        format!("{:.0} min", s / 60.0)
+    } else if s < 172_800.0 {
+        format!("{:.1} h", s / 3600.0)
+    } else {
+        format!("{:.1} days", s / 86_400.0)
+    }
+}
+
+pub fn count_words(value: f64) -> String {
+    crate::report::format::count(value)
+}
+
+pub fn bytes_words(value: f64) -> String {
+    crate::report::format::bytes(value)
+}
+
+/// Whether autovacuum can process the table, and if not, why.
+pub fn autovacuum_off_reason(table: &Table, settings: &Settings) -> Option<&'static str> {
+    if !settings.track_counts {
+        Some("track_counts is off on the server, so autovacuum has nothing to go on")
+    } else if !settings.autovacuum {
+        Some("autovacuum is off on the server")
+    } else if table.autovacuum_disabled_by_reloption() {
+        Some("autovacuum is disabled on the table (autovacuum_enabled = false)")
+    } else {
+        None
+    }
+}
+
+/// `reltuples` as autovacuum reads it: -1 (14+, never vacuumed or analyzed) counts as 0.
+pub fn reltuples_for_triggers(table: &Table) -> f64 {
+    table.reltuples.max(0.0)
+}
+
+/// The table's own dead-tuple trigger for autovacuum: `autovacuum_vacuum_threshold +
+/// autovacuum_vacuum_scale_factor × reltuples`, per-table storage options first, capped on 18+
+/// by `autovacuum_vacuum_max_threshold` (-1 disables the cap).
+pub fn vacuum_trigger(table: &Table, settings: &Settings) -> f64 {
+    let base = table
+        .reloption_f64("autovacuum_vacuum_threshold")
+        .unwrap_or(settings.autovacuum_vacuum_threshold);
+    let scale = table
+        .reloption_f64("autovacuum_vacuum_scale_factor")
+        .unwrap_or(settings.autovacuum_vacuum_scale_factor);
+    let trigger = base + scale * reltuples_for_triggers(table);
+    let cap = table
+        .reloption_f64("autovacuum_vacuum_max_threshold")
+        .or(settings.autovacuum_vacuum_max_threshold);
+    match cap {
+        Some(cap) if cap >= 0.0 => trigger.min(cap),
+        _ => trigger,
+    }
+}
+
+/// The autoanalyze trigger: `autovacuum_analyze_threshold + autovacuum_analyze_scale_factor ×
+/// reltuples`, against `n_mod_since_analyze`.
+pub fn analyze_trigger(table: &Table, settings: &Settings) -> f64 {
+    let base = table
+        .reloption_f64("autovacuum_analyze_threshold")
+        .unwrap_or(settings.autovacuum_analyze_threshold);
+    let scale = table
+        .reloption_f64("autovacuum_analyze_scale_factor")
+        .unwrap_or(settings.autovacuum_analyze_scale_factor);
+    base + scale * reltuples_for_triggers(table)
+}
+
+/// The most recent of two times (manual and automatic vacuum, or analyze).
+pub fn latest(
+    a: Option<super::snapshot::Timestamp>,
+    b: Option<super::snapshot::Timestamp>,
+) -> Option<super::snapshot::Timestamp> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if x.epoch_seconds >= y.epoch_seconds {
+            x
+        } else {
+            y
+        }),
+        (x, y) => x.or(y),
+    }
+}
+
+#[cfg(test)]
+pub mod fixture {
+    //! Hand-built snapshots for the checks' unit tests.
+
+    use crate::audit::snapshot::*;
+    use crate::audit::{AuditOptions, AuditReport, NodeResult, audit};
+
+    pub fn ts(age_seconds: f64) -> Timestamp {
+        Timestamp {
+            epoch_seconds: 1_800_000_000.0 - age_seconds,
+            age_seconds,
+        }
+    }
+
+    pub fn primary() -> NodeSnapshot {
+        NodeSnapshot {
+            server: ServerInfo {
+                version_num: 170_004,
+                version: "17.4".into(),
+                in_recovery: false,
+                system_identifier: Some("7000000000000000001".into()),
+                database: "app".into(),
+                user: "postgres".into(),
+                superuser: true,
+                pg_monitor: true,
+                pg_read_all_stats: true,
+                started_at: Some(ts(90.0 * 86_400.0)),
+            },
+            database: DatabaseInfo {
+                shared_stats_reset: Some(ts(60.0 * 86_400.0)),
+                frozen_xid_age: Some(1000),
+                multixact_age: Some(1),
+                ..Default::default()
+            },
+            ..Default::default()
+        }
+    }
+
+    pub fn standby() -> NodeSnapshot {
+        let mut s = primary();
+        s.server.in_recovery = true;
+        s
+    }
+
+    pub fn table(oid: u32, name: &str) -> Table {
+        Table {
+            oid,
+            schema: "public".into(),
+            name: name.into(),
+            kind: TableKind::Table,
+            unlogged: false,
+            relpages: 1000,
+            reltuples: 100_000.0,
+            relallvisible: 1000,
+            reloptions: vec![],
+            heap_bytes: Some(1000 * 8192),
+            table_bytes: Some(1000 * 8192),
+            frozen_xid_age: Some(1000),
+            multixact_age: Some(1),
+            stats: TableStats {
+                seq_scan: Some(1),
+                n_tup_ins: Some(100_000),
+                n_tup_upd: Some(0),
+                n_tup_hot_upd: Some(0),
+                n_tup_del: Some(0),
+                n_live_tup: Some(100_000),
+                n_dead_tup: Some(0),
+                n_mod_since_analyze: Some(0),
+                n_ins_since_vacuum: Some(0),
+                last_vacuum: None,
+                last_autovacuum: Some(ts(3600.0)),
+                last_analyze: None,
+                last_autoanalyze: Some(ts(3600.0)),
+                vacuum_count: Some(0),
+                autovacuum_count: Some(1),
+                analyze_count: Some(0),
+                autoanalyze_count: Some(1),
+            },
+        }
+    }
+
+    pub fn col(attnum: i16, name: &str) -> IndexColumn {
+        IndexColumn {
+            definition: name.into(),
+            attnum,
+            opclass: 1978,
+            collation: 0,
+            option: 0,
+        }
+    }
+
+    pub fn index(oid: u32, table: &Table, name: &str, columns: Vec<IndexColumn>) -> Index {
+        let keys = columns.len();
+        Index {
+            oid,
+            table_oid: table.oid,
+            schema: table.schema.clone(),
+            table: table.name.clone(),
+            name: name.into(),
+            access_method: "btree".into(),
+            unique: false,
+            primary: false,
+            exclusion: false,
+            replica_identity: false,
+            valid: true,
+            ready: true,
+            live: true,
+            partitioned: false,
+            partition_child: false,
+            columns,
+            key_column_count: keys,
+            predicate: None,
+            constraint: None,
+            reloptions: vec![],
+            relpages: 300,
+            reltuples: table.reltuples,
+            size_bytes: Some(300 * 8192),
+            scans: Some(5),
+            tuples_read: Some(5),
+            tuples_fetched: Some(5),
+            last_scan: None,
+            definition: None,
+        }
+    }
+
+    pub fn int_column(table: &Table, attnum: i16, name: &str) -> Column {
+        Column {
+            table_oid: table.oid,
+            attnum,
+            name: name.into(),
+            type_length: 4,
+            type_align: 'i',
+            not_null: true,
+            dropped: false,
+            null_frac: Some(0.0),
+            avg_width: Some(4.0),
+            n_distinct: Some(-1.0),
+        }
+    }
+
+    pub fn audit_nodes(nodes: Vec<(&str, NodeSnapshot)>) -> AuditReport {
+        run_with(nodes, &AuditOptions::default())
+    }
+
+    pub fn run_with(nodes: Vec<(&str, NodeSnapshot)>, options: &AuditOptions) -> AuditReport {
+        let nodes: Vec<NodeResult> = nodes
+            .into_iter()
+            .map(|(name, s)| NodeResult {
+                name: name.into(),
+                outcome: Ok(s),
+            })
+            .collect();
+        audit(&nodes, options)
+    }
+}

@@ -1,0 +1,343 @@
+//! unused_index: indexes no audited node has scanned, and (16+) indexes nobody has scanned for
+//! longer than the minimum statistics age.
+//!
+//! `idx_scan` is per node: a standby counts only the scans it served itself, so an index is
+//! unused only when the sum over every audited node is 0. Indexes that enforce a constraint,
+//! uniqueness or the replica identity are never offered for dropping, whatever their scans.
+
+use crate::audit::snapshot::Index;
+use crate::audit::{Check, Context, Finding, NodeUsage, Output, Severity};
+
+use super::{age_words, bytes_words, count_words, qualified};
+
+/// 16+: an index whose last scan on every node is older than the minimum statistics age, and at
+/// least this old, is reported as no longer used.
+pub const NOT_SCANNED_LATELY_MIN_SECONDS: f64 = 86_400.0;
+
+pub fn run(ctx: &Context, out: &mut Output) {
+    if ctx.primary.is_none() {
+        // A standby-only audit cannot see the primary's scans, so "unused" would be a guess.
+        out.skip(
+            Check::UnusedIndex,
+            "standby: only standbys were audited; each node counts only its own index scans, \
+             and the primary's were not seen",
+        );
+        return;
+    }
+    let min_age = ctx.options.min_stats_age.as_secs_f64();
+    let window = ctx.shortest_window();
+    let mut skipped_partitions = 0usize;
+    for index in &ctx.reference.snapshot.indexes {
+        if !index.valid || index.is_load_bearing() || !ctx.big_enough(index.size_bytes) {
+            continue;
+        }
+        if index.partitioned || index.partition_child {
+            skipped_partitions += 1;
+            continue;
+        }
+        let rows = ctx.usage_of(index);
+        let usage: Vec<NodeUsage> = ctx
+            .nodes
+            .iter()
+            .zip(rows)
+            .map(|(node, row)| NodeUsage {
+                node: node.name.to_owned(),
+                index_scans: row.and_then(|i| i.scans),
+                last_idx_scan: row.and_then(|i| i.last_scan).map(|t| t.iso()),
+            })
+            .collect();
+        let scans = ctx.total_scans(index);
+        if scans == 0 {
+            out.findings
+                .push(never_scanned(ctx, index, window, min_age, usage));
+        } else if let Some(finding) = not_scanned_lately(ctx, index, rows, min_age, usage) {
+            out.findings.push(finding);
+        }
+    }
+    if skipped_partitions > 0 {
+        out.skip(
+            Check::UnusedIndex,
+            format!(
+                "{skipped_partitions} index(es) of partitioned tables: usage is not added up \
+                 across partitions, and a partition's index cannot be dropped on its own"
+            ),
+        );
+    }
+}
+
+/// The foreign key whose referencing columns this index's leading columns cover (in any order):
+/// deletes and key updates on the referenced table look rows up through it.
+fn supported_foreign_key<'a>(ctx: &Context<'a>, index: &Index) -> Option<&'a str> {
+    ctx.reference
+        .snapshot
+        .foreign_keys
+        .iter()
+        .find(|fk| fk.table_oid == index.table_oid && super::missing_fk_index::serves(index, fk))
+        .map(|fk| fk.name.as_str())
+}
+
+fn base_finding(ctx: &Context, index: &Index, severity: Severity, message: String) -> Finding {
+    let mut finding = Finding::new(Check::UnusedIndex, severity, message)
+        .on_index(index)
+        .evidence("index_size_bytes", index.size_bytes.unwrap_or(0) as f64)
+        .fix(format!(
+            "DROP INDEX CONCURRENTLY {};",
+            qualified(&index.schema, &index.name)
+        ));
+    // What the index costs: every insert and every non-HOT update writes an entry into it.
+    if let Some(table) = ctx.primary_table(&index.schema, &index.table) {
+        let s = &table.stats;
+        let writes =
+            s.n_tup_ins.unwrap_or(0) + s.n_tup_upd.unwrap_or(0) - s.n_tup_hot_upd.unwrap_or(0);
+        finding = finding.evidence("table_index_writes", writes.max(0) as f64);
+        if let Some(w) = ctx.primary.and_then(|p| p.window)
+            && w.seconds() > 0.0
+        {
+            finding = finding.evidence(
+                "table_index_writes_per_day",
+                writes.max(0) as f64 * 86_400.0 / w.seconds(),
+            );
+        }
+    }
+    finding
+}
+
+fn never_scanned(
+    ctx: &Context,
+    index: &Index,
+    window: Option<(f64, &str)>,
+    min_age: f64,
+    usage: Vec<NodeUsage>,
+) -> Finding {
+    let nodes = ctx.nodes.len();
+    let mut message = format!(
+        "index {} on {} ({}) has not been scanned on any of the {nodes} audited node(s)",
+        index.name,
+        qualified(&index.schema, &index.table),
+        bytes_words(index.size_bytes.unwrap_or(0) as f64),
+    );
+    let mut severity = Severity::Warning;
+    match window {
+        Some((seconds, node)) => {
+            message.push_str(&format!(" in {} of counting", age_words(seconds)));
+            if seconds < min_age {
+                severity = Severity::Info;
+                message.push_str(&format!(
+                    "; {node} has been counting for less than the minimum statistics age ({}), \
+                     so this may just be too early to tell",
+                    age_words(min_age)
+                ));
+            }
+        }
+        None => {
+            severity = Severity::Info;
+            message.push_str("; how long the counters have been counting is unknown");
+        }
+    }
+    if ctx.standbys_not_audited > 0 {
+        message.push_str(&format!(
+            "; {} standby(s) streaming from the primary were not audited, so their usage was \
+             not seen",
+            ctx.standbys_not_audited
+        ));
+    }
+    if let Some(fk) = supported_foreign_key(ctx, index) {
+        severity = Severity::Info;
+        message.push_str(&format!(
+            "; it may support foreign key {fk}: without it, deletes and key updates on the \
+             referenced table scan this table"
+        ));
+    }
+    let mut finding = base_finding(ctx, index, severity, message).evidence("index_scans", 0.0);
+    if let Some((seconds, _)) = window {
+        finding = finding.evidence("counting_window_seconds", seconds);
+    }
+    finding = finding.evidence("standbys_not_audited", ctx.standbys_not_audited as f64);
+    finding.usage = usage;
+    finding
+}
+
+/// 16+: scanned at some point, but on every node the last scan is older than the minimum
+/// statistics age.
+fn not_scanned_lately(
+    ctx: &Context,
+    index: &Index,
+    rows: &[Option<&Index>],
+    min_age: f64,
+    usage: Vec<NodeUsage>,
+) -> Option<Finding> {
+    if ctx.nodes.iter().any(|n| n.snapshot.server.major() < 16) {
+        return None;
+    }
+    let mut newest: Option<f64> = None;
+    for row in rows {
+        let row = (*row)?;
+        if row.scans.unwrap_or(0) == 0 {
+            continue;
+        }
+        let age = row.last_scan?.age_seconds;
+        newest = Some(newest.map_or(age, |n: f64| n.min(age)));
+    }
+    let age = newest?;
+    // A last scan a moment ago is not "lately unused", even when the minimum age is zero.
+    if age < min_age.max(NOT_SCANNED_LATELY_MIN_SECONDS) {
+        return None;
+    }
+    let scans = ctx.total_scans(index);
+    let mut message = format!(
+        "index {} on {} was last scanned {} ago on any audited node ({} scans in all)",
+        index.name,
+        qualified(&index.schema, &index.table),
+        age_words(age),
+        count_words(scans as f64)
+    );
+    if let Some(fk) = supported_foreign_key(ctx, index) {
+        message.push_str(&format!("; it may support foreign key {fk}"));
+    }
+    let mut finding = base_finding(ctx, index, Severity::Info, message)
+        .evidence("index_scans", scans as f64)
+        .evidence("last_idx_scan_age_seconds", age);
+    finding.usage = usage;
+    Some(finding)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::checks::fixture::*;
+    use crate::audit::snapshot::{ForeignKey, Standby};
+
+    fn of(report: &crate::audit::AuditReport) -> Vec<&Finding> {
+        report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::UnusedIndex)
+            .collect()
+    }
+
+    fn cluster() -> (crate::audit::NodeSnapshot, crate::audit::NodeSnapshot) {
+        let mut p = primary();
+        let t = table(10, "orders");
+        let mut used_on_standby = index(100, &t, "orders_status", vec![col(2, "status")]);
+        used_on_standby.scans = Some(0);
+        let mut pk = index(101, &t, "orders_pkey", vec![col(1, "id")]);
+        pk.unique = true;
+        pk.primary = true;
+        pk.scans = Some(0);
+        let mut unused = index(102, &t, "orders_note", vec![col(3, "note")]);
+        unused.scans = Some(0);
+        p.tables.push(t);
+        p.indexes = vec![used_on_standby.clone(), pk.clone(), unused.clone()];
+        p.standbys.push(Standby {
+            pid: 1,
+            ..Default::default()
+        });
+        let mut s = standby();
+        s.tables = p.tables.clone();
+        used_on_standby.scans = Some(42);
+        s.indexes = vec![used_on_standby, pk, unused];
+        (p, s)
+    }
+
+    #[test]
+    fn usage_on_a_standby_counts_and_constraints_are_never_droppable() {
+        let (p, s) = cluster();
+        let report = audit_nodes(vec![("primary", p), ("standby", s)]);
+        let found = of(&report);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let f = found[0];
+        assert_eq!(f.index.as_deref(), Some("orders_note"));
+        assert_eq!(f.severity, Severity::Warning);
+        assert_eq!(
+            f.fix.as_deref(),
+            Some("DROP INDEX CONCURRENTLY public.orders_note;")
+        );
+        assert_eq!(f.usage.len(), 2);
+        assert_eq!(f.evidence_value("standbys_not_audited"), Some(0.0));
+    }
+
+    #[test]
+    fn primary_alone_says_its_standbys_were_not_seen() {
+        let (p, _) = cluster();
+        let report = audit_nodes(vec![("primary", p)]);
+        let found = of(&report);
+        let names: Vec<_> = found.iter().filter_map(|f| f.index.as_deref()).collect();
+        assert_eq!(names, vec!["orders_note", "orders_status"]);
+        assert!(
+            found[1].message.contains("were not audited"),
+            "{}",
+            found[1].message
+        );
+        assert_eq!(found[1].evidence_value("standbys_not_audited"), Some(1.0));
+    }
+
+    #[test]
+    fn a_short_window_lowers_the_severity() {
+        let (mut p, _) = cluster();
+        p.standbys.clear();
+        p.database.stats_reset = Some(ts(3600.0));
+        let report = audit_nodes(vec![("primary", p)]);
+        let f = of(&report)
+            .into_iter()
+            .find(|f| f.index.as_deref() == Some("orders_note"))
+            .unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        assert!(f.message.contains("minimum statistics age"));
+        assert_eq!(f.evidence_value("counting_window_seconds"), Some(3600.0));
+    }
+
+    #[test]
+    fn an_index_that_may_back_a_foreign_key_is_only_info() {
+        let (mut p, _) = cluster();
+        p.standbys.clear();
+        p.foreign_keys.push(ForeignKey {
+            name: "orders_note_fk".into(),
+            table_oid: 10,
+            schema: "public".into(),
+            table: "orders".into(),
+            referenced_table_oid: 11,
+            referenced_schema: "public".into(),
+            referenced_table: "notes".into(),
+            attnums: vec![3],
+            column_names: vec!["note".into()],
+            referenced_index_oid: 0,
+            inherited: false,
+        });
+        let report = audit_nodes(vec![("primary", p)]);
+        let f = of(&report)
+            .into_iter()
+            .find(|f| f.index.as_deref() == Some("orders_note"))
+            .unwrap();
+        assert_eq!(f.severity, Severity::Info);
+        assert!(f.message.contains("orders_note_fk"));
+    }
+
+    #[test]
+    fn standby_only_is_skipped_not_clean() {
+        let (_, s) = cluster();
+        let report = audit_nodes(vec![("standby", s)]);
+        assert!(of(&report).is_empty());
+        assert!(
+            report
+                .skipped
+                .iter()
+                .any(|s| s.check == Check::UnusedIndex && s.reason.starts_with("standby"))
+        );
+    }
+
+    #[test]
+    fn long_unscanned_on_16_is_info() {
+        let (mut p, _) = cluster();
+        p.standbys.clear();
+        p.indexes[2].scans = Some(3);
+        p.indexes[2].last_scan = Some(ts(30.0 * 86_400.0));
+        p.indexes[0].scans = Some(3);
+        p.indexes[0].last_scan = Some(ts(60.0));
+        let report = audit_nodes(vec![("primary", p)]);
+        let found = of(&report);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].index.as_deref(), Some("orders_note"));
+        assert_eq!(found[0].severity, Severity::Info);
+        assert!(found[0].message.contains("last scanned 30.0 days ago"));
+    }
+}

@@ -1,0 +1,365 @@
+//! xmin_horizon: what keeps VACUUM from removing dead rows. VACUUM removes only row versions
+//! older than the oldest snapshot or transaction id anyone may still need: a long or idle-in-
+//! transaction session (its `backend_xmin`/`backend_xid`), a replication slot's `xmin` (all
+//! tables) or `catalog_xmin` (system catalogs), a prepared transaction, and a standby's
+//! snapshots reported through `hot_standby_feedback`. Each holder is named with its age.
+//!
+//! Sessions hold the horizon of their own database only (and walsenders of every database),
+//! which is why sessions are read from the audited database.
+
+use crate::audit::{Check, Context, Finding, Node, Output, Severity};
+use crate::sql::quote_literal;
+
+use super::{age_words, bytes_words, count_words};
+
+/// A standby's feedback xmin this many transactions old is worth naming.
+pub const FEEDBACK_MIN_AGE_XIDS: i64 = 1_000_000;
+/// A holder this much older than the minimum age is critical...
+pub const CRITICAL_AGE_FACTOR: f64 = 12.0;
+/// ...and so is one whose xmin is this share of `autovacuum_freeze_max_age` old.
+pub const CRITICAL_FREEZE_SHARE: f64 = 0.5;
+
+/// One thing holding the horizon back.
+#[derive(Debug, Clone)]
+pub struct Holder {
+    pub node: String,
+    /// "session pid 123 (idle in transaction, user app)".
+    pub description: String,
+    pub age_seconds: Option<f64>,
+    pub age_xids: Option<i64>,
+    pub fix: String,
+    pub severity: Severity,
+    /// Figures for the finding.
+    pub evidence: Vec<(String, f64)>,
+}
+
+impl Holder {
+    /// "session pid 123 (...) for 12 min, 4,000 transactions".
+    pub fn summary(&self) -> String {
+        let mut text = self.description.clone();
+        let mut ages = Vec::new();
+        if let Some(s) = self.age_seconds {
+            ages.push(format!("for {}", age_words(s)));
+        }
+        if let Some(x) = self.age_xids {
+            ages.push(format!("xmin age {} transactions", count_words(x as f64)));
+        }
+        if !ages.is_empty() {
+            text.push_str(", ");
+            text.push_str(&ages.join(", "));
+        }
+        text
+    }
+}
+
+fn severity_for(
+    ctx: &Context,
+    node: &Node,
+    age_seconds: Option<f64>,
+    age_xids: Option<i64>,
+) -> Severity {
+    let min = ctx.options.horizon_min_age.as_secs_f64();
+    let freeze = node.snapshot.settings.autovacuum_freeze_max_age;
+    if age_seconds.is_some_and(|s| s >= min * CRITICAL_AGE_FACTOR && s >= 3600.0)
+        || age_xids.is_some_and(|x| x as f64 >= freeze * CRITICAL_FREEZE_SHARE)
+    {
+        Severity::Critical
+    } else {
+        Severity::Warning
+    }
+}
+
+/// Every holder of the horizon worth naming, on every combined node.
+pub fn holders(ctx: &Context) -> Vec<Holder> {
+    let min = ctx.options.horizon_min_age.as_secs_f64();
+    let mut found = Vec::new();
+    for node in &ctx.nodes {
+        let snapshot = node.snapshot;
+        let standby = snapshot.server.in_recovery;
+        // A standby's sessions hold the primary's horizon only through hot_standby_feedback;
+        // without it they get cancelled by replay conflicts instead.
+        let sessions_hold = !standby || snapshot.settings.hot_standby_feedback;
+        if sessions_hold {
+            for s in &snapshot.sessions {
+                if s.xmin_age_xids.is_none() && s.xid_age_xids.is_none() {
+                    continue;
+                }
+                let Some(age) = s.xact_age_seconds else {
+                    continue;
+                };
+                if age < min {
+                    continue;
+                }
+                let age_xids = match (s.xmin_age_xids, s.xid_age_xids) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                };
+                let state = s.state.as_deref().unwrap_or("state hidden");
+                let mut description = format!("session pid {} ({state}", s.pid);
+                if let Some(user) = &s.user {
+                    description.push_str(&format!(", user {user}"));
+                }
+                if let Some(app) = s.application_name.as_deref().filter(|a| !a.is_empty()) {
+                    description.push_str(&format!(", application {app}"));
+                }
+                if let Some(addr) = &s.client_addr {
+                    description.push_str(&format!(", from {addr}"));
+                }
+                description.push(')');
+                if standby {
+                    description.push_str(&format!(
+                        " on standby {} (through hot_standby_feedback)",
+                        node.name
+                    ));
+                }
+                let mut evidence = vec![("transaction_age_seconds".to_owned(), age)];
+                if let Some(x) = age_xids {
+                    evidence.push(("xmin_age_xids".into(), x as f64));
+                }
+                if let Some(st) = s.state_age_seconds {
+                    evidence.push(("state_age_seconds".into(), st));
+                }
+                evidence.push(("pid".into(), s.pid as f64));
+                found.push(Holder {
+                    node: node.name.to_owned(),
+                    description,
+                    age_seconds: Some(age),
+                    age_xids,
+                    fix: format!("SELECT pg_terminate_backend({});", s.pid),
+                    severity: severity_for(ctx, node, Some(age), age_xids),
+                    evidence,
+                });
+            }
+        }
+        for slot in &snapshot.replication_slots {
+            let age_xids = slot.xmin_age_xids.or(slot.catalog_xmin_age_xids);
+            let Some(xids) = age_xids else { continue };
+            if slot.active && xids < FEEDBACK_MIN_AGE_XIDS {
+                continue;
+            }
+            let what = if slot.xmin_age_xids.is_some() {
+                "xmin: every table"
+            } else {
+                "catalog_xmin: system catalogs only"
+            };
+            let state = if slot.active { "active" } else { "inactive" };
+            let mut description = format!(
+                "{state} {} replication slot {} ({what})",
+                slot.slot_type, slot.name
+            );
+            let mut evidence = vec![("xmin_age_xids".to_owned(), xids as f64)];
+            if let Some(bytes) = slot.retained_wal_bytes {
+                description.push_str(&format!(", retaining {} of WAL", bytes_words(bytes)));
+                evidence.push(("retained_wal_bytes".into(), bytes));
+            }
+            let inactive_for = slot.inactive_since.map(|t| t.age_seconds);
+            if let Some(s) = inactive_for {
+                evidence.push(("inactive_seconds".into(), s));
+            }
+            let severity = if slot.active {
+                severity_for(ctx, node, None, Some(xids))
+            } else {
+                severity_for(ctx, node, inactive_for, Some(xids))
+            };
+            found.push(Holder {
+                node: node.name.to_owned(),
+                description,
+                age_seconds: inactive_for,
+                age_xids: Some(xids),
+                fix: format!(
+                    "SELECT pg_drop_replication_slot({});",
+                    quote_literal(&slot.name)
+                ),
+                severity,
+                evidence,
+            });
+        }
+        for p in &snapshot.prepared_xacts {
+            let Some(age) = p.prepared_age_seconds else {
+                continue;
+            };
+            if age < min {
+                continue;
+            }
+            let database = p.database.as_deref().unwrap_or("?");
+            let mut evidence = vec![("prepared_age_seconds".to_owned(), age)];
+            if let Some(x) = p.xid_age_xids {
+                evidence.push(("xmin_age_xids".into(), x as f64));
+            }
+            found.push(Holder {
+                node: node.name.to_owned(),
+                description: format!(
+                    "prepared transaction {} (database {database}, owner {}; finish it with \
+                     COMMIT PREPARED instead if its transaction manager expects a commit)",
+                    quote_literal(&p.gid),
+                    p.owner.as_deref().unwrap_or("?")
+                ),
+                age_seconds: Some(age),
+                age_xids: p.xid_age_xids,
+                fix: format!(
+                    "-- in database {database}\nROLLBACK PREPARED {};",
+                    quote_literal(&p.gid)
+                ),
+                severity: severity_for(ctx, node, Some(age), p.xid_age_xids),
+                evidence,
+            });
+        }
+        for standby in &snapshot.standbys {
+            let Some(xids) = standby.xmin_age_xids else {
+                continue;
+            };
+            if xids < FEEDBACK_MIN_AGE_XIDS {
+                continue;
+            }
+            let name = standby
+                .application_name
+                .clone()
+                .unwrap_or_else(|| format!("pid {}", standby.pid));
+            found.push(Holder {
+                node: node.name.to_owned(),
+                description: format!(
+                    "standby {name}{} through hot_standby_feedback",
+                    standby
+                        .client_addr
+                        .as_deref()
+                        .map(|a| format!(" at {a}"))
+                        .unwrap_or_default()
+                ),
+                age_seconds: None,
+                age_xids: Some(xids),
+                fix: "-- on that standby: end the long query holding its snapshot \
+                      (pg_stat_activity), or turn hot_standby_feedback off there"
+                    .into(),
+                severity: severity_for(ctx, node, None, Some(xids)),
+                evidence: vec![("xmin_age_xids".into(), xids as f64)],
+            });
+        }
+    }
+    found
+}
+
+pub fn run(ctx: &Context, out: &mut Output) {
+    for holder in holders(ctx) {
+        let mut finding = Finding::new(
+            Check::XminHorizon,
+            holder.severity,
+            format!(
+                "{} holds back the xmin horizon: VACUUM cannot remove rows that died after it \
+                 started",
+                holder.summary()
+            ),
+        )
+        .fix(holder.fix.clone());
+        finding.evidence = holder.evidence.clone();
+        finding.node = Some(holder.node.clone());
+        out.findings.push(finding);
+    }
+    for node in &ctx.nodes {
+        if !node.snapshot.server.pg_read_all_stats && !node.snapshot.server.superuser {
+            out.skip(
+                Check::XminHorizon,
+                format!(
+                    "{}: other roles' sessions are hidden (no pg_read_all_stats): their xmin and \
+                     state cannot be seen",
+                    node.name
+                ),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::checks::fixture::*;
+    use crate::audit::snapshot::{PreparedXact, ReplicationSlot, Session};
+
+    #[test]
+    fn old_sessions_slots_and_prepared_transactions_are_named() {
+        let mut p = primary();
+        p.sessions = vec![
+            Session {
+                pid: 4711,
+                state: Some("idle in transaction".into()),
+                user: Some("app".into()),
+                xact_age_seconds: Some(900.0),
+                xid_age_xids: Some(5000),
+                ..Default::default()
+            },
+            // Young: not a finding.
+            Session {
+                pid: 4712,
+                state: Some("active".into()),
+                xact_age_seconds: Some(2.0),
+                xmin_age_xids: Some(3),
+                ..Default::default()
+            },
+        ];
+        p.replication_slots = vec![
+            ReplicationSlot {
+                name: "old_subscriber".into(),
+                slot_type: "logical".into(),
+                active: false,
+                catalog_xmin_age_xids: Some(10),
+                retained_wal_bytes: Some(1e9),
+                ..Default::default()
+            },
+            ReplicationSlot {
+                name: "healthy".into(),
+                slot_type: "physical".into(),
+                active: true,
+                xmin_age_xids: Some(10),
+                ..Default::default()
+            },
+        ];
+        p.prepared_xacts = vec![PreparedXact {
+            gid: "tx'1".into(),
+            database: Some("app".into()),
+            prepared_age_seconds: Some(7200.0),
+            xid_age_xids: Some(100),
+            ..Default::default()
+        }];
+        let report = audit_nodes(vec![("p", p)]);
+        let found: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::XminHorizon)
+            .collect();
+        assert_eq!(found.len(), 3, "{found:#?}");
+        let fixes: Vec<_> = found.iter().filter_map(|f| f.fix.as_deref()).collect();
+        assert!(fixes.contains(&"SELECT pg_terminate_backend(4711);"));
+        assert!(fixes.contains(&"SELECT pg_drop_replication_slot('old_subscriber');"));
+        assert!(fixes.contains(&"-- in database app\nROLLBACK PREPARED 'tx''1';"));
+        let session = found.iter().find(|f| f.message.contains("4711")).unwrap();
+        assert_eq!(session.severity, Severity::Warning);
+        assert_eq!(session.evidence_value("xmin_age_xids"), Some(5000.0));
+    }
+
+    #[test]
+    fn standby_sessions_count_only_with_feedback() {
+        let mut s = standby();
+        s.sessions = vec![Session {
+            pid: 9,
+            state: Some("active".into()),
+            xact_age_seconds: Some(4000.0),
+            xmin_age_xids: Some(50),
+            ..Default::default()
+        }];
+        let report = audit_nodes(vec![("s", s.clone())]);
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.check != Check::XminHorizon)
+        );
+        s.settings.hot_standby_feedback = true;
+        let report = audit_nodes(vec![("s", s)]);
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::XminHorizon)
+            .unwrap();
+        assert_eq!(f.severity, Severity::Critical);
+        assert!(f.message.contains("through hot_standby_feedback"));
+    }
+}

@@ -1,0 +1,480 @@
+//! What one node's catalog and statistics said, as plain rows: the input of every audit check.
+//!
+//! Filled by `db::catalog::read_snapshot` from one read-only transaction, or built by hand in
+//! tests. Every figure the server may leave NULL is an `Option`; nothing here is derived.
+
+use serde::Serialize;
+
+/// A point in time as the server reported it, with its age at the time of the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Timestamp {
+    /// Seconds since 1970-01-01 UTC.
+    pub epoch_seconds: f64,
+    /// Seconds between this time and the snapshot (`now()` of the audit transaction).
+    pub age_seconds: f64,
+}
+
+impl Timestamp {
+    /// ISO 8601 in UTC, to the second: "2026-11-30T09:55:56Z".
+    pub fn iso(&self) -> String {
+        iso_utc(self.epoch_seconds)
+    }
+}
+
+/// Formats epoch seconds as ISO 8601 UTC (days-to-civil conversion, proleptic Gregorian).
+pub fn iso_utc(epoch_seconds: f64) -> String {
+    if !epoch_seconds.is_finite() {
+        return "invalid time".into();
+    }
+    let secs = epoch_seconds.floor() as i64;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = if mo <= 2 { y + 1 } else { y };
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z")
+}
+
+/// Everything read from one node.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeSnapshot {
+    pub server: ServerInfo,
+    pub settings: Settings,
+    pub database: DatabaseInfo,
+    pub tables: Vec<Table>,
+    pub indexes: Vec<Index>,
+    /// Table columns with their statistics (`pg_stats`), for bloat estimates.
+    pub columns: Vec<Column>,
+    pub foreign_keys: Vec<ForeignKey>,
+    /// Sessions that hold a snapshot or a transaction id (the audit's own session excluded).
+    pub sessions: Vec<Session>,
+    pub replication_slots: Vec<ReplicationSlot>,
+    pub prepared_xacts: Vec<PreparedXact>,
+    /// Standbys streaming from this node (`pg_stat_replication`).
+    pub standbys: Vec<Standby>,
+    /// `CREATE INDEX` / `REINDEX` runs in progress (`pg_stat_progress_create_index`).
+    pub index_builds: Vec<IndexBuild>,
+    /// What the audit role could not read, and which check lost what.
+    pub privileges_missing: Vec<PrivilegeGap>,
+}
+
+/// Facts about the server and the session (copied from `db::facts::ServerFacts`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ServerInfo {
+    /// `server_version_num`, e.g. 160014.
+    pub version_num: u32,
+    /// e.g. "16.14".
+    pub version: String,
+    /// `pg_is_in_recovery()`: a standby.
+    pub in_recovery: bool,
+    /// The same on a primary and its physical standbys; `None` without the privilege to read it.
+    pub system_identifier: Option<String>,
+    pub database: String,
+    pub user: String,
+    pub superuser: bool,
+    pub pg_monitor: bool,
+    pub pg_read_all_stats: bool,
+    /// `pg_postmaster_start_time()`. Not reset by crash recovery, so it is no bound on the
+    /// statistics window; kept for display.
+    pub started_at: Option<Timestamp>,
+}
+
+impl ServerInfo {
+    pub fn major(&self) -> u32 {
+        self.version_num / 10000
+    }
+}
+
+/// Server settings the checks compare against, in their base units. Defaults are PostgreSQL's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub autovacuum: bool,
+    /// Without `track_counts` there are no table statistics and autovacuum cannot work.
+    pub track_counts: bool,
+    pub autovacuum_vacuum_threshold: f64,
+    pub autovacuum_vacuum_scale_factor: f64,
+    /// 13+.
+    pub autovacuum_vacuum_insert_threshold: Option<f64>,
+    /// 13+.
+    pub autovacuum_vacuum_insert_scale_factor: Option<f64>,
+    /// 18+: a cap on the dead-tuple trigger (-1 disables it).
+    pub autovacuum_vacuum_max_threshold: Option<f64>,
+    pub autovacuum_analyze_threshold: f64,
+    pub autovacuum_analyze_scale_factor: f64,
+    pub autovacuum_freeze_max_age: f64,
+    pub autovacuum_multixact_freeze_max_age: f64,
+    pub block_size_bytes: f64,
+    /// On a standby: whether its snapshots hold back the primary's vacuum.
+    pub hot_standby_feedback: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            autovacuum: true,
+            track_counts: true,
+            autovacuum_vacuum_threshold: 50.0,
+            autovacuum_vacuum_scale_factor: 0.2,
+            autovacuum_vacuum_insert_threshold: Some(1000.0),
+            autovacuum_vacuum_insert_scale_factor: Some(0.2),
+            autovacuum_vacuum_max_threshold: None,
+            autovacuum_analyze_threshold: 50.0,
+            autovacuum_analyze_scale_factor: 0.1,
+            autovacuum_freeze_max_age: 200_000_000.0,
+            autovacuum_multixact_freeze_max_age: 400_000_000.0,
+            block_size_bytes: 8192.0,
+            hot_standby_feedback: false,
+        }
+    }
+}
+
+/// The audited database and the evidence of how long its statistics have been counting.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DatabaseInfo {
+    /// `pg_stat_database.stats_reset`: an explicit reset of this database's counters (15+: null
+    /// until one happens; before 15 also the time the counters were created after a loss).
+    pub stats_reset: Option<Timestamp>,
+    /// The earliest `stats_reset` of the server-wide statistics (bgwriter, archiver, and the
+    /// checkpointer on 17+). On 15+ these are all set when statistics are discarded after a crash
+    /// (or on a first start without a statistics file), which also drops every index counter.
+    pub shared_stats_reset: Option<Timestamp>,
+    /// `age(datfrozenxid)`.
+    pub frozen_xid_age: Option<i64>,
+    /// `mxid_age(datminmxid)`.
+    pub multixact_age: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TableKind {
+    Table,
+    MaterializedView,
+    Partitioned,
+}
+
+/// One table (`pg_class` with `pg_stat_all_tables`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Table {
+    pub oid: u32,
+    pub schema: String,
+    pub name: String,
+    pub kind: TableKind,
+    pub unlogged: bool,
+    /// `pg_class.relpages`, `reltuples`, `relallvisible`: as of the last VACUUM or ANALYZE.
+    /// `reltuples` is -1 on 14+ when the table was never vacuumed or analyzed (0 before 14).
+    pub relpages: i64,
+    pub reltuples: f64,
+    pub relallvisible: i64,
+    /// `pg_class.reloptions`, "name=value".
+    pub reloptions: Vec<String>,
+    /// The heap: `relpages` × block size (as of the last VACUUM or ANALYZE; reading the file
+    /// sizes would open and lock every relation).
+    pub heap_bytes: Option<i64>,
+    /// The heap and its TOAST table, the same way.
+    pub table_bytes: Option<i64>,
+    pub frozen_xid_age: Option<i64>,
+    pub multixact_age: Option<i64>,
+    pub stats: TableStats,
+}
+
+/// `pg_stat_all_tables`: zeros (or nulls) on a standby, which counts none of this.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TableStats {
+    pub seq_scan: Option<i64>,
+    pub n_tup_ins: Option<i64>,
+    pub n_tup_upd: Option<i64>,
+    pub n_tup_hot_upd: Option<i64>,
+    pub n_tup_del: Option<i64>,
+    pub n_live_tup: Option<i64>,
+    pub n_dead_tup: Option<i64>,
+    pub n_mod_since_analyze: Option<i64>,
+    /// 13+.
+    pub n_ins_since_vacuum: Option<i64>,
+    pub last_vacuum: Option<Timestamp>,
+    pub last_autovacuum: Option<Timestamp>,
+    pub last_analyze: Option<Timestamp>,
+    pub last_autoanalyze: Option<Timestamp>,
+    pub vacuum_count: Option<i64>,
+    pub autovacuum_count: Option<i64>,
+    pub analyze_count: Option<i64>,
+    pub autoanalyze_count: Option<i64>,
+}
+
+impl Table {
+    /// A reloption's value, if set on the table.
+    pub fn reloption(&self, name: &str) -> Option<&str> {
+        reloption(&self.reloptions, name)
+    }
+
+    pub fn reloption_f64(&self, name: &str) -> Option<f64> {
+        self.reloption(name).and_then(|v| v.parse().ok())
+    }
+
+    /// `autovacuum_enabled=false` on the table.
+    pub fn autovacuum_disabled_by_reloption(&self) -> bool {
+        self.reloption("autovacuum_enabled").is_some_and(|v| {
+            matches!(
+                v.to_ascii_lowercase().as_str(),
+                "false" | "off" | "no" | "0"
+            )
+        })
+    }
+}
+
+/// Looks up "name=value" in a reloptions array.
+pub fn reloption<'a>(options: &'a [String], name: &str) -> Option<&'a str> {
+    options.iter().find_map(|o| {
+        let (n, v) = o.split_once('=')?;
+        (n == name).then_some(v)
+    })
+}
+
+/// One column of an index, in index order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IndexColumn {
+    /// The column name or expression, as `pg_get_indexdef(index, n, true)` prints it.
+    pub definition: String,
+    /// The table column number; 0 for an expression.
+    pub attnum: i16,
+    /// The operator class (`indclass`); INCLUDE columns have none (0).
+    pub opclass: u32,
+    /// The collation (`indcollation`); 0 for a type that has none.
+    pub collation: u32,
+    /// `indoption` bits: DESC (1), NULLS FIRST (2).
+    pub option: i16,
+}
+
+/// The constraint an index enforces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexConstraint {
+    pub name: String,
+    /// 'p' primary key, 'u' unique, 'x' exclusion.
+    pub kind: char,
+}
+
+/// One index (`pg_index`, `pg_class`, `pg_stat_all_indexes`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Index {
+    pub oid: u32,
+    pub table_oid: u32,
+    pub schema: String,
+    pub table: String,
+    pub name: String,
+    /// `pg_am.amname`: btree, hash, gist, gin, brin, spgist...
+    pub access_method: String,
+    pub unique: bool,
+    pub primary: bool,
+    pub exclusion: bool,
+    pub replica_identity: bool,
+    pub valid: bool,
+    pub ready: bool,
+    pub live: bool,
+    /// An index on a partitioned table (no storage of its own).
+    pub partitioned: bool,
+    /// Attached to an index of a partitioned table (cannot be dropped on its own).
+    pub partition_child: bool,
+    /// Key columns first, then INCLUDE columns.
+    pub columns: Vec<IndexColumn>,
+    /// `indnkeyatts`.
+    pub key_column_count: usize,
+    /// `WHERE` of a partial index, deparsed.
+    pub predicate: Option<String>,
+    pub constraint: Option<IndexConstraint>,
+    pub reloptions: Vec<String>,
+    pub relpages: i64,
+    pub reltuples: f64,
+    /// `relpages` × block size, as of the last VACUUM, ANALYZE or CREATE INDEX.
+    pub size_bytes: Option<i64>,
+    /// `idx_scan` on this node (each node counts only its own scans).
+    pub scans: Option<i64>,
+    pub tuples_read: Option<i64>,
+    pub tuples_fetched: Option<i64>,
+    /// `last_idx_scan`, 16+.
+    pub last_scan: Option<Timestamp>,
+    /// `pg_get_indexdef`, read only for invalid indexes (to rebuild them).
+    pub definition: Option<String>,
+}
+
+impl Index {
+    pub fn key_columns(&self) -> &[IndexColumn] {
+        &self.columns[..self.key_column_count.min(self.columns.len())]
+    }
+
+    pub fn include_columns(&self) -> &[IndexColumn] {
+        &self.columns[self.key_column_count.min(self.columns.len())..]
+    }
+
+    /// Enforces a constraint or serves as replica identity: never to be dropped as unused or
+    /// duplicate on its own.
+    pub fn is_load_bearing(&self) -> bool {
+        self.unique
+            || self.primary
+            || self.exclusion
+            || self.replica_identity
+            || self.constraint.is_some()
+    }
+
+    /// What it is for, in words: "primary key", "unique constraint c", "replica identity".
+    pub fn role_words(&self) -> Option<String> {
+        if let Some(c) = &self.constraint {
+            let kind = match c.kind {
+                'p' => "primary key",
+                'u' => "unique constraint",
+                'x' => "exclusion constraint",
+                _ => "constraint",
+            };
+            return Some(format!("{kind} {}", c.name));
+        }
+        if self.primary {
+            Some("primary key".into())
+        } else if self.exclusion {
+            Some("exclusion constraint".into())
+        } else if self.unique {
+            Some("unique index".into())
+        } else if self.replica_identity {
+            Some("replica identity".into())
+        } else {
+            None
+        }
+    }
+}
+
+/// A table column and its statistics, for bloat estimates.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    pub table_oid: u32,
+    pub attnum: i16,
+    pub name: String,
+    /// `attlen`: bytes for a fixed-width type, -1 (varlena) or -2 (cstring).
+    pub type_length: i16,
+    /// `attalign`: 'c', 's', 'i' or 'd'.
+    pub type_align: char,
+    pub not_null: bool,
+    /// A dropped column still takes space in rows written before it was dropped.
+    pub dropped: bool,
+    /// `pg_stats.null_frac`, `avg_width`, `n_distinct`: none when never analyzed, or when this
+    /// role may not SELECT the column (`pg_stats` hides such rows).
+    pub null_frac: Option<f64>,
+    pub avg_width: Option<f64>,
+    pub n_distinct: Option<f64>,
+}
+
+/// A foreign key, seen from the referencing table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignKey {
+    pub name: String,
+    pub table_oid: u32,
+    pub schema: String,
+    pub table: String,
+    pub referenced_table_oid: u32,
+    pub referenced_schema: String,
+    pub referenced_table: String,
+    /// Referencing columns (`conkey`).
+    pub attnums: Vec<i16>,
+    pub column_names: Vec<String>,
+    /// The unique index on the referenced table it relies on (`conindid`).
+    pub referenced_index_oid: u32,
+    /// A copy made on a partition of a partitioned table's foreign key (`conparentid` set).
+    pub inherited: bool,
+}
+
+/// A session holding a snapshot or a transaction id (`pg_stat_activity`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Session {
+    pub pid: i32,
+    pub database: Option<String>,
+    pub user: Option<String>,
+    pub application_name: Option<String>,
+    pub client_addr: Option<String>,
+    pub backend_type: Option<String>,
+    /// "active", "idle in transaction", ...; null for sessions this role may not see.
+    pub state: Option<String>,
+    pub xact_age_seconds: Option<f64>,
+    pub state_age_seconds: Option<f64>,
+    /// `age(backend_xmin)`, `age(backend_xid)`.
+    pub xmin_age_xids: Option<i64>,
+    pub xid_age_xids: Option<i64>,
+    /// The current or last query; "<insufficient privilege>" for other roles' sessions without
+    /// `pg_read_all_stats`.
+    pub query: Option<String>,
+}
+
+/// A replication slot (`pg_replication_slots`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ReplicationSlot {
+    pub name: String,
+    /// "physical" or "logical".
+    pub slot_type: String,
+    pub database: Option<String>,
+    pub temporary: bool,
+    pub active: bool,
+    pub active_pid: Option<i32>,
+    pub xmin_age_xids: Option<i64>,
+    pub catalog_xmin_age_xids: Option<i64>,
+    /// WAL kept for the slot: current (or replayed) position minus `restart_lsn`.
+    pub retained_wal_bytes: Option<f64>,
+    /// 13+: reserved, extended, unreserved, lost.
+    pub wal_status: Option<String>,
+    /// 17+: `inactive_since`.
+    pub inactive_since: Option<Timestamp>,
+}
+
+/// A prepared transaction (`pg_prepared_xacts`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PreparedXact {
+    pub gid: String,
+    pub database: Option<String>,
+    pub owner: Option<String>,
+    pub xid_age_xids: Option<i64>,
+    pub prepared_age_seconds: Option<f64>,
+}
+
+/// A standby streaming from this node (`pg_stat_replication`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Standby {
+    pub pid: i32,
+    pub application_name: Option<String>,
+    pub client_addr: Option<String>,
+    pub state: Option<String>,
+    pub sync_state: Option<String>,
+    /// `age(backend_xmin)`: set when the standby sends `hot_standby_feedback`.
+    pub xmin_age_xids: Option<i64>,
+    pub replay_lag_seconds: Option<f64>,
+}
+
+/// An index build in progress (`pg_stat_progress_create_index`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct IndexBuild {
+    pub pid: i32,
+    pub database: Option<String>,
+    pub table_oid: u32,
+    /// 0 for a non-concurrent CREATE INDEX (the index is not visible yet).
+    pub index_oid: u32,
+    /// "CREATE INDEX CONCURRENTLY", "REINDEX CONCURRENTLY", ...
+    pub command: Option<String>,
+    pub phase: Option<String>,
+    pub blocks_total: Option<i64>,
+    pub blocks_done: Option<i64>,
+    pub tuples_total: Option<i64>,
+    pub tuples_done: Option<i64>,
+    pub lockers_total: Option<i64>,
+    pub lockers_done: Option<i64>,
+    pub current_locker_pid: Option<i64>,
+}
+
+/// A privilege the audit role lacks, and what a check lost because of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrivilegeGap {
+    /// The check that lost something ("xmin_horizon", "table_bloat", ...).
+    pub check: String,
+    pub lost: String,
+}

@@ -1,0 +1,666 @@
+//! `pgplan audit` output: text for a terminal (findings grouped by severity, each with its object,
+//! evidence and fix; a line per node), Markdown for a ticket or a pull request, and the
+//! Prometheus text exposition format for node_exporter's textfile collector.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use crate::audit::{AuditReport, Check, Finding, NodeSummary, Severity};
+
+use super::format::{bytes, count};
+use super::markdown::cell;
+use super::{Paint, TextOptions};
+
+const SEVERITIES: [Severity; 3] = [Severity::Critical, Severity::Warning, Severity::Info];
+
+/// An evidence figure in words, by the unit its name carries.
+pub fn evidence_value(name: &str, value: f64) -> String {
+    if name.ends_with("_bytes") {
+        bytes(value)
+    } else if name.ends_with("_seconds") {
+        crate::audit::checks::age_words(value)
+    } else if name.ends_with("_percent") {
+        format!("{value:.1}%")
+    } else {
+        count(value)
+    }
+}
+
+fn evidence_line(f: &Finding) -> String {
+    f.evidence
+        .iter()
+        .map(|(n, v)| format!("{n} {}", evidence_value(n, *v)))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// "primary · PostgreSQL 17.4 · database app · counting since 2026-11-01T00:00:00Z (29.0 days,
+/// statistics reset)".
+pub fn node_line(n: &NodeSummary) -> String {
+    if let Some(error) = &n.error {
+        return format!("{} · unreachable: {}", n.name, error.replace('\n', " "));
+    }
+    let mut parts = vec![n.name.clone()];
+    if let Some(role) = n.role {
+        parts.push(role.as_str().to_owned());
+    }
+    if let Some(v) = &n.server_version {
+        parts.push(format!("PostgreSQL {v}"));
+    }
+    if let Some(db) = &n.database {
+        parts.push(format!("database {db}"));
+    }
+    match n.window {
+        Some(w) => parts.push(format!(
+            "counting since {} ({}, {})",
+            w.since.iso(),
+            crate::audit::checks::age_words(w.seconds()),
+            w.source.words()
+        )),
+        None => parts.push("counting window unknown".into()),
+    }
+    if let Some(why) = &n.excluded {
+        parts.push(format!("left out: {why}"));
+    }
+    parts.join(" · ")
+}
+
+fn summary_line(report: &AuditReport) -> String {
+    let n = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
+    let mut text = format!(
+        "{} critical, {} warning, {} info",
+        n(Severity::Critical),
+        n(Severity::Warning),
+        n(Severity::Info)
+    );
+    let failed = report.nodes.iter().filter(|n| n.error.is_some()).count();
+    if failed > 0 {
+        let _ = write!(
+            text,
+            "; {failed} node(s) could not be read: the audit is partial"
+        );
+    }
+    text
+}
+
+fn severity_title(s: Severity) -> &'static str {
+    match s {
+        Severity::Critical => "Critical",
+        Severity::Warning => "Warnings",
+        Severity::Info => "Info",
+    }
+}
+
+/// `pgplan audit` as text.
+pub fn write_audit_text(
+    out: &mut dyn Write,
+    report: &AuditReport,
+    options: &TextOptions,
+) -> io::Result<()> {
+    let paint = Paint::new(options.color);
+    writeln!(out, "{}", paint.bold("Nodes"))?;
+    for n in &report.nodes {
+        let line = node_line(n);
+        if n.error.is_some() {
+            writeln!(out, "  {}", paint.bad(&line))?;
+        } else {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    for note in &report.notes {
+        writeln!(out, "  {} {note}", paint.dim("note:"))?;
+    }
+    writeln!(out)?;
+    if report.findings.is_empty() {
+        writeln!(out, "{}", paint.good("No findings."))?;
+    }
+    for severity in SEVERITIES {
+        let group: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        writeln!(
+            out,
+            "{}",
+            paint.severity(
+                severity,
+                &format!("{} ({})", severity_title(severity), group.len())
+            )
+        )?;
+        for f in group {
+            let object = f.object();
+            writeln!(
+                out,
+                "  {} {}",
+                paint.accent(&format!("[{}]", f.check.as_str())),
+                paint.bold(if object.is_empty() {
+                    f.node.as_deref().unwrap_or("")
+                } else {
+                    &object
+                })
+            )?;
+            writeln!(out, "    {}", f.message)?;
+            if !f.evidence.is_empty() {
+                writeln!(out, "    {} {}", paint.dim("evidence:"), evidence_line(f))?;
+            }
+            if let Some(c) = &f.confidence
+                && !c.reasons.is_empty()
+            {
+                writeln!(
+                    out,
+                    "    {} {} — {}",
+                    paint.dim("confidence:"),
+                    c.level,
+                    c.reasons.join("; ")
+                )?;
+            }
+            if let Some(fix) = &f.fix {
+                let mut lines = fix.lines();
+                if let Some(first) = lines.next() {
+                    writeln!(out, "    {} {first}", paint.dim("fix:"))?;
+                }
+                for line in lines {
+                    writeln!(out, "         {line}")?;
+                }
+            }
+        }
+        writeln!(out)?;
+    }
+    if !report.skipped.is_empty() {
+        writeln!(out, "{}", paint.bold("Skipped"))?;
+        for s in &report.skipped {
+            writeln!(out, "  {}: {}", s.check.as_str(), s.reason)?;
+        }
+        writeln!(out)?;
+    }
+    let gaps: Vec<_> = report
+        .nodes
+        .iter()
+        .flat_map(|n| n.privileges_missing.iter().map(move |g| (n, g)))
+        .collect();
+    if !gaps.is_empty() {
+        writeln!(out, "{}", paint.bold("Privileges missing"))?;
+        for (n, g) in gaps {
+            writeln!(out, "  {} · {}: {}", n.name, g.check, g.lost)?;
+        }
+        writeln!(out)?;
+    }
+    writeln!(out, "{}", summary_line(report))
+}
+
+/// `pgplan audit --format markdown`.
+pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Result<()> {
+    writeln!(out, "## pgplan audit")?;
+    writeln!(out)?;
+    writeln!(out, "| node | role | version | counting since | status |")?;
+    writeln!(out, "|---|---|---|---|---|")?;
+    for n in &report.nodes {
+        let status = match (&n.error, &n.excluded) {
+            (Some(e), _) => format!("unreachable: {e}"),
+            (None, Some(x)) => format!("left out: {x}"),
+            _ => "read".into(),
+        };
+        writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
+            cell(&n.name),
+            n.role.map(|r| r.as_str()).unwrap_or(""),
+            cell(n.server_version.as_deref().unwrap_or("")),
+            n.window
+                .map(|w| format!("{} ({})", w.since.iso(), w.source.words()))
+                .unwrap_or_default(),
+            cell(&status)
+        )?;
+    }
+    writeln!(out)?;
+    for note in &report.notes {
+        writeln!(out, "> {}", note.replace('\n', " "))?;
+    }
+    if !report.notes.is_empty() {
+        writeln!(out)?;
+    }
+    writeln!(out, "**{}**", summary_line(report))?;
+    writeln!(out)?;
+    for severity in SEVERITIES {
+        let group: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.severity == severity)
+            .collect();
+        if group.is_empty() {
+            continue;
+        }
+        writeln!(out, "### {} ({})", severity_title(severity), group.len())?;
+        writeln!(out)?;
+        for f in group {
+            let object = f.object();
+            write!(out, "- `{}`", f.check.as_str())?;
+            if !object.is_empty() {
+                write!(out, " **{}**", object.replace('*', "\\*"))?;
+            }
+            writeln!(out, ": {}", f.message.replace('\n', " "))?;
+            if !f.evidence.is_empty() {
+                writeln!(out, "  <br>evidence: {}", evidence_line(f))?;
+            }
+            if let Some(c) = &f.confidence {
+                writeln!(
+                    out,
+                    "  <br>confidence: {} {}",
+                    c.level,
+                    c.reasons.join("; ")
+                )?;
+            }
+            if let Some(fix) = &f.fix {
+                writeln!(out)?;
+                writeln!(out, "  ```sql")?;
+                for line in fix.lines() {
+                    writeln!(out, "  {line}")?;
+                }
+                writeln!(out, "  ```")?;
+            }
+        }
+        writeln!(out)?;
+    }
+    if !report.skipped.is_empty() {
+        writeln!(out, "### Skipped")?;
+        writeln!(out)?;
+        for s in &report.skipped {
+            writeln!(out, "- `{}`: {}", s.check.as_str(), s.reason)?;
+        }
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// Escapes a label value for the text exposition format: backslash, double quote and newline.
+pub fn label_value(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A sample value as the exposition format writes it.
+fn sample(value: f64) -> String {
+    if value.is_nan() {
+        "NaN".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{value}")
+    }
+}
+
+/// Metric families in order, each with its HELP and TYPE once.
+struct Exposition {
+    families: BTreeMap<&'static str, (&'static str, Vec<String>)>,
+    order: Vec<&'static str>,
+}
+
+impl Exposition {
+    fn new() -> Self {
+        Self {
+            families: BTreeMap::new(),
+            order: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, name: &'static str, help: &'static str, labels: &[(&str, &str)], value: f64) {
+        let entry = self.families.entry(name).or_insert_with(|| {
+            self.order.push(name);
+            (help, Vec::new())
+        });
+        let labels = labels
+            .iter()
+            .map(|(k, v)| format!("{k}=\"{}\"", label_value(v)))
+            .collect::<Vec<_>>()
+            .join(",");
+        entry.1.push(if labels.is_empty() {
+            format!("{name} {}", sample(value))
+        } else {
+            format!("{name}{{{labels}}} {}", sample(value))
+        });
+    }
+
+    fn write(&self, out: &mut dyn Write) -> io::Result<()> {
+        for name in &self.order {
+            let (help, samples) = &self.families[name];
+            writeln!(out, "# HELP {name} {help}")?;
+            writeln!(out, "# TYPE {name} gauge")?;
+            for s in samples {
+                writeln!(out, "{s}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The metric of one finding kind: `pgplan_audit_<check>`.
+fn finding_metric(check: Check) -> (&'static str, &'static str) {
+    match check {
+        Check::UnusedIndex => (
+            "pgplan_audit_unused_index",
+            "An index no audited node has scanned (1 per index).",
+        ),
+        Check::InvalidIndex => (
+            "pgplan_audit_invalid_index",
+            "An invalid index, or one still being built (1 per index).",
+        ),
+        Check::DuplicateIndex => (
+            "pgplan_audit_duplicate_index",
+            "An index with the same keys as another (1 per index to drop).",
+        ),
+        Check::RedundantIndex => (
+            "pgplan_audit_redundant_index",
+            "An index covered by another (1 per index to drop).",
+        ),
+        Check::MissingFkIndex => (
+            "pgplan_audit_missing_fk_index",
+            "A foreign key without an index on its columns (1 per table).",
+        ),
+        Check::DeadTuples => (
+            "pgplan_audit_dead_tuples",
+            "A table whose dead rows autovacuum is losing to (1 per table).",
+        ),
+        Check::StaleStatistics => (
+            "pgplan_audit_stale_statistics",
+            "A table with statistics past its autoanalyze trigger (1 per table).",
+        ),
+        Check::VisibilityMap => (
+            "pgplan_audit_visibility_map",
+            "A table whose visibility map covers little of it (1 per table).",
+        ),
+        Check::IndexBloat => (
+            "pgplan_audit_index_bloat",
+            "A btree index estimated to be mostly bloat (1 per index).",
+        ),
+        Check::TableBloat => (
+            "pgplan_audit_table_bloat",
+            "A table estimated to be mostly bloat (1 per table).",
+        ),
+        Check::XminHorizon => (
+            "pgplan_audit_xmin_horizon",
+            "Something holding back the xmin horizon (1 per holder).",
+        ),
+        Check::ReplicationSlot => (
+            "pgplan_audit_replication_slot",
+            "An inactive replication slot (1 per slot).",
+        ),
+        Check::XidWraparound => (
+            "pgplan_audit_xid_wraparound",
+            "A table past its freeze limit (1 per table and kind).",
+        ),
+    }
+}
+
+/// `pgplan audit --format prometheus`: the text exposition format, for node_exporter's textfile
+/// collector. Metric names are stable; every sample is a gauge.
+pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::Result<()> {
+    let mut x = Exposition::new();
+    for n in &report.nodes {
+        let role = n.role.map(|r| r.as_str()).unwrap_or("unknown");
+        x.add(
+            "pgplan_audit_node_up",
+            "Whether the node could be read (1) or not (0).",
+            &[("node", &n.name), ("role", role)],
+            if n.error.is_none() { 1.0 } else { 0.0 },
+        );
+    }
+    for n in &report.nodes {
+        if let Some(w) = n.window {
+            x.add(
+                "pgplan_audit_stats_window_seconds",
+                "How long the node's statistics counters have been counting.",
+                &[("node", &n.name)],
+                w.seconds(),
+            );
+        }
+    }
+    for check in Check::ALL {
+        for severity in SEVERITIES {
+            x.add(
+                "pgplan_audit_findings",
+                "Findings by check and severity.",
+                &[("check", check.as_str()), ("severity", severity.as_str())],
+                report.count(check, severity) as f64,
+            );
+        }
+    }
+    for check in Check::ALL {
+        x.add(
+            "pgplan_audit_skipped",
+            "Whether the check was skipped, in whole or in part (1) or not (0).",
+            &[("check", check.as_str())],
+            if report.skipped.iter().any(|s| s.check == check) {
+                1.0
+            } else {
+                0.0
+            },
+        );
+    }
+    for f in &report.findings {
+        let (name, help) = finding_metric(f.check);
+        x.add(
+            name,
+            help,
+            &[
+                ("severity", f.severity.as_str()),
+                ("schema", f.schema.as_deref().unwrap_or("")),
+                ("table", f.table.as_deref().unwrap_or("")),
+                ("index", f.index.as_deref().unwrap_or("")),
+                ("node", f.node.as_deref().unwrap_or("")),
+            ],
+            1.0,
+        );
+    }
+    for t in &report.objects.tables {
+        let labels = [("schema", t.schema.as_str()), ("table", t.table.as_str())];
+        if let Some(v) = t.size_bytes {
+            x.add(
+                "pgplan_audit_table_size_bytes",
+                "Table size: heap and TOAST, from relpages (as of the last VACUUM or ANALYZE).",
+                &labels,
+                v as f64,
+            );
+        }
+        if let Some(v) = t.live_tuples {
+            x.add(
+                "pgplan_audit_table_live_tuples",
+                "Live rows on the primary (n_live_tup).",
+                &labels,
+                v as f64,
+            );
+        }
+        if let Some(v) = t.dead_tuples {
+            x.add(
+                "pgplan_audit_table_dead_tuples",
+                "Dead rows on the primary (n_dead_tup).",
+                &labels,
+                v as f64,
+            );
+        }
+        if let Some(v) = t.mods_since_analyze {
+            x.add(
+                "pgplan_audit_table_mods_since_analyze",
+                "Rows modified since the last ANALYZE, on the primary.",
+                &labels,
+                v as f64,
+            );
+        }
+        if let Some(v) = t.last_vacuum_age_seconds {
+            x.add(
+                "pgplan_audit_table_last_vacuum_age_seconds",
+                "Seconds since the last vacuum (manual or auto).",
+                &labels,
+                v,
+            );
+        }
+        if let Some(v) = t.last_analyze_age_seconds {
+            x.add(
+                "pgplan_audit_table_last_analyze_age_seconds",
+                "Seconds since the last analyze (manual or auto).",
+                &labels,
+                v,
+            );
+        }
+    }
+    for i in &report.objects.indexes {
+        let labels = [
+            ("schema", i.schema.as_str()),
+            ("table", i.table.as_str()),
+            ("index", i.index.as_str()),
+        ];
+        if let Some(v) = i.size_bytes {
+            x.add(
+                "pgplan_audit_index_size_bytes",
+                "Index size, from relpages (as of the last VACUUM, ANALYZE or CREATE INDEX).",
+                &labels,
+                v as f64,
+            );
+        }
+        for (node, scans) in &i.scans {
+            if let Some(v) = scans {
+                x.add(
+                    "pgplan_audit_index_scans",
+                    "Index scans counted on the node (idx_scan; each node counts only its own).",
+                    &[
+                        ("node", node.as_str()),
+                        ("schema", i.schema.as_str()),
+                        ("table", i.table.as_str()),
+                        ("index", i.index.as_str()),
+                    ],
+                    *v as f64,
+                );
+            }
+        }
+    }
+    x.write(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::checks::fixture::*;
+    use crate::audit::{NodeResult, audit};
+
+    fn report() -> AuditReport {
+        let mut p = primary();
+        let mut t = table(10, "or\"ders");
+        t.reltuples = 10_000.0;
+        t.reloptions = vec!["autovacuum_enabled=false".into()];
+        t.stats.n_dead_tup = Some(15_000);
+        t.stats.n_live_tup = Some(10_000);
+        let mut i = index(100, &t, "orders_note", vec![col(3, "note")]);
+        i.scans = Some(0);
+        p.indexes = vec![i];
+        p.tables = vec![t];
+        audit(
+            &[
+                NodeResult {
+                    name: "host=db1 dbname=app".into(),
+                    outcome: Ok(p),
+                },
+                NodeResult {
+                    name: "host=db2 dbname=app".into(),
+                    outcome: Err("connection refused".into()),
+                },
+            ],
+            &Default::default(),
+        )
+    }
+
+    #[test]
+    fn text_groups_by_severity_with_evidence_and_fix() {
+        let mut out = Vec::new();
+        write_audit_text(&mut out, &report(), &TextOptions::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("host=db1 dbname=app · primary · PostgreSQL 17.4 · database app"));
+        assert!(text.contains("host=db2 dbname=app · unreachable: connection refused"));
+        assert!(text.contains("Warnings (2)"), "{text}");
+        assert!(text.contains("[unused_index] public.or\"ders index orders_note"));
+        assert!(text.contains("fix: DROP INDEX CONCURRENTLY public.orders_note;"));
+        assert!(text.contains("evidence: dead_tuples 15,000"));
+        assert!(
+            text.contains("         ALTER TABLE public.\"or\"\"ders\" RESET (autovacuum_enabled);")
+        );
+        assert!(text.contains("the audit is partial"));
+    }
+
+    #[test]
+    fn markdown_has_a_node_table_and_sql_blocks() {
+        let mut out = Vec::new();
+        write_audit_markdown(&mut out, &report()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("| host=db1 dbname=app | primary | 17.4 |"));
+        assert!(text.contains("### Warnings (2)"));
+        assert!(text.contains("  ```sql\n  DROP INDEX CONCURRENTLY public.orders_note;\n  ```"));
+    }
+
+    #[test]
+    fn prometheus_escapes_labels_and_keeps_names_stable() {
+        let mut out = Vec::new();
+        write_audit_prometheus(&mut out, &report()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("pgplan_audit_node_up{node=\"host=db2 dbname=app\",role=\"unknown\"} 0")
+        );
+        assert!(
+            text.contains("pgplan_audit_findings{check=\"dead_tuples\",severity=\"warning\"} 1")
+        );
+        assert!(text.contains(
+            "pgplan_audit_table_dead_tuples{schema=\"public\",table=\"or\\\"ders\"} 15000"
+        ));
+        assert!(text.contains(
+            "pgplan_audit_unused_index{severity=\"warning\",schema=\"public\",table=\"or\\\"ders\",index=\"orders_note\",node=\"\"} 1"
+        ));
+        // HELP and TYPE once per family.
+        assert_eq!(
+            text.matches("# TYPE pgplan_audit_findings gauge").count(),
+            1
+        );
+        assert_eq!(label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+    }
+
+    #[test]
+    fn json_follows_the_contract() {
+        let doc = serde_json::to_value(super::super::wire_audit::audit_doc(&report())).unwrap();
+        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["nodes"][0]["role"], "primary");
+        assert!(doc["nodes"][0]["stats_since"].is_string());
+        assert_eq!(doc["nodes"][1]["error"], "connection refused");
+        assert!(doc["nodes"][1]["role"].is_null());
+        let f = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["check"] == "unused_index")
+            .unwrap();
+        assert_eq!(f["severity"], "warning");
+        assert_eq!(f["schema"], "public");
+        assert_eq!(f["index"], "orders_note");
+        assert_eq!(f["evidence"]["index_scans"], 0.0);
+        assert_eq!(f["fix"], "DROP INDEX CONCURRENTLY public.orders_note;");
+        assert_eq!(doc["summary"]["nodes_failed"], 1);
+    }
+
+    #[test]
+    fn exit_codes() {
+        let r = report();
+        assert_eq!(r.exit_code(Severity::Warning), crate::exit::PARTIAL);
+        let mut whole = r.clone();
+        whole.nodes.retain(|n| n.error.is_none());
+        assert_eq!(whole.exit_code(Severity::Warning), crate::exit::FINDINGS);
+        assert_eq!(whole.exit_code(Severity::Critical), crate::exit::SUCCESS);
+    }
+}
