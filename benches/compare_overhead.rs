@@ -13,7 +13,6 @@ use pgplan::compare::{CompareReport, CompareRequest, Measurement, RequestInput};
 use pgplan::db::cluster::{Cluster, ClusterOptions, ServerBinaries};
 use pgplan::db::connect::{ConnectOptions, connect};
 use pgplan::db::conninfo::{ConnRequest, Environment, resolve};
-use pgplan::db::retry::RetryPolicy;
 use pgplan::db::session::Limits;
 
 const STORY_SQL: &str = include_str!("../demo/story.sql");
@@ -90,15 +89,9 @@ async fn main() {
     let mut ratios = Vec::new();
     for iteration in 1..=5 {
         let wall = Instant::now();
-        let mut conn = connect(
-            &params,
-            &ConnectOptions {
-                retry: RetryPolicy::new(0),
-            },
-            |_, _, _| {},
-        )
-        .await
-        .unwrap();
+        let mut conn = connect(&params, &ConnectOptions::default(), |_, _, _| {})
+            .await
+            .unwrap();
         let connect_ms = wall.elapsed().as_secs_f64() * 1000.0;
         let report = run_compare(
             &mut conn,

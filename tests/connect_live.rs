@@ -14,7 +14,6 @@ use common::{TestDb, for_each_version, pgplan_bin};
 use pgplan::db::cluster::{Cluster, ClusterOptions};
 use pgplan::db::connect::{ConnectOptions, Connection, connect};
 use pgplan::db::conninfo::{ConnRequest, Environment, resolve};
-use pgplan::db::retry::RetryPolicy;
 use pgplan::db::session::Limits;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 use serde_json::Value;
@@ -542,15 +541,9 @@ async fn library_connect(conninfo: &str, home: &Path) -> Connection {
         &env,
     )
     .unwrap();
-    connect(
-        &params,
-        &ConnectOptions {
-            retry: RetryPolicy::new(0),
-        },
-        |_, _, _| {},
-    )
-    .await
-    .unwrap()
+    connect(&params, &ConnectOptions::default(), |_, _, _| {})
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -21,7 +21,9 @@ fn the_demo_runs_the_story_and_removes_its_server() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let demo: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(demo["schema_version"], 1);
+    let doc = &demo["compare"];
     assert_eq!(doc["best"], "events_pending_created_at_idx");
     assert_eq!(doc["candidates"].as_array().unwrap().len(), 3);
     for c in doc["candidates"].as_array().unwrap() {
@@ -36,6 +38,19 @@ fn the_demo_runs_the_story_and_removes_its_server() {
     let pages = doc["baseline"]["warm"]["pages_touched"].as_f64().unwrap();
     assert!((8_500.0..10_000.0).contains(&pages), "{pages}");
     assert!(stderr.contains("removed the throwaway server"), "{stderr}");
+    // The demo ends with an audit of its own server: the Friday index is unused.
+    let unused = demo["audit"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "unused_index" && f["index"] == "events_status_idx")
+        .unwrap_or_else(|| panic!("{:#}", demo["audit"]));
+    assert!(
+        unused["fix"]
+            .as_str()
+            .unwrap()
+            .contains("DROP INDEX CONCURRENTLY")
+    );
 
     // Text output explains what the user is looking at.
     let out = Command::new(pgplan_bin())
@@ -51,6 +66,8 @@ fn the_demo_runs_the_story_and_removes_its_server() {
         "{text}"
     );
     assert!(text.contains("Why"), "{text}");
+    assert!(text.contains("Then the audit"), "{text}");
+    assert!(text.contains("events_status_idx"), "{text}");
 }
 
 #[test]

@@ -12,7 +12,6 @@ use pgplan::compare::{CompareRequest, Mode, RequestInput, Verdict};
 use pgplan::db::cluster::{Cluster, ClusterOptions};
 use pgplan::db::connect::{ConnectOptions, connect};
 use pgplan::db::conninfo::{ConnRequest, Environment, resolve};
-use pgplan::db::retry::RetryPolicy;
 use pgplan::db::session::Limits;
 use serde_json::Value;
 
@@ -154,15 +153,9 @@ async fn hypothetical_indexes_are_estimates_and_work_on_a_standby() {
         &env,
     )
     .unwrap();
-    let mut conn = connect(
-        &params,
-        &ConnectOptions {
-            retry: RetryPolicy::new(0),
-        },
-        |_, _, _| {},
-    )
-    .await
-    .unwrap();
+    let mut conn = connect(&params, &ConnectOptions::default(), |_, _, _| {})
+        .await
+        .unwrap();
     let request = CompareRequest::validate(RequestInput {
         query_text: "SELECT id FROM events WHERE tenant_id = $1 AND status = 'pending'".into(),
         query_source: "test".into(),

@@ -640,8 +640,7 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
     let report = runtime()?.block_on(interrupt.run(async {
-        let mut conn = open(&params, &args.session).await?;
-        interrupt.watch(&conn);
+        let mut conn = open(&params, &args.session, &interrupt).await?;
         run_compare(&mut conn, &request, &limits, &Progress::new()).await
     }))?;
     if let Some(dir) = &args.save_plans {

@@ -1,19 +1,23 @@
 //! `pgplan demo`: a throwaway server, the events story loaded into it, `compare` with three
-//! candidate indexes, explained; then the server and its files are removed.
+//! candidate indexes, explained, an audit of the server; then the server and its files are
+//! removed.
 
 use std::io::{self, Write};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
 
+use crate::audit::{AuditOptions, NodeResult, Scope, audit};
 use crate::cli::DemoArgs;
 use crate::compare::{CompareRequest, RequestInput, Verdict};
 use crate::db::cluster::{Cluster, ClusterOptions, ServerBinaries};
 use crate::db::connect::{ConnectOptions, connect};
 use crate::db::conninfo::{ConnRequest, Environment, resolve};
 use crate::db::retry::RetryPolicy;
-use crate::db::session::Limits;
+use crate::db::session::{Limits, SessionError};
 use crate::exit;
+use crate::report::audit::{write_audit_markdown, write_audit_text};
+use crate::report::wire_audit::{AuditDoc, audit_doc};
 use crate::report::{Format, Paint, TextOptions, compare as render, write_json};
 
 use super::compare::{Progress, run_compare};
@@ -29,6 +33,14 @@ const CANDIDATES: [&str; 3] = [
     "CREATE INDEX CONCURRENTLY events_pending_created_at_idx ON events (created_at DESC) WHERE status = 'pending'",
     "CREATE INDEX ON events (tenant_id, created_at)",
 ];
+
+/// `pgplan demo --format json`: the compare report and the audit that follows it.
+#[derive(Debug, serde::Serialize)]
+pub struct DemoDoc {
+    pub schema_version: u32,
+    pub compare: render::CompareDoc,
+    pub audit: AuditDoc,
+}
 
 fn step(message: &str) {
     eprintln!("pgplan demo: {message}");
@@ -64,7 +76,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
     let cluster = Cluster::start(ClusterOptions::new(binaries.clone()).setting("jit", "off"))
         .map_err(|e| anyhow!("{e}"))?;
     let interrupt = Interrupt::new();
-    let report = runtime()?.block_on(interrupt.run(async {
+    let (report, audit_report) = runtime()?.block_on(interrupt.run(async {
         cluster
             .execute("postgres", "CREATE DATABASE pgplan_demo")
             .await
@@ -93,29 +105,75 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
             &Environment::from_process(),
         )
         .map_err(|e| anyhow!("{e}"))?;
-        let mut conn = connect(
-            &params,
-            &ConnectOptions {
-                retry: RetryPolicy::new(0),
-            },
-            |_, _, _| {},
-        )
-        .await?;
-        interrupt.watch(&conn);
+        let options = ConnectOptions {
+            retry: RetryPolicy::new(0),
+            cancel: Some(interrupt.registry()),
+        };
+        let mut conn = connect(&params, &options, |_, _, _| {}).await?;
         step("measuring the query, then each candidate in its own rolled-back transaction");
-        run_compare(
+        let report = run_compare(
             &mut conn,
             &request,
             &Limits::compare_defaults(),
             &Progress::new(),
         )
-        .await
+        .await?;
+
+        // The story's Friday: the index on status is created for real on this throwaway server,
+        // the dashboard runs, and the audit looks at what is there.
+        step("creating events_status_idx for real, running the dashboard, auditing the server");
+        cluster
+            .execute(
+                "pgplan_demo",
+                "CREATE INDEX events_status_idx ON events (status)",
+            )
+            .await
+            .map_err(|e| anyhow!("{e}"))?;
+        for _ in 0..3 {
+            conn.client
+                .simple_query(QUERY_SQL)
+                .await
+                .map_err(|e| anyhow!("{}", crate::db::error::describe(&e)))?;
+        }
+        let facts = conn.facts.clone();
+        let scope = Scope::default();
+        let snapshot = conn
+            .read_only(&Limits::read_only_defaults(), async |client| {
+                crate::db::catalog::read_snapshot(client, &facts, &scope)
+                    .await
+                    .map_err(|e| SessionError {
+                        context: "reading the catalog".into(),
+                        message: e.to_string(),
+                        sqlstate: None,
+                    })
+            })
+            .await
+            .map_err(|e| e.to_string());
+        let nodes = [NodeResult {
+            name: format!(
+                "the throwaway server (database pgplan_demo, port {})",
+                cluster.port()
+            ),
+            outcome: snapshot,
+        }];
+        Ok((report, audit(&nodes, &AuditOptions::default())))
     }))?;
 
     let mut out = io::stdout().lock();
     match args.format {
-        Format::Json => write_json(&mut out, &render::CompareDoc::new(&report))?,
-        Format::Markdown => render::write_markdown(&mut out, &report)?,
+        Format::Json => write_json(
+            &mut out,
+            &DemoDoc {
+                schema_version: crate::report::wire::SCHEMA_VERSION,
+                compare: render::CompareDoc::new(&report),
+                audit: audit_doc(&audit_report),
+            },
+        )?,
+        Format::Markdown => {
+            render::write_markdown(&mut out, &report)?;
+            writeln!(out)?;
+            write_audit_markdown(&mut out, &audit_report)?;
+        }
         Format::Text => {
             let paint = Paint::new(options.color);
             writeln!(out, "{}", paint.bold("What you are looking at"))?;
@@ -141,9 +199,22 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
                 writeln!(out, "  {}: {why}.", paint.bold(name))?;
             }
             writeln!(out)?;
+            writeln!(out, "{}", paint.bold("Then the audit"))?;
             writeln!(
                 out,
-                "On your own database: pgplan compare -d \"host=... dbname=...\" query.sql --index \"CREATE INDEX ...\""
+                "On the story's Friday the index on status was created for real. pgplan created it on \
+                 the throwaway server, ran the dashboard query, and audited the server read-only: the \
+                 planner never reads the index, so the audit reports it unused, with the SQL that drops \
+                 it. (Informational here: the server has been counting index scans for seconds, not the \
+                 days that make an unused index a warning.)"
+            )?;
+            writeln!(out)?;
+            write_audit_text(&mut out, &audit_report, options)?;
+            writeln!(out)?;
+            writeln!(
+                out,
+                "On your own database: pgplan compare -d \"host=... dbname=...\" query.sql --index \"CREATE INDEX ...\"\n\
+                 and: pgplan audit -d \"host=primary ...\" -d \"host=standby ...\""
             )?;
         }
     }

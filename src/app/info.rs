@@ -21,8 +21,9 @@ pub fn info(args: InfoArgs, verbose: u8, options: &TextOptions) -> Result<u8> {
     } else {
         Vec::new()
     };
-    let report = runtime()?.block_on(Interrupt::new().run(async {
-        let connection = open(&params, &args.session).await?;
+    let interrupt = Interrupt::new();
+    let report = runtime()?.block_on(interrupt.run(async {
+        let connection = open(&params, &args.session, &interrupt).await?;
         Ok(InfoReport {
             target: connection.target.clone(),
             encrypted: connection.encrypted,

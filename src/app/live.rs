@@ -3,13 +3,12 @@
 //! exiting.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 
 use crate::cli::{ConnArgs, SessionArgs};
-use crate::db::connect::{CancelHandle, ConnectOptions, Connection, connect};
+use crate::db::connect::{CancelRegistry, ConnectOptions, Connection, connect};
 use crate::db::conninfo::{self, ConnParams, ConnRequest, Environment};
 use crate::db::retry::RetryPolicy;
 use crate::exit::Exit;
@@ -40,10 +39,16 @@ pub fn resolve(conn: &ConnArgs) -> Result<ConnParams> {
     Ok(params)
 }
 
-/// Connects with the retry policy from `--retries`, telling stderr about each retry.
-pub async fn open(params: &ConnParams, session: &SessionArgs) -> Result<Connection> {
+/// Connects with the retry policy from `--retries`, telling stderr about each retry; the
+/// connection's server work is cancelled on Ctrl-C from the moment the server accepts it.
+pub async fn open(
+    params: &ConnParams,
+    session: &SessionArgs,
+    interrupt: &Interrupt,
+) -> Result<Connection> {
     let options = ConnectOptions {
         retry: RetryPolicy::new(session.retries),
+        cancel: Some(interrupt.registry.clone()),
     };
     let connection = connect(params, &options, |error, attempt, delay| {
         eprintln!(
@@ -64,7 +69,7 @@ fn first_line(text: &str) -> &str {
 /// Connections whose running statements must be cancelled when the user interrupts.
 #[derive(Clone, Default)]
 pub struct Interrupt {
-    handles: Arc<Mutex<Vec<CancelHandle>>>,
+    registry: CancelRegistry,
 }
 
 impl Interrupt {
@@ -72,12 +77,14 @@ impl Interrupt {
         Self::default()
     }
 
-    /// Cancel this connection's work on Ctrl-C.
+    /// Cancel this connection's work on Ctrl-C (connections made with [`open`] already are).
     pub fn watch(&self, connection: &Connection) {
-        self.handles
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(connection.cancel_handle());
+        self.registry.register(connection.cancel_handle());
+    }
+
+    /// The registry to pass in [`ConnectOptions`] for connections made elsewhere.
+    pub fn registry(&self) -> CancelRegistry {
+        self.registry.clone()
     }
 
     /// Runs `work`; on SIGINT or SIGTERM, sends a cancel request on every watched connection,
@@ -96,14 +103,7 @@ impl Interrupt {
             _ = sigterm.recv() => {}
         }
         eprintln!("pgplan: interrupted: cancelling the running statement and rolling back");
-        let handles: Vec<CancelHandle> = self
-            .handles
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        for handle in &handles {
-            handle.cancel().await;
-        }
+        self.registry.cancel_all().await;
         tokio::select! {
             _ = &mut work => {}
             _ = sigint.recv() => {}

@@ -1,6 +1,7 @@
 //! Orchestration: turns validated requests into work on the core and the I/O shell, one module
 //! per command, and decides the exit code.
 
+pub mod audit;
 pub mod compare;
 pub mod demo;
 pub mod info;
@@ -23,9 +24,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Info(args) => info::info(args, cli.verbose, &text),
         Command::Compare(args) => compare::compare(*args, &text),
         Command::Demo(args) => demo::demo(args, &text),
-        Command::Audit(_) => {
-            anyhow::bail!("not available yet")
-        }
+        Command::Audit(args) => audit::audit_command(args, &text),
     }
 }
 

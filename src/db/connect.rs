@@ -153,10 +153,46 @@ impl Drop for Connection {
     }
 }
 
-/// How the connection will identify itself and retry.
-#[derive(Debug, Clone)]
+/// Cancel handles of every connection made with it, so an interrupt can reach server work
+/// started by a connection that is still being set up (its facts query can wait on a lock).
+#[derive(Clone, Default)]
+pub struct CancelRegistry {
+    handles: Arc<std::sync::Mutex<Vec<CancelHandle>>>,
+}
+
+impl std::fmt::Debug for CancelRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CancelRegistry")
+    }
+}
+
+impl CancelRegistry {
+    pub fn register(&self, handle: CancelHandle) {
+        self.handles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(handle);
+    }
+
+    /// Sends a cancel request on every registered connection.
+    pub async fn cancel_all(&self) {
+        let handles: Vec<CancelHandle> = self
+            .handles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for handle in &handles {
+            handle.cancel().await;
+        }
+    }
+}
+
+/// How the connection will retry, and where its cancel handle goes.
+#[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
     pub retry: RetryPolicy,
+    /// Registered as soon as the server accepted the connection, before any query runs.
+    pub cancel: Option<CancelRegistry>,
 }
 
 fn host_display(host: &HostSpec) -> String {
@@ -470,7 +506,10 @@ fn check_role(wanted: TargetSessionAttrs, facts: &ServerFacts) -> Result<(), Str
 }
 
 /// Tries each host in order (shuffled with load_balance_hosts=random) once.
-async fn connect_once(params: &ConnParams) -> Result<Connection, ConnectError> {
+async fn connect_once(
+    params: &ConnParams,
+    cancel: Option<&CancelRegistry>,
+) -> Result<Connection, ConnectError> {
     if params.sslpassword.is_some() {
         return Err(ConnectError::Setup(
             "sslpassword is set, but pgplan cannot decrypt an encrypted client key; \
@@ -513,6 +552,12 @@ async fn connect_once(params: &ConnParams) -> Result<Connection, ConnectError> {
                     continue;
                 }
             };
+            if let Some(registry) = cancel {
+                registry.register(CancelHandle {
+                    token: client.cancel_token(),
+                    tls: tls.clone(),
+                });
+            }
             let facts = match read_facts(&client).await {
                 Ok(facts) => facts,
                 Err(e) => {
@@ -577,7 +622,7 @@ pub async fn connect(
     let started = Instant::now();
     let mut attempt_number = 0;
     loop {
-        match connect_once(params).await {
+        match connect_once(params, options.cancel.as_ref()).await {
             Ok(connection) => return Ok(connection),
             Err(error) if error.is_transient() => {
                 attempt_number += 1;

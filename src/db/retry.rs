@@ -22,6 +22,13 @@ pub struct RetryPolicy {
     pub budget: Duration,
 }
 
+impl Default for RetryPolicy {
+    /// No retries.
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
 impl RetryPolicy {
     /// `retries` attempts after the first, within a minute in all.
     pub fn new(retries: u32) -> Self {

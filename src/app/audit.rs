@@ -1,0 +1,159 @@
+//! `pgplan audit`: every node read concurrently, each in one `BEGIN READ ONLY` transaction with
+//! transaction-local limits; the snapshots combined by the pure audit; a node that cannot be
+//! reached reported with its error while the others' results still come out.
+
+use std::io::{self, Write};
+
+use anyhow::{Context, Result};
+
+use crate::audit::{AuditOptions, NodeResult, Scope, Severity, audit};
+use crate::cli::{AuditArgs, AuditFormat, ConnArgs};
+use crate::db::conninfo::{ConnParams, redact};
+use crate::db::session::{Limits, SessionError};
+use crate::report::TextOptions;
+use crate::report::audit::{write_audit_markdown, write_audit_prometheus, write_audit_text};
+use crate::report::wire_audit::write_audit_json;
+
+use super::live::{Interrupt, open, resolve, runtime};
+
+/// One node to audit: what the user called it (redacted) and how to reach it.
+struct Target {
+    name: String,
+    params: ConnParams,
+}
+
+/// Resolves every `-d` (or the environment's one node when none is given) before connecting;
+/// a node whose parameters are wrong is a usage error, not a partial result.
+fn targets(args: &AuditArgs) -> Result<Vec<Target>> {
+    let dbnames: Vec<Option<String>> = if args.nodes.is_empty() {
+        vec![None]
+    } else {
+        args.nodes.iter().cloned().map(Some).collect()
+    };
+    dbnames
+        .into_iter()
+        .map(|dbname| {
+            let conn = ConnArgs {
+                dbname: dbname.clone(),
+                host: args.host.clone(),
+                port: args.port.clone(),
+                username: args.username.clone(),
+            };
+            let params = resolve(&conn).with_context(|| {
+                format!(
+                    "node {}",
+                    dbname
+                        .as_deref()
+                        .map(redact)
+                        .unwrap_or_else(|| "(from the environment)".into())
+                )
+            })?;
+            let name = match &dbname {
+                Some(d) if d.contains('=') || d.contains("://") => redact(d),
+                _ => short_name(&params),
+            };
+            Ok(Target { name, params })
+        })
+        .collect()
+}
+
+/// "host=db1 port=5432 dbname=app": the parameters that tell nodes apart, never a password.
+fn short_name(params: &ConnParams) -> String {
+    let hosts: Vec<String> = params
+        .hosts
+        .iter()
+        .map(|h| {
+            h.host
+                .clone()
+                .or_else(|| h.hostaddr.map(|a| a.to_string()))
+                .unwrap_or_default()
+        })
+        .collect();
+    let ports: Vec<String> = params.hosts.iter().map(|h| h.port.to_string()).collect();
+    format!(
+        "host={} port={} dbname={}",
+        hosts.join(","),
+        ports.join(","),
+        params.dbname.value
+    )
+}
+
+pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
+    let targets = targets(&args)?;
+    let scope = Scope {
+        schemas: args.schemas.clone(),
+        exclude_schemas: args.exclude_schemas.clone(),
+        tables: args.tables.clone(),
+    };
+    let audit_options = AuditOptions {
+        min_size_bytes: args.min_size,
+        min_stats_age: args.min_stats_age,
+        ..AuditOptions::default()
+    };
+    let limits = Limits::read_only_defaults()
+        .with(args.session.statement_timeout, args.session.lock_timeout);
+    let interrupt = Interrupt::new();
+    let session = &args.session;
+    let results = runtime()?.block_on(interrupt.run(async {
+        // Nodes are read concurrently: the slowest node, not their sum, sets the time.
+        let reads = targets.iter().map(|target| {
+            let (scope, interrupt) = (&scope, &interrupt);
+            async move {
+                let outcome = async {
+                    let mut conn = open(&target.params, session, interrupt)
+                        .await
+                        .map_err(|e| super::render_error(&e))?;
+                    let facts = conn.facts.clone();
+                    conn.read_only(&limits, async |client| {
+                        crate::db::catalog::read_snapshot(client, &facts, scope)
+                            .await
+                            .map_err(|e| SessionError {
+                                context: "reading the catalog".into(),
+                                message: e.to_string(),
+                                sqlstate: None,
+                            })
+                    })
+                    .await
+                    .map_err(|e| e.to_string())
+                }
+                .await;
+                NodeResult {
+                    name: target.name.clone(),
+                    outcome,
+                }
+            }
+        });
+        Ok(futures_util::future::join_all(reads).await)
+    }))?;
+
+    for result in &results {
+        if let Err(error) = &result.outcome {
+            eprintln!("pgplan: node {} failed: {}", result.name, first_line(error));
+        }
+    }
+    let report = audit(&results, &audit_options);
+    let text_options = if args.output.is_some() {
+        TextOptions::default()
+    } else {
+        *options
+    };
+    let mut out: Box<dyn Write> = match &args.output {
+        Some(path) => Box::new(io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )),
+        None => Box::new(io::stdout().lock()),
+    };
+    match args.format {
+        AuditFormat::Text => write_audit_text(&mut out, &report, &text_options)?,
+        AuditFormat::Json => write_audit_json(&mut out, &report)?,
+        AuditFormat::Markdown => write_audit_markdown(&mut out, &report)?,
+        AuditFormat::Prometheus => write_audit_prometheus(&mut out, &report)?,
+    }
+    out.flush()?;
+    let fail_on: Severity = args.fail_on.into();
+    Ok(report.exit_code(fail_on))
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or(text)
+}

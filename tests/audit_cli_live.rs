@@ -1,0 +1,311 @@
+//! `pgplan audit` as a cron job runs it, on real servers 13–18: every output format and exit
+//! code, scope options, a primary with its standby and a node that is down (partial, exit 3),
+//! and Ctrl-C or kill -9 mid-audit leaving nothing behind.
+
+mod common;
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{TestDb, for_each_version, pgplan_bin};
+use pgplan::db::cluster::Cluster;
+use serde_json::Value;
+
+const SETUP: &str = "
+CREATE TABLE orders (id integer PRIMARY KEY, customer_id integer NOT NULL, status text NOT NULL);
+INSERT INTO orders SELECT i, i % 100, CASE WHEN i % 3 = 0 THEN 'open' ELSE 'done' END
+FROM generate_series(1, 20000) i;
+CREATE INDEX orders_customer_idx ON orders (customer_id);
+CREATE INDEX orders_customer_dup_idx ON orders (customer_id);
+CREATE INDEX orders_status_idx ON orders (status);
+CREATE SCHEMA other;
+CREATE TABLE other.things (id integer PRIMARY KEY, v integer);
+CREATE INDEX things_v_idx ON other.things (v);
+CREATE INDEX things_v_again_idx ON other.things (v);
+VACUUM (ANALYZE) orders, other.things;
+";
+
+fn audit(args: &[&str]) -> Output {
+    Command::new(pgplan_bin())
+        .env("NO_COLOR", "1")
+        .arg("audit")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn findings<'a>(doc: &'a Value, check: &str) -> Vec<&'a Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == check)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_format_scope_option_and_exit_code() {
+    for_each_version("audit_cli", |major| async move {
+        let db = TestDb::create(major, "audit_cli").await;
+        db.run(SETUP).await;
+        let d = db.conninfo();
+
+        let out = audit(&["-d", &d, "--format", "json"]);
+        let doc = json(&out);
+        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["nodes"][0]["role"], "primary");
+        let dups = findings(&doc, "duplicate_index");
+        assert!(
+            dups.iter().any(|f| f["table"] == "orders"
+                && f["fix"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("DROP INDEX CONCURRENTLY")),
+            "{doc:#}"
+        );
+        // Findings at warning or above: exit 1 by default, 0 when only critical counts.
+        let worst_warning = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["severity"] == "warning");
+        assert_eq!(out.status.code(), Some(if worst_warning { 1 } else { 0 }));
+        let critical = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["severity"] == "critical");
+        let out = audit(&["-d", &d, "--fail-on", "critical"]);
+        assert_eq!(out.status.code(), Some(if critical { 1 } else { 0 }));
+
+        // Scope: one schema, one table, a size floor.
+        let doc = json(&audit(&["-d", &d, "--format", "json", "--schema", "other"]));
+        assert!(
+            doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["schema"] == "other"),
+            "{doc:#}"
+        );
+        assert!(!findings(&doc, "duplicate_index").is_empty());
+        let doc = json(&audit(&[
+            "-d",
+            &d,
+            "--format",
+            "json",
+            "--exclude-schema",
+            "other",
+        ]));
+        assert!(
+            doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["schema"] != "other")
+        );
+        let doc = json(&audit(&[
+            "-d",
+            &d,
+            "--format",
+            "json",
+            "--table",
+            "other.things",
+        ]));
+        assert!(
+            doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["table"] == "things")
+        );
+        let doc = json(&audit(&["-d", &d, "--format", "json", "--min-size", "1GB"]));
+        assert!(
+            findings(&doc, "duplicate_index").is_empty(),
+            "nothing is 1 GB here: {doc:#}"
+        );
+
+        // Text, Markdown and Prometheus carry the same findings.
+        let text = String::from_utf8(audit(&["-d", &d]).stdout).unwrap();
+        assert!(text.contains("orders_customer"), "{text}");
+        assert!(text.contains("DROP INDEX CONCURRENTLY"), "{text}");
+        let md = String::from_utf8(audit(&["-d", &d, "--format", "markdown"]).stdout).unwrap();
+        assert!(md.contains('|') && md.contains("orders_customer"), "{md}");
+        let prom = String::from_utf8(audit(&["-d", &d, "--format", "prometheus"]).stdout).unwrap();
+        assert!(prom.contains("# TYPE pgplan_audit_node_up gauge"), "{prom}");
+        assert!(
+            prom.contains("pgplan_audit_findings{check=\"duplicate_index\""),
+            "{prom}"
+        );
+        for line in prom
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
+            let value = line.rsplit(' ').next().unwrap();
+            assert!(value.parse::<f64>().is_ok(), "not a sample: {line}");
+        }
+        // --output writes the report to a file.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("audit.prom");
+        let out = audit(&[
+            "-d",
+            &d,
+            "--format",
+            "prometheus",
+            "--output",
+            file.to_str().unwrap(),
+        ]);
+        assert!(out.stdout.is_empty());
+        assert!(
+            std::fs::read_to_string(&file)
+                .unwrap()
+                .contains("pgplan_audit_node_up")
+        );
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_primary_its_standby_and_a_node_that_is_down() {
+    for_each_version("audit_nodes", |major| async move {
+        let primary = Cluster::start(common::default_options(common::binaries(major))).unwrap();
+        primary
+            .execute(
+                "postgres",
+                "CREATE TABLE t (id integer PRIMARY KEY, v integer); INSERT INTO t SELECT i, i FROM generate_series(1, 1000) i",
+            )
+            .await
+            .unwrap();
+        let standby = primary.start_standby().await.unwrap();
+        let down = Cluster::start(common::default_options(common::binaries(major))).unwrap();
+        let down_conninfo = down.conninfo("postgres");
+        drop(down);
+
+        let out = audit(&[
+            "-d", &primary.conninfo("postgres"),
+            "-d", &standby.conninfo("postgres"),
+            "-d", &format!("{down_conninfo} password=topsecret"),
+            "--format", "json",
+        ]);
+        assert_eq!(out.status.code(), Some(3), "partial: {}", String::from_utf8_lossy(&out.stderr));
+        let doc = json(&out);
+        let roles: Vec<&str> = doc["nodes"].as_array().unwrap().iter().map(|n| n["role"].as_str().unwrap_or("down")).collect();
+        assert_eq!(roles, ["primary", "standby", "down"]);
+        let failed = &doc["nodes"][2];
+        assert!(failed["error"].as_str().unwrap().contains("could not connect"), "{failed:#}");
+        assert!(!failed["name"].as_str().unwrap().contains("topsecret"), "the password is redacted");
+        assert!(!String::from_utf8_lossy(&out.stderr).contains("topsecret"));
+        let prom = String::from_utf8(
+            audit(&["-d", &primary.conninfo("postgres"), "-d", &down_conninfo, "--format", "prometheus"]).stdout,
+        )
+        .unwrap();
+        assert!(prom.lines().any(|l| l.starts_with("pgplan_audit_node_up") && l.ends_with(" 0")), "{prom}");
+        assert!(prom.lines().any(|l| l.starts_with("pgplan_audit_node_up") && l.ends_with(" 1")), "{prom}");
+
+        // A standby alone: table statistics are skipped, never reported clean.
+        let doc = json(&audit(&["-d", &standby.conninfo("postgres"), "--format", "json"]));
+        let skipped: Vec<&str> = doc["skipped"].as_array().unwrap().iter().map(|s| s["check"].as_str().unwrap()).collect();
+        for check in ["dead_tuples", "stale_statistics"] {
+            assert!(skipped.contains(&check), "{check} not skipped: {doc:#}");
+        }
+    })
+    .await;
+}
+
+/// Holds pg_statistic locked in another session so the audit waits inside its read-only
+/// transaction (planning its catalog queries needs the statistics).
+async fn blocked_audit(db: &TestDb) -> (tokio_postgres::Client, std::process::Child) {
+    let holder = db.client().await;
+    holder
+        .batch_execute("BEGIN; LOCK TABLE pg_catalog.pg_statistic IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let child = Command::new(pgplan_bin())
+        .args([
+            "audit",
+            "-d",
+            &db.conninfo(),
+            "--lock-timeout",
+            "60s",
+            "--statement-timeout",
+            "120s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let waiting = db
+            .value("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' AND wait_event_type = 'Lock'")
+            .await
+            .unwrap();
+        if waiting != "0" {
+            return (holder, child);
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the audit never reached the lock"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn assert_no_pgplan_session(db: &TestDb) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = db
+            .value("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan'")
+            .await
+            .unwrap();
+        if left == "0" {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{left} pgplan sessions left");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn interrupted_or_killed_audits_leave_nothing() {
+    for_each_version("audit_interrupt", |major| async move {
+        let db = TestDb::create(major, "audit_interrupt").await;
+        db.run(SETUP).await;
+
+        // Ctrl-C: the cancel request ends the wait at once; exit 130.
+        let (holder, child) = blocked_audit(&db).await;
+        let started = Instant::now();
+        // SAFETY: signalling the child we started.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(130),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert_no_pgplan_session(&db).await;
+        holder.batch_execute("ROLLBACK").await.unwrap();
+
+        // kill -9: the server ends the session when it finds the client gone.
+        let (holder, mut child) = blocked_audit(&db).await;
+        child.kill().unwrap();
+        child.wait().unwrap();
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        assert_no_pgplan_session(&db).await;
+        db.drop_db().await;
+    })
+    .await;
+}
