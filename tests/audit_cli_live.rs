@@ -225,6 +225,8 @@ async fn a_primary_its_standby_and_a_node_that_is_down() {
 
 /// Holds pg_statistic locked in another session so the audit waits inside its read-only
 /// transaction (planning its catalog queries needs the statistics).
+// The child is handed to the caller, which waits for it; clippy cannot see through the return.
+#[allow(clippy::zombie_processes)]
 async fn blocked_audit(db: &TestDb) -> (tokio_postgres::Client, std::process::Child) {
     let holder = db.client().await;
     holder
