@@ -108,6 +108,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
         let options = ConnectOptions {
             retry: RetryPolicy::new(0),
             cancel: Some(interrupt.registry()),
+            ..ConnectOptions::default()
         };
         let mut conn = connect(&params, &options, |_, _, _| {}).await?;
         step("measuring the query, then each candidate in its own rolled-back transaction");

@@ -11,6 +11,7 @@ use crate::cli::{ConnArgs, SessionArgs};
 use crate::db::connect::{CancelRegistry, ConnectOptions, Connection, connect};
 use crate::db::conninfo::{self, ConnParams, ConnRequest, Environment};
 use crate::db::retry::RetryPolicy;
+use crate::db::session::Limits;
 use crate::exit::Exit;
 
 /// A single-threaded runtime: pgplan's work is waiting on servers, and one thread keeps the order
@@ -49,6 +50,7 @@ pub async fn open(
     let options = ConnectOptions {
         retry: RetryPolicy::new(session.retries),
         cancel: Some(interrupt.registry.clone()),
+        limits: Limits::read_only_defaults().with(session.statement_timeout, session.lock_timeout),
     };
     let connection = connect(params, &options, |error, attempt, delay| {
         eprintln!(

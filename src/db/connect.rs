@@ -18,6 +18,7 @@ use super::conninfo::{
 use super::error::describe;
 use super::facts::{ServerFacts, read_facts};
 use super::retry::RetryPolicy;
+use super::session::{Limits, set_local_statements};
 use super::tls::{RootCerts, TlsRequest, client_config, mode_name};
 
 /// Why a connection could not be made.
@@ -187,12 +188,44 @@ impl CancelRegistry {
     }
 }
 
-/// How the connection will retry, and where its cancel handle goes.
-#[derive(Debug, Clone, Default)]
+/// How the connection will retry, where its cancel handle goes, and the limits on the facts
+/// query it runs.
+#[derive(Debug, Clone)]
 pub struct ConnectOptions {
     pub retry: RetryPolicy,
     /// Registered as soon as the server accepted the connection, before any query runs.
     pub cancel: Option<CancelRegistry>,
+    /// statement_timeout and lock_timeout for reading the server's facts.
+    pub limits: Limits,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        Self {
+            retry: RetryPolicy::default(),
+            cancel: None,
+            limits: Limits::read_only_defaults(),
+        }
+    }
+}
+
+/// Reads the facts inside a transaction with pgplan's limits set locally, so even this first
+/// query cannot wait forever behind a lock. The transaction is not READ ONLY: the facts include
+/// whether a fresh transaction is read-only.
+async fn facts_within_limits(
+    client: &tokio_postgres::Client,
+    limits: &Limits,
+) -> Result<ServerFacts, String> {
+    let setup = format!("BEGIN; {}", set_local_statements(limits, 0, false));
+    client
+        .batch_execute(&setup)
+        .await
+        .map_err(|e| format!("starting a transaction: {}", describe(&e)))?;
+    let facts = read_facts(client).await;
+    let rollback = client.batch_execute("ROLLBACK").await;
+    let facts = facts?;
+    rollback.map_err(|e| format!("rolling back: {}", describe(&e)))?;
+    Ok(facts)
 }
 
 fn host_display(host: &HostSpec) -> String {
@@ -509,6 +542,7 @@ fn check_role(wanted: TargetSessionAttrs, facts: &ServerFacts) -> Result<(), Str
 async fn connect_once(
     params: &ConnParams,
     cancel: Option<&CancelRegistry>,
+    limits: &Limits,
 ) -> Result<Connection, ConnectError> {
     if params.sslpassword.is_some() {
         return Err(ConnectError::Setup(
@@ -558,7 +592,7 @@ async fn connect_once(
                     tls: tls.clone(),
                 });
             }
-            let facts = match read_facts(&client).await {
+            let facts = match facts_within_limits(&client, limits).await {
                 Ok(facts) => facts,
                 Err(e) => {
                     task.abort();
@@ -622,7 +656,7 @@ pub async fn connect(
     let started = Instant::now();
     let mut attempt_number = 0;
     loop {
-        match connect_once(params, options.cancel.as_ref()).await {
+        match connect_once(params, options.cancel.as_ref(), &options.limits).await {
             Ok(connection) => return Ok(connection),
             Err(error) if error.is_transient() => {
                 attempt_number += 1;
