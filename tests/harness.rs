@@ -112,3 +112,31 @@ async fn server_facts_are_read_on_every_version() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn extensions_are_installed_when_their_package_is_present() {
+    for_each_version("extensions", |major| async move {
+        let db = TestDb::create(major, "extensions").await;
+        // pg_trgm ships with every build the tests use; a made-up name is simply absent.
+        assert!(
+            db.cluster
+                .create_extension(&db.name, "pg_trgm")
+                .await
+                .unwrap()
+        );
+        assert_eq!(
+            db.value("SELECT count(*) FROM pg_extension WHERE extname = 'pg_trgm'")
+                .await
+                .as_deref(),
+            Some("1")
+        );
+        assert!(
+            !db.cluster
+                .create_extension(&db.name, "no_such_extension")
+                .await
+                .unwrap()
+        );
+        db.drop_db().await;
+    })
+    .await;
+}

@@ -16,7 +16,6 @@ use pgplan::db::session::Limits;
 use serde_json::Value;
 
 const SETUP: &str = "
-CREATE EXTENSION hypopg;
 CREATE TABLE events (id bigint PRIMARY KEY, tenant_id integer NOT NULL, status text NOT NULL,
                      created_at timestamptz NOT NULL);
 INSERT INTO events
@@ -39,6 +38,13 @@ async fn debian_15() -> Cluster {
          scripts/test.sh installs it)",
     );
     let cluster = Cluster::start(ClusterOptions::new(binaries).setting("jit", "off")).unwrap();
+    assert!(
+        cluster
+            .create_extension("postgres", "hypopg")
+            .await
+            .unwrap(),
+        "the hypopg package is installed, so the extension must be created"
+    );
     for statement in pgplan::sql::split_statements(SETUP).unwrap() {
         cluster.execute("postgres", &statement.text).await.unwrap();
     }

@@ -762,6 +762,37 @@ impl Cluster {
             })
     }
 
+    /// Installs an extension in `dbname` when its package is present on the server (HypoPG for
+    /// Debian's PostgreSQL 15 comes from `postgresql-15-hypopg`). Returns whether it is
+    /// installed now; a missing package is `Ok(false)`, not an error.
+    pub async fn create_extension(&self, dbname: &str, name: &str) -> Result<bool, ClusterError> {
+        let client = self.connect(dbname).await?;
+        let available = client
+            .query(
+                "SELECT 1 FROM pg_available_extensions WHERE name = $1",
+                &[&name],
+            )
+            .await
+            .map_err(|e| ClusterError::Sql {
+                step: format!("looking for the {name} extension"),
+                message: crate::db::error::describe(&e),
+            })?;
+        if available.is_empty() {
+            return Ok(false);
+        }
+        client
+            .batch_execute(&format!(
+                "CREATE EXTENSION IF NOT EXISTS {}",
+                crate::sql::quote_ident(name)
+            ))
+            .await
+            .map_err(|e| ClusterError::Sql {
+                step: format!("creating the {name} extension"),
+                message: crate::db::error::describe(&e),
+            })?;
+        Ok(true)
+    }
+
     /// Starts a streaming standby of this server.
     ///
     /// The base backup is taken with the low-level backup API and a file copy (the fetched test
