@@ -227,7 +227,7 @@ async fn indexes_unused_duplicate_redundant_and_foreign_keys() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn invalid_indexes_and_builds_in_progress() {
     for_each_version("audit_invalid", |major| async move {
-        let db = TestDb::create(major, "audit_invalid").await;
+        let db = TestDb::private(major, "audit_invalid").await;
         db.run(
             "CREATE TABLE users (id int, email text);
              INSERT INTO users SELECT i, 'u' || (i % 100) FROM generate_series(1, 1000) i;
@@ -324,7 +324,7 @@ async fn invalid_indexes_and_builds_in_progress() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dead_tuples_and_the_session_holding_the_horizon() {
     for_each_version("audit_dead", |major| async move {
-        let db = TestDb::create(major, "audit_dead").await;
+        let db = TestDb::private(major, "audit_dead").await;
         db.run(
             "CREATE TABLE churn (id int PRIMARY KEY, v int) WITH (autovacuum_enabled = false);
              CREATE TABLE calm (id int PRIMARY KEY, v int) WITH (autovacuum_enabled = false);
@@ -438,7 +438,7 @@ async fn dead_tuples_and_the_session_holding_the_horizon() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn prepared_transactions_hold_the_horizon_until_finished() {
     for_each_version("audit_prepared", |major| async move {
-        let db = TestDb::create(major, "audit_prepared").await;
+        let db = TestDb::private(major, "audit_prepared").await;
         let gid = format!("pgplan_{}", db.name);
         db.run("CREATE TABLE p (id int)").await;
         db.run(&format!(

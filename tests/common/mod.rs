@@ -105,6 +105,22 @@ impl TestDb {
         TestDb { cluster, name }
     }
 
+    /// A database on a server of its own, for a test that holds the xmin horizon back (an open
+    /// snapshot, a prepared transaction): on the shared server it would stop other tests'
+    /// VACUUMs from removing rows or setting visibility-map bits.
+    pub async fn private(major: u32, test: &str) -> TestDb {
+        let cluster = Cluster::start(default_options(binaries(major)))
+            .unwrap_or_else(|e| panic!("starting PostgreSQL {major}: {e}"));
+        // Lives until the process exits (the cluster module's exit hook stops it).
+        let cluster: &'static Cluster = Box::leak(Box::new(cluster));
+        let name = test.replace(|c: char| !c.is_ascii_alphanumeric(), "_");
+        cluster
+            .execute("postgres", &format!("CREATE DATABASE \"{name}\""))
+            .await
+            .unwrap_or_else(|e| panic!("creating database {name} on {major}: {e}"));
+        TestDb { cluster, name }
+    }
+
     pub fn major(&self) -> u32 {
         self.cluster.major()
     }
