@@ -7,7 +7,7 @@ use crate::plan::{Analysis, Comparison, Finding};
 
 use super::format::{change, count, ms};
 use super::text::{headline, totals_line, unified_tree_diff};
-use super::tree::rows;
+use super::tree::{figures, labelled, rows};
 
 /// Escapes text for a Markdown table cell.
 pub fn cell(text: &str) -> String {
@@ -20,34 +20,11 @@ pub fn cell(text: &str) -> String {
 pub fn write_tree_block(out: &mut dyn Write, analysis: &Analysis) -> io::Result<()> {
     writeln!(out, "```text")?;
     for row in rows(analysis) {
-        let node = &analysis.plan.nodes[row.id];
-        let m = &analysis.metrics.nodes[row.id];
-        let mut line = format!("{}{}", row.prefix, row.label);
-        if let Some(sub) = &row.subplan {
-            line = format!("{}[{sub}] {}", row.prefix, row.label);
-        }
-        let mut figures = Vec::new();
-        if m.never_executed {
-            figures.push("never executed".to_owned());
-        } else if let Some(a) = node.actual {
-            figures.push(format!(
-                "rows {} est {}",
-                count(a.rows),
-                count(node.plan_rows.unwrap_or(0.0))
-            ));
-            if a.loops != 1.0 {
-                figures.push(format!("×{} loops", count(a.loops)));
-            }
-        } else if let Some(est) = node.plan_rows {
-            figures.push(format!("est {}", count(est)));
-        }
-        if let Some(b) = node.buffers {
-            figures.push(format!("pages {}", count(b.pages_touched())));
-        }
+        let mut line = labelled(&row);
+        let figures = figures(analysis, row.id);
         if !figures.is_empty() {
-            line.push_str("  (");
+            line.push_str("  ");
             line.push_str(&figures.join(", "));
-            line.push(')');
         }
         if !row.findings.is_empty() {
             let marks: Vec<String> = row.findings.iter().map(|n| format!("[{n}]")).collect();

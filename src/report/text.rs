@@ -8,7 +8,7 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 use crate::plan::{Analysis, Comparison, Finding};
 
 use super::format::{change, count, ms};
-use super::tree::{TreeRow, rows};
+use super::tree::{TreeRow, figures, labelled, rows};
 use super::{Paint, TextOptions};
 
 /// A table with pgplan's look: no borders, a bold header, wrapped to the terminal if there is one.
@@ -235,36 +235,8 @@ pub fn diff_lines(analysis: &Analysis) -> Vec<String> {
     rows(analysis)
         .into_iter()
         .map(|row| {
-            let node = &analysis.plan.nodes[row.id];
-            let m = &analysis.metrics.nodes[row.id];
-            let mut line = format!("{}{}", row.prefix, row.label);
-            if let Some(sub) = &row.subplan {
-                line = format!("{}[{sub}] {}", row.prefix, row.label);
-            }
-            let mut figures = Vec::new();
-            if m.never_executed {
-                figures.push("never executed".to_owned());
-            } else if let Some(a) = node.actual {
-                figures.push(format!(
-                    "rows {} (est {})",
-                    count(a.rows),
-                    count(node.plan_rows.unwrap_or(0.0))
-                ));
-                if a.loops != 1.0 {
-                    figures.push(format!("loops {}", count(a.loops)));
-                }
-            } else if let Some(est) = node.plan_rows {
-                figures.push(format!("est rows {}", count(est)));
-            }
-            if let Some(b) = node.buffers {
-                figures.push(format!("pages {}", count(b.pages_touched())));
-            }
-            if let Some(r) = m.rows_removed_by_filter_total.filter(|r| *r > 0.0) {
-                figures.push(format!("removed {}", count(r)));
-            }
-            if let Some(h) = node.heap_fetches.filter(|h| *h > 0.0) {
-                figures.push(format!("heap fetches {}", count(h)));
-            }
+            let mut line = labelled(&row);
+            let figures = figures(analysis, row.id);
             if !figures.is_empty() {
                 line.push_str("  ");
                 line.push_str(&figures.join(", "));

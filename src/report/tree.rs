@@ -72,6 +72,46 @@ pub fn rows(analysis: &Analysis) -> Vec<TreeRow> {
     rows
 }
 
+/// The figures that matter on one line of a plan: rows against the estimate, loops, pages, rows
+/// removed, heap fetches. No timings: these lines are also diffed, and timings differ every run.
+pub fn figures(analysis: &Analysis, id: NodeId) -> Vec<String> {
+    let node = &analysis.plan.nodes[id];
+    let m = &analysis.metrics.nodes[id];
+    let mut figures = Vec::new();
+    if m.never_executed {
+        figures.push("never executed".to_owned());
+    } else if let Some(a) = node.actual {
+        figures.push(format!(
+            "rows {} (est {})",
+            count(a.rows),
+            count(node.plan_rows.unwrap_or(0.0))
+        ));
+        if a.loops != 1.0 {
+            figures.push(format!("loops {}", count(a.loops)));
+        }
+    } else if let Some(est) = node.plan_rows {
+        figures.push(format!("est rows {}", count(est)));
+    }
+    if let Some(b) = node.buffers {
+        figures.push(format!("pages {}", count(b.pages_touched())));
+    }
+    if let Some(r) = m.rows_removed_by_filter_total.filter(|r| *r > 0.0) {
+        figures.push(format!("removed {}", count(r)));
+    }
+    if let Some(h) = node.heap_fetches.filter(|h| *h > 0.0) {
+        figures.push(format!("heap fetches {}", count(h)));
+    }
+    figures
+}
+
+/// "├─ [InitPlan 1] Index Scan using ... on ..." : the tree prefix, the subplan name and label.
+pub fn labelled(row: &TreeRow) -> String {
+    match &row.subplan {
+        Some(sub) => format!("{}[{sub}] {}", row.prefix, row.label),
+        None => format!("{}{}", row.prefix, row.label),
+    }
+}
+
 fn subplan_name(node: &Node) -> Option<String> {
     let name = node.subplan_name.as_deref()?;
     // Before PostgreSQL 17, init plans were named "InitPlan 1 (returns $0)"; 17 dropped the
