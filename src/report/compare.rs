@@ -13,7 +13,7 @@ use crate::plan::Pair;
 
 use super::format::{bytes, change, count, ms};
 use super::text::{
-    align_numbers, new_table, write_changes, write_findings, write_table, write_tree,
+    Figure, new_table, write_changes, write_findings, write_pairs_table, write_table, write_tree,
 };
 use super::wire::{DiffBody, FindingDoc, PairDoc, PlanDoc, SCHEMA_VERSION};
 use super::{Paint, TextOptions, markdown};
@@ -321,39 +321,31 @@ fn figures_table(
     options: &TextOptions,
     mode: Mode,
 ) -> io::Result<()> {
-    let paint = Paint::new(options.color);
-    let mut table = new_table(&["", "before", "after", "change"], options);
-    let mut rows: Vec<(&str, Pair, bool, (&str, &str))> = Vec::new();
+    let mut rows = Vec::new();
     if mode == Mode::Measured {
-        for (label, figures) in [("cold", &judged.cold), ("warm", &judged.warm)] {
-            let (b, a) = figures;
+        for (label, (b, a)) in [
+            ("cold: execution", &judged.cold),
+            ("warm: execution", &judged.warm),
+        ] {
             rows.push((
-                if label == "cold" {
-                    "cold: execution"
-                } else {
-                    "warm: execution"
-                },
+                label,
                 Pair::new(b.execution_ms, a.execution_ms),
-                true,
-                ("faster", "slower"),
+                Figure::Time,
             ));
             rows.push((
                 "      pages touched",
                 Pair::new(b.pages_touched, a.pages_touched),
-                false,
-                ("fewer", "more"),
+                Figure::Count,
             ));
             rows.push((
                 "      pages read",
                 Pair::new(b.shared_read_blocks, a.shared_read_blocks),
-                false,
-                ("fewer", "more"),
+                Figure::Count,
             ));
             rows.push((
                 "      temp blocks",
                 Pair::new(b.temp_blocks, a.temp_blocks),
-                false,
-                ("fewer", "more"),
+                Figure::Count,
             ));
         }
     } else {
@@ -361,32 +353,10 @@ fn figures_table(
         rows.push((
             "estimated cost",
             Pair::new(b.total_cost, a.total_cost),
-            false,
-            ("cheaper", "dearer"),
+            Figure::Cost,
         ));
     }
-    for (name, pair, is_time, (fewer, more)) in rows {
-        let show = |v: Option<f64>| match v {
-            Some(v) if is_time => ms(v),
-            Some(v) if mode.is_estimate() => format!("{v:.2}"),
-            Some(v) => count(v),
-            None => "—".into(),
-        };
-        let text = change(pair.before, pair.after, fewer, more);
-        let text = match (pair.before, pair.after) {
-            (Some(b), Some(a)) if a < b => paint.good(&text),
-            (Some(b), Some(a)) if a > b => paint.bad(&text),
-            _ => text,
-        };
-        table.add_row(vec![
-            name.to_owned(),
-            show(pair.before),
-            show(pair.after),
-            text,
-        ]);
-    }
-    align_numbers(&mut table, 1);
-    write_table(out, &table)
+    write_pairs_table(out, &rows, options)
 }
 
 /// `pgplan compare` as text.

@@ -279,42 +279,50 @@ pub fn headline(comparison: &Comparison) -> String {
     }
 }
 
-/// The totals table of a comparison.
-pub fn write_totals_table(
+/// How a figure in a before/after table is shown and which way is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// Milliseconds; less is faster.
+    Time,
+    /// A count of pages or rows; less is fewer.
+    Count,
+    /// A planner cost; less is cheaper.
+    Cost,
+}
+
+impl Figure {
+    fn show(self, value: Option<f64>) -> String {
+        match (self, value) {
+            (_, None) => "—".into(),
+            (Figure::Time, Some(v)) => ms(v),
+            (Figure::Count, Some(v)) => count(v),
+            (Figure::Cost, Some(v)) => format!("{v:.2}"),
+        }
+    }
+
+    fn words(self) -> (&'static str, &'static str) {
+        match self {
+            Figure::Time => ("faster", "slower"),
+            Figure::Count => ("fewer", "more"),
+            Figure::Cost => ("cheaper", "dearer"),
+        }
+    }
+}
+
+/// A before/after/change table; rows with neither figure are left out. The change is green
+/// when the figure fell and red when it rose.
+pub fn write_pairs_table(
     out: &mut dyn Write,
-    comparison: &Comparison,
+    rows: &[(&str, crate::plan::Pair, Figure)],
     options: &TextOptions,
 ) -> io::Result<()> {
     let paint = Paint::new(options.color);
-    let t = &comparison.diff.totals;
     let mut table = new_table(&["", "before", "after", "change"], options);
-    let rows: [(&str, crate::plan::Pair, bool, (&str, &str)); 6] = [
-        ("execution time", t.execution_ms, true, ("faster", "slower")),
-        ("planning time", t.planning_ms, true, ("faster", "slower")),
-        ("pages touched", t.pages_touched, false, ("fewer", "more")),
-        (
-            "  shared hit",
-            t.shared_hit_blocks,
-            false,
-            ("fewer", "more"),
-        ),
-        (
-            "  shared read",
-            t.shared_read_blocks,
-            false,
-            ("fewer", "more"),
-        ),
-        ("temp blocks", t.temp_blocks, false, ("fewer", "more")),
-    ];
-    for (name, pair, is_time, (fewer, more)) in rows {
+    for (name, pair, figure) in rows {
         if pair.before.is_none() && pair.after.is_none() {
             continue;
         }
-        let show = |v: Option<f64>| match v {
-            Some(v) if is_time => ms(v),
-            Some(v) => count(v),
-            None => "—".into(),
-        };
+        let (fewer, more) = figure.words();
         let text = change(pair.before, pair.after, fewer, more);
         let text = match (pair.before, pair.after) {
             (Some(b), Some(a)) if a < b => paint.good(&text),
@@ -322,14 +330,35 @@ pub fn write_totals_table(
             _ => text,
         };
         table.add_row(vec![
-            Cell::new(name),
-            Cell::new(show(pair.before)),
-            Cell::new(show(pair.after)),
+            Cell::new(*name),
+            Cell::new(figure.show(pair.before)),
+            Cell::new(figure.show(pair.after)),
             Cell::new(text),
         ]);
     }
     align_numbers(&mut table, 1);
     write_table(out, &table)
+}
+
+/// The totals table of a comparison.
+pub fn write_totals_table(
+    out: &mut dyn Write,
+    comparison: &Comparison,
+    options: &TextOptions,
+) -> io::Result<()> {
+    let t = &comparison.diff.totals;
+    write_pairs_table(
+        out,
+        &[
+            ("execution time", t.execution_ms, Figure::Time),
+            ("planning time", t.planning_ms, Figure::Time),
+            ("pages touched", t.pages_touched, Figure::Count),
+            ("  shared hit", t.shared_hit_blocks, Figure::Count),
+            ("  shared read", t.shared_read_blocks, Figure::Count),
+            ("temp blocks", t.temp_blocks, Figure::Count),
+        ],
+        options,
+    )
 }
 
 /// The classified changes, one per line.
