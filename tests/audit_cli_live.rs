@@ -143,8 +143,12 @@ async fn every_format_scope_option_and_exit_code() {
         assert!(md.contains('|') && md.contains("orders_customer"), "{md}");
         let prom = String::from_utf8(audit(&["-d", &d, "--format", "prometheus"]).stdout).unwrap();
         assert!(prom.contains("# TYPE pgplan_audit_node_up gauge"), "{prom}");
+        // Every series of a database names it, so two databases' series never collide.
         assert!(
-            prom.contains("pgplan_audit_findings{check=\"duplicate_index\""),
+            prom.contains(&format!(
+                "pgplan_audit_findings{{database=\"{}\",check=\"duplicate_index\"",
+                db.name
+            )),
             "{prom}"
         );
         for line in prom
