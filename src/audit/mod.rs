@@ -669,7 +669,9 @@ pub fn audit_databases(groups: &[DatabaseNodes], options: &AuditOptions) -> Audi
         merged.objects.indexes.extend(report.objects.indexes);
     }
     // Stable: within a severity, databases keep their order and each its own sort.
-    merged.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    merged
+        .findings
+        .sort_by_key(|f| std::cmp::Reverse(f.severity));
     merged
 }
 

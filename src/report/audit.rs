@@ -784,22 +784,57 @@ mod tests {
             samples += 1;
         }
         assert!(samples > 100, "{text}");
+        let has = |name: &str, labels: &[(&str, &str)], value: &str| {
+            let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+            let sample = format!("{name}{{{}}} {value}", labels.join(","));
+            assert!(text.lines().any(|l| l == sample), "no {sample}:\n{text}");
+        };
         for database in ["app", "billing"] {
-            assert!(text.contains(&format!(
-                "pgplan_audit_xmin_horizon{{database=\"{database}\",severity=\"warning\",schema=\"\",table=\"\",index=\"\",node=\"primary\",holder=\"session pid 4711\"}} 1"
-            )), "{text}");
-            assert!(text.contains(&format!(
-                "pgplan_audit_missing_fk_index{{database=\"{database}\",severity=\"info\",schema=\"public\",table=\"child\",index=\"\",node=\"\",constraint=\"child_b_fk\"}} 1"
-            )), "{text}");
-            assert!(text.contains(&format!(
-                "pgplan_audit_findings{{database=\"{database}\",check=\"duplicate_index\",severity=\"warning\"}} 1"
-            )), "{text}");
-            assert!(text.contains(&format!(
-                "pgplan_audit_index_size_bytes{{database=\"{database}\",schema=\"public\",table=\"child\",index=\"child_c\"}}"
-            )), "{text}");
-            assert!(text.contains(&format!(
-                "pgplan_audit_node_up{{database=\"{database}\",node=\"standby\",role=\"unknown\"}} 0"
-            )), "{text}");
+            // The labels of a per-finding series, before its kind's own label.
+            let finding = |severity: &'static str, schema: &'static str, table, node| {
+                vec![
+                    ("database", database),
+                    ("severity", severity),
+                    ("schema", schema),
+                    ("table", table),
+                    ("index", ""),
+                    ("node", node),
+                ]
+            };
+            for pid in ["4711", "4712"] {
+                let mut labels = finding("warning", "", "", "primary");
+                let holder = format!("session pid {pid}");
+                labels.push(("holder", &holder));
+                has("pgplan_audit_xmin_horizon", &labels, "1");
+            }
+            for slot in ["idle1", "idle2"] {
+                let mut labels = finding("warning", "", "", "primary");
+                labels.push(("slot", slot));
+                has("pgplan_audit_replication_slot", &labels, "1");
+            }
+            for fk in ["child_a_fk", "child_b_fk"] {
+                let mut labels = finding("info", "public", "child", "");
+                labels.push(("constraint", fk));
+                has("pgplan_audit_missing_fk_index", &labels, "1");
+            }
+            has(
+                "pgplan_audit_findings",
+                &[
+                    ("database", database),
+                    ("check", "duplicate_index"),
+                    ("severity", "warning"),
+                ],
+                "1",
+            );
+            has(
+                "pgplan_audit_node_up",
+                &[
+                    ("database", database),
+                    ("node", "standby"),
+                    ("role", "unknown"),
+                ],
+                "0",
+            );
         }
         for kind in ["xid", "multixact"] {
             assert!(
