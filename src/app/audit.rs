@@ -146,7 +146,9 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
         Some(path) => Box::new(io::BufWriter::new(
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
         )),
-        None => Box::new(io::stdout().lock()),
+        // Stdout flushes at every newline: without a buffer of our own, a Prometheus exposition
+        // (thousands of series per database) costs a write system call per line.
+        None => Box::new(io::BufWriter::new(io::stdout().lock())),
     };
     match args.format {
         AuditFormat::Text => write_audit_text(&mut out, &report, &text_options)?,
