@@ -332,6 +332,11 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
 /// Escapes a label value for the text exposition format: backslash, double quote and newline.
 pub fn label_value(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    push_label_value(&mut out, text);
+    out
+}
+
+fn push_label_value(out: &mut String, text: &str) {
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -340,23 +345,23 @@ pub fn label_value(text: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 /// A sample value as the exposition format writes it.
-fn sample(value: f64) -> String {
+fn push_sample(out: &mut String, value: f64) {
     if value.is_nan() {
-        "NaN".into()
+        out.push_str("NaN");
     } else if value.is_infinite() {
-        if value > 0.0 { "+Inf" } else { "-Inf" }.into()
+        out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
     } else {
-        format!("{value}")
+        let _ = write!(out, "{value}");
     }
 }
 
-/// Metric families in order, each with its HELP and TYPE once.
+/// Metric families in order, each with its HELP and TYPE once. Samples are written straight
+/// into one buffer per family: an audit of many databases has tens of thousands of them.
 struct Exposition {
-    families: BTreeMap<&'static str, (&'static str, Vec<String>)>,
+    families: BTreeMap<&'static str, (&'static str, String)>,
     order: Vec<&'static str>,
 }
 
@@ -369,20 +374,27 @@ impl Exposition {
     }
 
     fn add(&mut self, name: &'static str, help: &'static str, labels: &[(&str, &str)], value: f64) {
-        let entry = self.families.entry(name).or_insert_with(|| {
+        let (_, text) = self.families.entry(name).or_insert_with(|| {
             self.order.push(name);
-            (help, Vec::new())
+            (help, String::new())
         });
-        let labels = labels
-            .iter()
-            .map(|(k, v)| format!("{k}=\"{}\"", label_value(v)))
-            .collect::<Vec<_>>()
-            .join(",");
-        entry.1.push(if labels.is_empty() {
-            format!("{name} {}", sample(value))
-        } else {
-            format!("{name}{{{labels}}} {}", sample(value))
-        });
+        text.push_str(name);
+        if !labels.is_empty() {
+            text.push('{');
+            for (i, (key, value)) in labels.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(key);
+                text.push_str("=\"");
+                push_label_value(text, value);
+                text.push('"');
+            }
+            text.push('}');
+        }
+        text.push(' ');
+        push_sample(text, value);
+        text.push('\n');
     }
 
     fn write(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -390,9 +402,7 @@ impl Exposition {
             let (help, samples) = &self.families[name];
             writeln!(out, "# HELP {name} {help}")?;
             writeln!(out, "# TYPE {name} gauge")?;
-            for s in samples {
-                writeln!(out, "{s}")?;
-            }
+            out.write_all(samples.as_bytes())?;
         }
         Ok(())
     }
