@@ -1,6 +1,6 @@
 //! Several databases in one `pgplan audit` run against the slowest of them audited alone: a
 //! throwaway PostgreSQL 15 server with 20 databases of 200 tables and 800 indexes each (some
-//! duplicates, redundant prefixes and dead rows), then
+//! duplicates and redundant prefixes, every index in use but the duplicates, dead rows), then
 //!
 //! - (a) `pgplan audit -d <db>` for each database alone, and
 //! - (b) one `pgplan audit -d <db1> ... -d <db20>`,
@@ -72,12 +72,28 @@ fn template_sql() -> String {
     )
 }
 
-/// Dead rows of this database's own (statistics are per database and not copied from the
-/// template): every row of the first tables updated twice, with autovacuum off.
-fn dead_rows_sql() -> String {
-    (1..=DEAD_TABLES)
+/// This database's own activity (statistics are per database and not copied from the
+/// template): every row of the first tables updated twice, with autovacuum off, so they have
+/// dead rows; and a scan through each index a query can use, so that, as in a database in use,
+/// the unused indexes are the few nobody needs (the duplicates), not all of them.
+fn activity_sql() -> String {
+    let mut sql: String = (1..=DEAD_TABLES)
         .map(|i| format!("UPDATE app.t{i} SET d = d + 1; UPDATE app.t{i} SET d = d + 1;"))
-        .collect()
+        .collect();
+    sql.push_str(&format!(
+        "SET enable_seqscan = off; SET enable_bitmapscan = off;
+         DO $$
+         DECLARE n bigint;
+         BEGIN
+           FOR i IN 1..{TABLES} LOOP
+             EXECUTE format('SELECT count(*) FROM app.t%s WHERE id = 1', i) INTO n;
+             EXECUTE format('SELECT count(*) FROM app.t%s WHERE a = 1', i) INTO n;
+             EXECUTE format('SELECT count(*) FROM app.t%s WHERE a = 1 AND b = ''x''', i) INTO n;
+             EXECUTE format('SELECT count(*) FROM app.t%s WHERE c < now()', i) INTO n;
+           END LOOP;
+         END $$;"
+    ));
+    sql
 }
 
 async fn build(cluster: &Cluster) -> Vec<String> {
@@ -99,7 +115,7 @@ async fn build(cluster: &Cluster) -> Vec<String> {
             )
             .await
             .unwrap();
-        cluster.execute(&name, &dead_rows_sql()).await.unwrap();
+        cluster.execute(&name, &activity_sql()).await.unwrap();
         names.push(name);
     }
     names
