@@ -1643,8 +1643,14 @@ const COL_NAME_KEYWORDS: &[&str] = &[
 ];
 
 fn in_list(list: &[&str], word: &str) -> bool {
-    let lower = word.to_ascii_lowercase();
-    list.binary_search(&lower.as_str()).is_ok()
+    // Names from the catalog are nearly always lower case already: quote_ident runs once per
+    // object named in an audit, so it allocates only when it must fold.
+    if word.bytes().any(|b| b.is_ascii_uppercase()) {
+        list.binary_search(&word.to_ascii_lowercase().as_str())
+            .is_ok()
+    } else {
+        list.binary_search(&word).is_ok()
+    }
 }
 
 /// Words PostgreSQL's ColId rule refuses unquoted: table, column and index names.

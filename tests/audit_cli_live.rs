@@ -1,6 +1,6 @@
 //! `pgplan audit` as a cron job runs it, on real servers 13–18: every output format and exit
 //! code, scope options, a primary with its standby and a node that is down (partial, exit 3),
-//! and Ctrl-C or kill -9 mid-audit leaving nothing behind.
+//! several databases in one run, and Ctrl-C or kill -9 mid-audit leaving nothing behind.
 
 mod common;
 
@@ -143,8 +143,12 @@ async fn every_format_scope_option_and_exit_code() {
         assert!(md.contains('|') && md.contains("orders_customer"), "{md}");
         let prom = String::from_utf8(audit(&["-d", &d, "--format", "prometheus"]).stdout).unwrap();
         assert!(prom.contains("# TYPE pgplan_audit_node_up gauge"), "{prom}");
+        // Every series of a database names it, so two databases' series never collide.
         assert!(
-            prom.contains("pgplan_audit_findings{check=\"duplicate_index\""),
+            prom.contains(&format!(
+                "pgplan_audit_findings{{database=\"{}\",check=\"duplicate_index\"",
+                db.name
+            )),
             "{prom}"
         );
         for line in prom
@@ -219,6 +223,160 @@ async fn a_primary_its_standby_and_a_node_that_is_down() {
         for check in ["dead_tuples", "stale_statistics"] {
             assert!(skipped.contains(&check), "{check} not skipped: {doc:#}");
         }
+    })
+    .await;
+}
+
+/// The second database of the multi-database test: an `orders` table like SETUP's but with a
+/// single index on customer_id, and a duplicate of its own on another table.
+const SETUP_B: &str = "
+CREATE TABLE orders (id integer PRIMARY KEY, customer_id integer NOT NULL);
+INSERT INTO orders SELECT i, i % 100 FROM generate_series(1, 5000) i;
+CREATE INDEX orders_customer_idx ON orders (customer_id);
+CREATE TABLE invoices (id integer PRIMARY KEY, order_id integer NOT NULL);
+INSERT INTO invoices SELECT i, i FROM generate_series(1, 5000) i;
+CREATE INDEX invoices_order_idx ON invoices (order_id);
+CREATE INDEX invoices_order_again_idx ON invoices (order_id);
+VACUUM (ANALYZE) orders, invoices;
+";
+
+/// The tables of `database`'s duplicate_index findings, sorted.
+fn duplicates_in<'a>(doc: &'a Value, database: &str) -> Vec<&'a str> {
+    let mut tables: Vec<&str> = findings(doc, "duplicate_index")
+        .into_iter()
+        .filter(|f| f["database"] == database)
+        .map(|f| f["table"].as_str().unwrap())
+        .collect();
+    tables.sort_unstable();
+    tables
+}
+
+/// The samples of a Prometheus exposition that share a name and labels with an earlier one.
+fn repeated_series(prom: &str) -> Vec<&str> {
+    let mut seen = std::collections::HashSet::new();
+    prom.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.rsplit_once(' ').map_or(l, |(series, _)| series))
+        .filter(|series| !seen.insert(*series))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn several_databases_in_one_run() {
+    for_each_version("audit_databases", |major| async move {
+        let a = TestDb::create(major, "audit_db_a").await;
+        let b = TestDb::create(major, "audit_db_b").await;
+        a.run(SETUP).await;
+        b.run(SETUP_B).await;
+        let (da, db) = (a.conninfo(), b.conninfo());
+
+        let out = audit(&["-d", &da, "-d", &db, "--format", "json"]);
+        let doc = json(&out);
+        assert_eq!(doc["schema_version"], 1);
+        // Duplicates are warnings: exit 1, as for one database.
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let nodes: Vec<(&str, &str)> = doc["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| (n["database"].as_str().unwrap(), n["role"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            nodes,
+            [(a.name.as_str(), "primary"), (b.name.as_str(), "primary")]
+        );
+        assert!(
+            doc["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|n| n["excluded"].is_null()),
+            "a second database is audited, not left out: {doc:#}"
+        );
+        // A's duplicates on orders and other.things; B's on invoices only: A's orders
+        // duplicate is not B's, though B has an orders table with an index of the same name.
+        assert_eq!(
+            duplicates_in(&doc, &a.name),
+            ["orders", "things"],
+            "{doc:#}"
+        );
+        assert_eq!(duplicates_in(&doc, &b.name), ["invoices"], "{doc:#}");
+        assert!(
+            doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["database"] == a.name.as_str() || f["database"] == b.name.as_str()),
+            "{doc:#}"
+        );
+        assert!(
+            doc["skipped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|s| s["database"].is_string())
+        );
+
+        // Text names each finding's database; Prometheus keeps the two databases' same-named
+        // series apart.
+        let text = String::from_utf8(audit(&["-d", &da, "-d", &db]).stdout).unwrap();
+        assert!(
+            text.contains(&format!(
+                "[duplicate_index] {}: public.invoices index",
+                b.name
+            )),
+            "{text}"
+        );
+        assert!(text.contains("in 2 databases"), "{text}");
+        let prom =
+            String::from_utf8(audit(&["-d", &da, "-d", &db, "--format", "prometheus"]).stdout)
+                .unwrap();
+        assert_eq!(repeated_series(&prom), Vec::<&str>::new(), "{prom}");
+        for database in [&a.name, &b.name] {
+            let labels = format!("database=\"{database}\",schema=\"public\",table=\"orders\"");
+            assert!(
+                prom.contains(&format!("pgplan_audit_table_size_bytes{{{labels}}}")),
+                "{prom}"
+            );
+        }
+
+        // A database that does not exist: its node fails, the others' results still come out,
+        // and the run is partial.
+        let missing = format!("{}_missing", b.name);
+        let dm = da.replace(&format!("dbname={}", a.name), &format!("dbname={missing}"));
+        let out = audit(&["-d", &da, "-d", &dm, "-d", &db, "--format", "json"]);
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc = json(&out);
+        let failed = &doc["nodes"][1];
+        assert_eq!(failed["database"], missing.as_str(), "{doc:#}");
+        assert!(
+            failed["error"].as_str().unwrap().contains("does not exist"),
+            "{failed:#}"
+        );
+        assert_eq!(
+            duplicates_in(&doc, &a.name),
+            ["orders", "things"],
+            "{doc:#}"
+        );
+        assert_eq!(duplicates_in(&doc, &b.name), ["invoices"], "{doc:#}");
+        assert!(
+            doc["skipped"].as_array().unwrap().iter().any(
+                |s| s["database"] == missing.as_str() && s["reason"] == "no node could be read"
+            ),
+            "{doc:#}"
+        );
+        a.drop_db().await;
+        b.drop_db().await;
     })
     .await;
 }

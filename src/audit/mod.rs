@@ -5,11 +5,17 @@
 //! so usage is summed over every audited node; table statistics (dead tuples, modifications since
 //! analyze, vacuum and analyze times) exist only on the primary, so the checks that need them
 //! say "skipped: standby" when no primary was audited instead of reporting a clean result.
+//!
+//! Several databases in one run: catalogs and statistics are per database, so the nodes of each
+//! database (a primary and its standbys, all connected to that database) are combined on their
+//! own by [`audit`], and [`audit_databases`] merges the reports, every finding, skipped check and
+//! per-object figure naming its database.
 
 pub mod checks;
 pub mod snapshot;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -202,11 +208,17 @@ pub struct NodeUsage {
 /// One thing worth a person's attention, with the numbers behind it and the SQL that fixes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Finding {
+    /// The database whose audit found it (filled by the audit once the checks have run).
+    pub database: String,
     pub check: Check,
     pub severity: Severity,
     pub schema: Option<String>,
     pub table: Option<String>,
     pub index: Option<String>,
+    /// What tells this finding apart from others of its check on the same object and node: the
+    /// foreign key, the kind of id, the holder of the horizon, the slot. Metrics carry it as a
+    /// label so no two findings share a series.
+    pub subject: Option<String>,
     pub message: String,
     /// Named figures, units in the names.
     pub evidence: Vec<(String, f64)>,
@@ -223,11 +235,13 @@ pub struct Finding {
 impl Finding {
     fn new(check: Check, severity: Severity, message: String) -> Self {
         Self {
+            database: String::new(),
             check,
             severity,
             schema: None,
             table: None,
             index: None,
+            subject: None,
             message,
             evidence: Vec::new(),
             fix: None,
@@ -260,6 +274,11 @@ impl Finding {
         self
     }
 
+    fn subject(mut self, subject: impl Into<String>) -> Self {
+        self.subject = Some(subject.into());
+        self
+    }
+
     /// "schema.table", "schema.table index", or "" — how text output names the object.
     pub fn object(&self) -> String {
         let mut text = String::new();
@@ -287,6 +306,8 @@ impl Finding {
 /// A check that did not run (or ran on less than everything), and why.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Skipped {
+    /// The database whose audit skipped it.
+    pub database: String,
     pub check: Check,
     pub reason: String,
 }
@@ -389,6 +410,8 @@ pub struct NodeSummary {
     pub name: String,
     pub role: Option<Role>,
     pub server_version: Option<String>,
+    /// The database the node was read from; for a node that could not be read, the one it was
+    /// asked for, when the caller said (see [`audit_databases`]).
     pub database: Option<String>,
     pub window: Option<StatsWindow>,
     pub error: Option<String>,
@@ -406,6 +429,7 @@ pub struct ObjectFigures {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct TableFigures {
+    pub database: String,
     pub schema: String,
     pub table: String,
     pub size_bytes: Option<i64>,
@@ -419,6 +443,7 @@ pub struct TableFigures {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexFigures {
+    pub database: String,
     pub schema: String,
     pub table: String,
     pub index: String,
@@ -430,6 +455,8 @@ pub struct IndexFigures {
 /// The audit's result: nodes, findings, what was skipped, and figures for metrics.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AuditReport {
+    /// The databases audited, in the order they were given (one for [`audit`]).
+    pub databases: Vec<String>,
     pub nodes: Vec<NodeSummary>,
     /// Most severe first.
     pub findings: Vec<Finding>,
@@ -456,6 +483,11 @@ impl AuditReport {
             .iter()
             .filter(|f| f.check == check && f.severity == severity)
             .count()
+    }
+
+    /// Whether findings must say which database they are in for a reader to tell them apart.
+    pub fn spans_databases(&self) -> bool {
+        self.databases.len() > 1
     }
 }
 
@@ -598,14 +630,108 @@ pub struct Output {
 impl Output {
     pub fn skip(&mut self, check: Check, reason: impl Into<String>) {
         self.skipped.push(Skipped {
+            database: String::new(),
             check,
             reason: reason.into(),
         });
     }
 }
 
-/// Audits a cluster from its nodes' snapshots.
+/// The nodes of one database of a cluster (a primary and its standbys, or any of them), named by
+/// the database every one of them was asked to connect to: known even for a node that could not
+/// be reached.
+#[derive(Debug, Clone)]
+pub struct DatabaseNodes {
+    pub database: String,
+    pub nodes: Vec<NodeResult>,
+}
+
+/// Audits several databases in one report: each database's nodes are combined on their own (index
+/// usage and table statistics are per database, and two databases' objects are never compared),
+/// then the reports are merged. Findings stay most severe first, in the order the databases were
+/// given within a severity; notes name their database when there is more than one.
+pub fn audit_databases(groups: &[DatabaseNodes], options: &AuditOptions) -> AuditReport {
+    let many = groups.len() > 1;
+    let mut merged = AuditReport::default();
+    for (group, report) in groups.iter().zip(audit_each(groups, options)) {
+        merged.databases.extend(report.databases);
+        merged.nodes.extend(report.nodes);
+        merged.findings.extend(report.findings);
+        merged.skipped.extend(report.skipped);
+        merged.notes.extend(report.notes.into_iter().map(|note| {
+            if many {
+                format!("database {}: {note}", group.database)
+            } else {
+                note
+            }
+        }));
+        merged.objects.tables.extend(report.objects.tables);
+        merged.objects.indexes.extend(report.objects.indexes);
+    }
+    // Stable: within a severity, databases keep their order and each its own sort.
+    merged
+        .findings
+        .sort_by_key(|f| std::cmp::Reverse(f.severity));
+    merged
+}
+
+/// Each group's report, in group order. The databases are independent, and by the time they
+/// are audited every read is done and the server idle, so they are audited on every core
+/// rather than one after another.
+fn audit_each(groups: &[DatabaseNodes], options: &AuditOptions) -> Vec<AuditReport> {
+    let one = |group: &DatabaseNodes| audit_database(Some(&group.database), &group.nodes, options);
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(groups.len());
+    if workers <= 1 {
+        return groups.iter().map(one).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut reports: Vec<Option<AuditReport>> = vec![None; groups.len()];
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(group) = groups.get(i) else {
+                            return done;
+                        };
+                        done.push((i, one(group)));
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            match handle.join() {
+                Ok(done) => {
+                    for (i, report) in done {
+                        reports[i] = Some(report);
+                    }
+                }
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    reports
+        .into_iter()
+        .map(|r| r.expect("every group is audited"))
+        .collect()
+}
+
+/// Audits one database of a cluster from its nodes' snapshots; the database is the one the
+/// primary (else the first readable node) is connected to.
 pub fn audit(nodes: &[NodeResult], options: &AuditOptions) -> AuditReport {
+    audit_database(None, nodes, options)
+}
+
+/// [`audit`], with the database named by the caller (`Some`) or by the nodes (`None`).
+fn audit_database(
+    database: Option<&str>,
+    nodes: &[NodeResult],
+    options: &AuditOptions,
+) -> AuditReport {
     let mut report = AuditReport::default();
     let mut combined: Vec<Node> = Vec::new();
     let mut first_ok: Option<&NodeSnapshot> = None;
@@ -614,6 +740,11 @@ pub fn audit(nodes: &[NodeResult], options: &AuditOptions) -> AuditReport {
         .position(|n| n.outcome.as_ref().is_ok_and(|s| !s.server.in_recovery))
         .or_else(|| nodes.iter().position(|n| n.outcome.is_ok()));
     let reference_snapshot = reference_index.and_then(|i| nodes[i].outcome.as_ref().ok());
+    let database = database
+        .map(str::to_owned)
+        .or_else(|| reference_snapshot.map(|s| s.server.database.clone()))
+        .unwrap_or_default();
+    report.databases.push(database.clone());
     for node in nodes {
         let mut summary = NodeSummary {
             name: node.name.clone(),
@@ -626,7 +757,10 @@ pub fn audit(nodes: &[NodeResult], options: &AuditOptions) -> AuditReport {
             privileges_missing: Vec::new(),
         };
         match &node.outcome {
-            Err(error) => summary.error = Some(error.clone()),
+            Err(error) => {
+                summary.error = Some(error.clone());
+                summary.database = Some(database.clone()).filter(|d| !d.is_empty());
+            }
             Ok(snapshot) => {
                 first_ok.get_or_insert(snapshot);
                 let window = StatsWindow::of(snapshot);
@@ -675,6 +809,7 @@ pub fn audit(nodes: &[NodeResult], options: &AuditOptions) -> AuditReport {
     let Some(ctx) = Context::new(options, combined) else {
         for check in Check::ALL {
             report.skipped.push(Skipped {
+                database: database.clone(),
                 check,
                 reason: "no node could be read".into(),
             });
@@ -700,9 +835,17 @@ pub fn audit(nodes: &[NodeResult], options: &AuditOptions) -> AuditReport {
             .then_with(|| a.index.cmp(&b.index))
             .then_with(|| a.message.cmp(&b.message))
     });
+    // The checks see one database; the report says which.
+    for finding in &mut findings {
+        finding.database.clone_from(&database);
+    }
+    let mut skipped = out.skipped;
+    for s in &mut skipped {
+        s.database.clone_from(&database);
+    }
     report.findings = findings;
-    report.skipped = out.skipped;
-    report.objects = object_figures(&ctx);
+    report.skipped = skipped;
+    report.objects = object_figures(&ctx, &database);
     report
 }
 
@@ -740,7 +883,7 @@ fn belongs_with(reference: &NodeSnapshot, node: &NodeSnapshot) -> Belongs {
     }
 }
 
-fn object_figures(ctx: &Context) -> ObjectFigures {
+fn object_figures(ctx: &Context, database: &str) -> ObjectFigures {
     let mut figures = ObjectFigures::default();
     for table in &ctx.reference.snapshot.tables {
         if !ctx.big_enough(table.table_bytes) || table.kind == snapshot::TableKind::Partitioned {
@@ -757,6 +900,7 @@ fn object_figures(ctx: &Context) -> ObjectFigures {
                 .reduce(f64::min)
         };
         figures.tables.push(TableFigures {
+            database: database.to_owned(),
             schema: table.schema.clone(),
             table: table.name.clone(),
             size_bytes: table.table_bytes,
@@ -778,6 +922,7 @@ fn object_figures(ctx: &Context) -> ObjectFigures {
             .map(|(node, row)| (node.name.to_owned(), row.and_then(|i| i.scans)))
             .collect();
         figures.indexes.push(IndexFigures {
+            database: database.to_owned(),
             schema: index.schema.clone(),
             table: index.table.clone(),
             index: index.name.clone(),
@@ -805,6 +950,225 @@ mod tests {
         let (schemas, tables) = scope.table_filters();
         assert_eq!(schemas, vec!["", "sales", "a.b"]);
         assert_eq!(tables, vec!["orders", "Line Items", "c"]);
+    }
+
+    /// A primary of `database` whose `orders` table has two indexes on the same column.
+    fn with_duplicate(database: &str) -> NodeSnapshot {
+        use checks::fixture::*;
+        let mut p = primary();
+        p.server.database = database.into();
+        let t = table(10, "orders");
+        p.indexes = vec![
+            index(100, &t, "orders_a", vec![col(2, "a")]),
+            index(101, &t, "orders_a_again", vec![col(2, "a")]),
+        ];
+        p.tables = vec![t];
+        p
+    }
+
+    /// A primary of `database` on another cluster, with the same table and index names (and
+    /// oids) as [`with_duplicate`] but no duplicate, and dead rows autovacuum cannot reach.
+    fn with_dead_rows(database: &str) -> NodeSnapshot {
+        use checks::fixture::*;
+        let mut p = primary();
+        p.server.database = database.into();
+        p.server.system_identifier = Some("7000000000000000002".into());
+        let mut t = table(10, "orders");
+        t.reloptions = vec!["autovacuum_enabled=false".into()];
+        t.stats.n_dead_tup = Some(150_000);
+        p.indexes = vec![index(100, &t, "orders_a", vec![col(2, "a")])];
+        p.tables = vec![t];
+        // One standby streams from it; the one given is down, so its usage goes unseen.
+        p.standbys = vec![snapshot::Standby {
+            pid: 77,
+            ..Default::default()
+        }];
+        p
+    }
+
+    fn ok(name: &str, snapshot: NodeSnapshot) -> NodeResult {
+        NodeResult {
+            name: name.into(),
+            outcome: Ok(snapshot),
+        }
+    }
+
+    #[test]
+    fn databases_are_audited_apart_and_merged() {
+        let groups = [
+            DatabaseNodes {
+                database: "app".into(),
+                nodes: vec![ok("host=a dbname=app", with_duplicate("app"))],
+            },
+            DatabaseNodes {
+                database: "billing".into(),
+                nodes: vec![
+                    ok("host=b dbname=billing", with_dead_rows("billing")),
+                    NodeResult {
+                        name: "host=b2 dbname=billing".into(),
+                        outcome: Err("connection refused".into()),
+                    },
+                ],
+            },
+        ];
+        let report = audit_databases(&groups, &AuditOptions::default());
+        assert_eq!(report.databases, ["app", "billing"]);
+        assert!(report.spans_databases());
+
+        // Each database's findings, named by it; app's duplicate is not billing's, although
+        // billing has a table and an index of the same names and oids.
+        let dup: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::DuplicateIndex)
+            .collect();
+        assert_eq!(dup.len(), 1, "{:#?}", report.findings);
+        assert_eq!(dup[0].database, "app");
+        let dead: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::DeadTuples)
+            .collect();
+        assert_eq!(dead.len(), 1);
+        assert_eq!(dead[0].database, "billing");
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.database == "app" || f.database == "billing")
+        );
+        // Most severe first across databases; within a severity, databases in the order given.
+        let order: Vec<(Severity, &str)> = report
+            .findings
+            .iter()
+            .map(|f| (f.severity, f.database.as_str()))
+            .collect();
+        let mut sorted = order.clone();
+        sorted.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| (a.1 == "billing").cmp(&(b.1 == "billing")))
+        });
+        assert_eq!(order, sorted);
+
+        // A second cluster's primary is not left out when it is another database's.
+        assert!(report.nodes.iter().all(|n| n.excluded.is_none()));
+        let names: Vec<(&str, Option<&str>)> = report
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.database.as_deref()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("host=a dbname=app", Some("app")),
+                ("host=b dbname=billing", Some("billing")),
+                // Unreachable, yet its database is known: the one it asked for.
+                ("host=b2 dbname=billing", Some("billing")),
+            ]
+        );
+        assert_eq!(report.exit_code(Severity::Warning), crate::exit::PARTIAL);
+
+        // Notes and per-object figures say which database they are about.
+        assert!(
+            report
+                .notes
+                .iter()
+                .any(|n| n.starts_with("database billing: the primary reports 1 standby")),
+            "{:?}",
+            report.notes
+        );
+        let tables: Vec<(&str, &str)> = report
+            .objects
+            .tables
+            .iter()
+            .map(|t| (t.database.as_str(), t.table.as_str()))
+            .collect();
+        assert_eq!(tables, [("app", "orders"), ("billing", "orders")]);
+        let indexes: Vec<(&str, &str)> = report
+            .objects
+            .indexes
+            .iter()
+            .map(|i| (i.database.as_str(), i.index.as_str()))
+            .collect();
+        assert_eq!(
+            indexes,
+            [
+                ("app", "orders_a"),
+                ("app", "orders_a_again"),
+                ("billing", "orders_a")
+            ]
+        );
+    }
+
+    #[test]
+    fn one_database_reads_as_before() {
+        let nodes = vec![ok("host=a dbname=app", with_duplicate("app"))];
+        let alone = audit(&nodes, &AuditOptions::default());
+        let grouped = audit_databases(
+            &[DatabaseNodes {
+                database: "app".into(),
+                nodes,
+            }],
+            &AuditOptions::default(),
+        );
+        assert_eq!(alone, grouped);
+        assert!(!grouped.spans_databases());
+        assert!(grouped.findings.iter().all(|f| f.database == "app"));
+    }
+
+    #[test]
+    fn another_cluster_inside_a_database_is_still_left_out() {
+        let report = audit_databases(
+            &[DatabaseNodes {
+                database: "app".into(),
+                nodes: vec![
+                    ok("host=a dbname=app", with_duplicate("app")),
+                    ok("host=z dbname=app", with_dead_rows("app")),
+                ],
+            }],
+            &AuditOptions::default(),
+        );
+        assert!(report.nodes[0].excluded.is_none());
+        let why = report.nodes[1].excluded.as_deref().unwrap_or_default();
+        assert!(why.contains("system identifier"), "{why}");
+        assert!(
+            !report.findings.iter().any(|f| f.check == Check::DeadTuples),
+            "the other cluster's table is not audited"
+        );
+    }
+
+    #[test]
+    fn a_database_no_node_could_read_skips_every_check_by_name() {
+        let report = audit_databases(
+            &[
+                DatabaseNodes {
+                    database: "app".into(),
+                    nodes: vec![ok("host=a dbname=app", with_duplicate("app"))],
+                },
+                DatabaseNodes {
+                    database: "gone".into(),
+                    nodes: vec![NodeResult {
+                        name: "host=a dbname=gone".into(),
+                        outcome: Err("database \"gone\" does not exist".into()),
+                    }],
+                },
+            ],
+            &AuditOptions::default(),
+        );
+        let gone: Vec<&Skipped> = report
+            .skipped
+            .iter()
+            .filter(|s| s.database == "gone")
+            .collect();
+        assert_eq!(gone.len(), Check::ALL.len());
+        assert!(
+            report
+                .skipped
+                .iter()
+                .filter(|s| s.database == "app")
+                .all(|s| s.reason != "no node could be read")
+        );
+        assert_eq!(report.exit_code(Severity::Warning), crate::exit::PARTIAL);
     }
 
     #[test]

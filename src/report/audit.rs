@@ -1,8 +1,12 @@
 //! `pgplan audit` output: text for a terminal (findings grouped by severity, each with its object,
 //! evidence and fix; a line per node), Markdown for a ticket or a pull request, and the
 //! Prometheus text exposition format for node_exporter's textfile collector.
+//!
+//! A report that spans several databases names the database before every finding and skipped
+//! check in text and Markdown; every Prometheus series of a database carries a `database` label
+//! (always, so a series keeps its identity when a second database joins the run).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -66,6 +70,31 @@ pub fn node_line(n: &NodeSummary) -> String {
     parts.join(" · ")
 }
 
+/// How text and Markdown name what a finding is about: its object, or its node for per-node
+/// findings (sessions, slots); prefixed by the database when the report spans several.
+fn finding_subject(report: &AuditReport, f: &Finding) -> String {
+    let object = f.object();
+    let what = if object.is_empty() {
+        f.node.clone().unwrap_or_default()
+    } else {
+        object
+    };
+    if report.spans_databases() {
+        format!("{}: {what}", f.database)
+    } else {
+        what
+    }
+}
+
+/// "dead_tuples", or "dead_tuples in app" when the report spans several databases.
+fn skipped_check(report: &AuditReport, s: &crate::audit::Skipped) -> String {
+    if report.spans_databases() {
+        format!("{} in {}", s.check.as_str(), s.database)
+    } else {
+        s.check.as_str().to_owned()
+    }
+}
+
 fn summary_line(report: &AuditReport) -> String {
     let n = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
     let mut text = format!(
@@ -74,6 +103,9 @@ fn summary_line(report: &AuditReport) -> String {
         n(Severity::Warning),
         n(Severity::Info)
     );
+    if report.spans_databases() {
+        let _ = write!(text, " in {} databases", report.databases.len());
+    }
     let failed = report.nodes.iter().filter(|n| n.error.is_some()).count();
     if failed > 0 {
         let _ = write!(
@@ -133,16 +165,11 @@ pub fn write_audit_text(
             )
         )?;
         for f in group {
-            let object = f.object();
             writeln!(
                 out,
                 "  {} {}",
                 paint.accent(&format!("[{}]", f.check.as_str())),
-                paint.bold(if object.is_empty() {
-                    f.node.as_deref().unwrap_or("")
-                } else {
-                    &object
-                })
+                paint.bold(&finding_subject(report, f))
             )?;
             writeln!(out, "    {}", f.message)?;
             if !f.evidence.is_empty() {
@@ -174,7 +201,7 @@ pub fn write_audit_text(
     if !report.skipped.is_empty() {
         writeln!(out, "{}", paint.bold("Skipped"))?;
         for s in &report.skipped {
-            writeln!(out, "  {}: {}", s.check.as_str(), s.reason)?;
+            writeln!(out, "  {}: {}", skipped_check(report, s), s.reason)?;
         }
         writeln!(out)?;
     }
@@ -197,17 +224,32 @@ pub fn write_audit_text(
 pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Result<()> {
     writeln!(out, "## pgplan audit")?;
     writeln!(out)?;
-    writeln!(out, "| node | role | version | counting since | status |")?;
-    writeln!(out, "|---|---|---|---|---|")?;
+    // The database column only when it tells nodes apart: one database's table stays as it was.
+    let many = report.spans_databases();
+    if many {
+        writeln!(
+            out,
+            "| node | database | role | version | counting since | status |"
+        )?;
+        writeln!(out, "|---|---|---|---|---|---|")?;
+    } else {
+        writeln!(out, "| node | role | version | counting since | status |")?;
+        writeln!(out, "|---|---|---|---|---|")?;
+    }
     for n in &report.nodes {
         let status = match (&n.error, &n.excluded) {
             (Some(e), _) => format!("unreachable: {e}"),
             (None, Some(x)) => format!("left out: {x}"),
             _ => "read".into(),
         };
+        let database = if many {
+            format!(" {} |", cell(n.database.as_deref().unwrap_or("")))
+        } else {
+            String::new()
+        };
         writeln!(
             out,
-            "| {} | {} | {} | {} | {} |",
+            "| {} |{database} {} | {} | {} | {} |",
             cell(&n.name),
             n.role.map(|r| r.as_str()).unwrap_or(""),
             cell(n.server_version.as_deref().unwrap_or("")),
@@ -238,10 +280,10 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
         writeln!(out, "### {} ({})", severity_title(severity), group.len())?;
         writeln!(out)?;
         for f in group {
-            let object = f.object();
+            let subject = finding_subject(report, f);
             write!(out, "- `{}`", f.check.as_str())?;
-            if !object.is_empty() {
-                write!(out, " **{}**", object.replace('*', "\\*"))?;
+            if !subject.is_empty() {
+                write!(out, " **{}**", subject.replace('*', "\\*"))?;
             }
             writeln!(out, ": {}", f.message.replace('\n', " "))?;
             if !f.evidence.is_empty() {
@@ -270,7 +312,17 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
         writeln!(out, "### Skipped")?;
         writeln!(out)?;
         for s in &report.skipped {
-            writeln!(out, "- `{}`: {}", s.check.as_str(), s.reason)?;
+            if report.spans_databases() {
+                writeln!(
+                    out,
+                    "- `{}` in {}: {}",
+                    s.check.as_str(),
+                    s.database,
+                    s.reason
+                )?;
+            } else {
+                writeln!(out, "- `{}`: {}", s.check.as_str(), s.reason)?;
+            }
         }
         writeln!(out)?;
     }
@@ -280,6 +332,11 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
 /// Escapes a label value for the text exposition format: backslash, double quote and newline.
 pub fn label_value(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    push_label_value(&mut out, text);
+    out
+}
+
+fn push_label_value(out: &mut String, text: &str) {
     for c in text.chars() {
         match c {
             '\\' => out.push_str("\\\\"),
@@ -288,23 +345,23 @@ pub fn label_value(text: &str) -> String {
             c => out.push(c),
         }
     }
-    out
 }
 
 /// A sample value as the exposition format writes it.
-fn sample(value: f64) -> String {
+fn push_sample(out: &mut String, value: f64) {
     if value.is_nan() {
-        "NaN".into()
+        out.push_str("NaN");
     } else if value.is_infinite() {
-        if value > 0.0 { "+Inf" } else { "-Inf" }.into()
+        out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
     } else {
-        format!("{value}")
+        let _ = write!(out, "{value}");
     }
 }
 
-/// Metric families in order, each with its HELP and TYPE once.
+/// Metric families in order, each with its HELP and TYPE once. Samples are written straight
+/// into one buffer per family: an audit of many databases has tens of thousands of them.
 struct Exposition {
-    families: BTreeMap<&'static str, (&'static str, Vec<String>)>,
+    families: BTreeMap<&'static str, (&'static str, String)>,
     order: Vec<&'static str>,
 }
 
@@ -317,20 +374,27 @@ impl Exposition {
     }
 
     fn add(&mut self, name: &'static str, help: &'static str, labels: &[(&str, &str)], value: f64) {
-        let entry = self.families.entry(name).or_insert_with(|| {
+        let (_, text) = self.families.entry(name).or_insert_with(|| {
             self.order.push(name);
-            (help, Vec::new())
+            (help, String::new())
         });
-        let labels = labels
-            .iter()
-            .map(|(k, v)| format!("{k}=\"{}\"", label_value(v)))
-            .collect::<Vec<_>>()
-            .join(",");
-        entry.1.push(if labels.is_empty() {
-            format!("{name} {}", sample(value))
-        } else {
-            format!("{name}{{{labels}}} {}", sample(value))
-        });
+        text.push_str(name);
+        if !labels.is_empty() {
+            text.push('{');
+            for (i, (key, value)) in labels.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(key);
+                text.push_str("=\"");
+                push_label_value(text, value);
+                text.push('"');
+            }
+            text.push('}');
+        }
+        text.push(' ');
+        push_sample(text, value);
+        text.push('\n');
     }
 
     fn write(&self, out: &mut dyn Write) -> io::Result<()> {
@@ -338,11 +402,22 @@ impl Exposition {
             let (help, samples) = &self.families[name];
             writeln!(out, "# HELP {name} {help}")?;
             writeln!(out, "# TYPE {name} gauge")?;
-            for s in samples {
-                writeln!(out, "{s}")?;
-            }
+            out.write_all(samples.as_bytes())?;
         }
         Ok(())
+    }
+}
+
+/// The label that tells apart findings of a kind that can come several to an object and node
+/// (several foreign keys of a table, both ids of a table, several holders or slots on a node):
+/// without it two findings would share a series.
+fn subject_label(check: Check) -> Option<&'static str> {
+    match check {
+        Check::MissingFkIndex => Some("constraint"),
+        Check::XidWraparound => Some("kind"),
+        Check::XminHorizon => Some("holder"),
+        Check::ReplicationSlot => Some("slot"),
+        _ => None,
     }
 }
 
@@ -413,7 +488,11 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
         x.add(
             "pgplan_audit_node_up",
             "Whether the node could be read (1) or not (0).",
-            &[("node", &n.name), ("role", role)],
+            &[
+                ("database", n.database.as_deref().unwrap_or("")),
+                ("node", &n.name),
+                ("role", role),
+            ],
             if n.error.is_none() { 1.0 } else { 0.0 },
         );
     }
@@ -422,50 +501,75 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             x.add(
                 "pgplan_audit_stats_window_seconds",
                 "How long the node's statistics counters have been counting.",
-                &[("node", &n.name)],
+                &[
+                    ("database", n.database.as_deref().unwrap_or("")),
+                    ("node", &n.name),
+                ],
                 w.seconds(),
             );
         }
     }
-    for check in Check::ALL {
-        for severity in SEVERITIES {
+    let mut counts: HashMap<(&str, Check, Severity), usize> = HashMap::new();
+    for f in &report.findings {
+        *counts
+            .entry((f.database.as_str(), f.check, f.severity))
+            .or_default() += 1;
+    }
+    for database in &report.databases {
+        for check in Check::ALL {
+            for severity in SEVERITIES {
+                let count = counts
+                    .get(&(database.as_str(), check, severity))
+                    .copied()
+                    .unwrap_or(0);
+                x.add(
+                    "pgplan_audit_findings",
+                    "Findings by database, check and severity.",
+                    &[
+                        ("database", database),
+                        ("check", check.as_str()),
+                        ("severity", severity.as_str()),
+                    ],
+                    count as f64,
+                );
+            }
+        }
+    }
+    for database in &report.databases {
+        for check in Check::ALL {
+            let skipped = report
+                .skipped
+                .iter()
+                .any(|s| &s.database == database && s.check == check);
             x.add(
-                "pgplan_audit_findings",
-                "Findings by check and severity.",
-                &[("check", check.as_str()), ("severity", severity.as_str())],
-                report.count(check, severity) as f64,
+                "pgplan_audit_skipped",
+                "Whether the check was skipped, in whole or in part (1) or not (0).",
+                &[("database", database), ("check", check.as_str())],
+                if skipped { 1.0 } else { 0.0 },
             );
         }
     }
-    for check in Check::ALL {
-        x.add(
-            "pgplan_audit_skipped",
-            "Whether the check was skipped, in whole or in part (1) or not (0).",
-            &[("check", check.as_str())],
-            if report.skipped.iter().any(|s| s.check == check) {
-                1.0
-            } else {
-                0.0
-            },
-        );
-    }
     for f in &report.findings {
         let (name, help) = finding_metric(f.check);
-        x.add(
-            name,
-            help,
-            &[
-                ("severity", f.severity.as_str()),
-                ("schema", f.schema.as_deref().unwrap_or("")),
-                ("table", f.table.as_deref().unwrap_or("")),
-                ("index", f.index.as_deref().unwrap_or("")),
-                ("node", f.node.as_deref().unwrap_or("")),
-            ],
-            1.0,
-        );
+        let mut labels = vec![
+            ("database", f.database.as_str()),
+            ("severity", f.severity.as_str()),
+            ("schema", f.schema.as_deref().unwrap_or("")),
+            ("table", f.table.as_deref().unwrap_or("")),
+            ("index", f.index.as_deref().unwrap_or("")),
+            ("node", f.node.as_deref().unwrap_or("")),
+        ];
+        if let Some(label) = subject_label(f.check) {
+            labels.push((label, f.subject.as_deref().unwrap_or("")));
+        }
+        x.add(name, help, &labels, 1.0);
     }
     for t in &report.objects.tables {
-        let labels = [("schema", t.schema.as_str()), ("table", t.table.as_str())];
+        let labels = [
+            ("database", t.database.as_str()),
+            ("schema", t.schema.as_str()),
+            ("table", t.table.as_str()),
+        ];
         if let Some(v) = t.size_bytes {
             x.add(
                 "pgplan_audit_table_size_bytes",
@@ -517,6 +621,7 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
     }
     for i in &report.objects.indexes {
         let labels = [
+            ("database", i.database.as_str()),
             ("schema", i.schema.as_str()),
             ("table", i.table.as_str()),
             ("index", i.index.as_str()),
@@ -535,6 +640,7 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
                     "pgplan_audit_index_scans",
                     "Index scans counted on the node (idx_scan; each node counts only its own).",
                     &[
+                        ("database", i.database.as_str()),
                         ("node", node.as_str()),
                         ("schema", i.schema.as_str()),
                         ("table", i.table.as_str()),
@@ -580,6 +686,252 @@ mod tests {
         )
     }
 
+    /// One database's primary with every kind of finding that can come several to an object
+    /// or a node: two sessions and two slots holding the horizon, two inactive slots, two
+    /// foreign keys without an index on one table, a table past both freeze limits, and a
+    /// duplicate index.
+    fn busy_primary(database: &str) -> crate::audit::NodeSnapshot {
+        use crate::audit::snapshot::{ForeignKey, ReplicationSlot, Session};
+        let mut p = primary();
+        p.server.database = database.into();
+        let parent = table(1, "parent");
+        let mut child = table(10, "child");
+        child.relpages = 5000;
+        child.frozen_xid_age = Some(1_200_000_000);
+        child.multixact_age = Some(900_000_000);
+        let fk = |name: &str, attnum: i16, column: &str| ForeignKey {
+            name: name.into(),
+            table_oid: 10,
+            schema: "public".into(),
+            table: "child".into(),
+            referenced_table_oid: 1,
+            referenced_schema: "public".into(),
+            referenced_table: "parent".into(),
+            attnums: vec![attnum],
+            column_names: vec![column.into()],
+            referenced_index_oid: 0,
+            inherited: false,
+        };
+        p.foreign_keys = vec![fk("child_a_fk", 2, "a"), fk("child_b_fk", 3, "b")];
+        p.indexes = vec![
+            index(100, &child, "child_c", vec![col(4, "c")]),
+            index(101, &child, "child_c_again", vec![col(4, "c")]),
+        ];
+        p.tables = vec![parent, child];
+        p.sessions = [4711, 4712]
+            .into_iter()
+            .map(|pid| Session {
+                pid,
+                state: Some("idle in transaction".into()),
+                xact_age_seconds: Some(900.0),
+                xid_age_xids: Some(5000),
+                ..Default::default()
+            })
+            .collect();
+        let slot = |name: &str, xmin: Option<i64>| ReplicationSlot {
+            name: name.into(),
+            slot_type: "physical".into(),
+            xmin_age_xids: xmin,
+            retained_wal_bytes: Some(1e9),
+            ..Default::default()
+        };
+        p.replication_slots = vec![
+            slot("held1", Some(2_000_000)),
+            slot("held2", Some(3_000_000)),
+            slot("idle1", None),
+            slot("idle2", None),
+        ];
+        p
+    }
+
+    /// Two databases whose nodes, tables and indexes have the same names.
+    fn two_databases() -> AuditReport {
+        use crate::audit::{DatabaseNodes, audit_databases};
+        let group = |database: &str| DatabaseNodes {
+            database: database.into(),
+            nodes: vec![
+                NodeResult {
+                    name: "primary".into(),
+                    outcome: Ok(busy_primary(database)),
+                },
+                NodeResult {
+                    name: "standby".into(),
+                    outcome: Err("connection refused".into()),
+                },
+            ],
+        };
+        audit_databases(&[group("app"), group("billing")], &Default::default())
+    }
+
+    #[test]
+    fn prometheus_series_are_unique_across_databases() {
+        let report = two_databases();
+        for check in [
+            Check::XminHorizon,
+            Check::ReplicationSlot,
+            Check::MissingFkIndex,
+            Check::XidWraparound,
+            Check::DuplicateIndex,
+        ] {
+            for database in ["app", "billing"] {
+                let n = report
+                    .findings
+                    .iter()
+                    .filter(|f| f.check == check && f.database == database)
+                    .count();
+                let want = if check == Check::DuplicateIndex { 1 } else { 2 };
+                assert!(n >= want, "{} in {database}: {n}", check.as_str());
+            }
+        }
+        let mut out = Vec::new();
+        write_audit_prometheus(&mut out, &report).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        let mut samples = 0;
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let (series, _value) = line.rsplit_once(' ').unwrap();
+            assert!(seen.insert(series), "two samples of {series}\n{text}");
+            samples += 1;
+        }
+        assert!(samples > 100, "{text}");
+        let has = |name: &str, labels: &[(&str, &str)], value: &str| {
+            let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{v}\"")).collect();
+            let sample = format!("{name}{{{}}} {value}", labels.join(","));
+            assert!(text.lines().any(|l| l == sample), "no {sample}:\n{text}");
+        };
+        for database in ["app", "billing"] {
+            // The labels of a per-finding series, before its kind's own label.
+            let finding = |severity: &'static str, schema: &'static str, table, node| {
+                vec![
+                    ("database", database),
+                    ("severity", severity),
+                    ("schema", schema),
+                    ("table", table),
+                    ("index", ""),
+                    ("node", node),
+                ]
+            };
+            for pid in ["4711", "4712"] {
+                let mut labels = finding("warning", "", "", "primary");
+                let holder = format!("session pid {pid}");
+                labels.push(("holder", &holder));
+                has("pgplan_audit_xmin_horizon", &labels, "1");
+            }
+            for slot in ["idle1", "idle2"] {
+                let mut labels = finding("warning", "", "", "primary");
+                labels.push(("slot", slot));
+                has("pgplan_audit_replication_slot", &labels, "1");
+            }
+            for fk in ["child_a_fk", "child_b_fk"] {
+                let mut labels = finding("info", "public", "child", "");
+                labels.push(("constraint", fk));
+                has("pgplan_audit_missing_fk_index", &labels, "1");
+            }
+            has(
+                "pgplan_audit_findings",
+                &[
+                    ("database", database),
+                    ("check", "duplicate_index"),
+                    ("severity", "warning"),
+                ],
+                "1",
+            );
+            has(
+                "pgplan_audit_node_up",
+                &[
+                    ("database", database),
+                    ("node", "standby"),
+                    ("role", "unknown"),
+                ],
+                "0",
+            );
+        }
+        for kind in ["xid", "multixact"] {
+            assert!(
+                text.contains(&format!(
+                    "table=\"child\",index=\"\",node=\"\",kind=\"{kind}\"}} 1"
+                )),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn text_markdown_and_json_name_the_database_when_there_are_several() {
+        let report = two_databases();
+        let mut out = Vec::new();
+        write_audit_text(&mut out, &report, &TextOptions::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        for database in ["app", "billing"] {
+            assert!(
+                text.contains(&format!(
+                    "[duplicate_index] {database}: public.child index child_c_again"
+                )),
+                "{text}"
+            );
+            assert!(
+                text.contains(&format!("[xmin_horizon] {database}: primary")),
+                "{text}"
+            );
+        }
+        assert!(
+            text.contains(" in 2 databases; 2 node(s) could not be read"),
+            "{text}"
+        );
+
+        let mut out = Vec::new();
+        write_audit_markdown(&mut out, &report).unwrap();
+        let md = String::from_utf8(out).unwrap();
+        assert!(md.contains("| node | database | role | version |"), "{md}");
+        assert!(
+            md.contains("| standby | billing |  |  |  | unreachable: connection refused |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("- `duplicate_index` **billing: public.child index child_c_again**"),
+            "{md}"
+        );
+
+        let doc = serde_json::to_value(super::super::wire_audit::audit_doc(&report)).unwrap();
+        assert_eq!(doc["schema_version"], 1);
+        let databases: std::collections::BTreeSet<&str> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["database"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            databases.into_iter().collect::<Vec<_>>(),
+            ["app", "billing"]
+        );
+        assert!(
+            doc["skipped"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|s| s["database"].is_string())
+        );
+        assert_eq!(doc["nodes"][3]["database"], "billing");
+        assert!(doc["nodes"][3]["error"].is_string());
+    }
+
+    #[test]
+    fn one_database_is_not_prefixed() {
+        let mut out = Vec::new();
+        write_audit_text(&mut out, &report(), &TextOptions::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("[unused_index] public.or\"ders index orders_note"));
+        assert!(!text.contains("databases"), "{text}");
+        let doc = serde_json::to_value(super::super::wire_audit::audit_doc(&report())).unwrap();
+        assert!(
+            doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|f| f["database"] == "app")
+        );
+    }
+
     #[test]
     fn text_groups_by_severity_with_evidence_and_fix() {
         let mut out = Vec::new();
@@ -612,17 +964,17 @@ mod tests {
         let mut out = Vec::new();
         write_audit_prometheus(&mut out, &report()).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(
-            text.contains("pgplan_audit_node_up{node=\"host=db2 dbname=app\",role=\"unknown\"} 0")
-        );
-        assert!(
-            text.contains("pgplan_audit_findings{check=\"dead_tuples\",severity=\"warning\"} 1")
-        );
         assert!(text.contains(
-            "pgplan_audit_table_dead_tuples{schema=\"public\",table=\"or\\\"ders\"} 15000"
+            "pgplan_audit_node_up{database=\"app\",node=\"host=db2 dbname=app\",role=\"unknown\"} 0"
         ));
         assert!(text.contains(
-            "pgplan_audit_unused_index{severity=\"warning\",schema=\"public\",table=\"or\\\"ders\",index=\"orders_note\",node=\"\"} 1"
+            "pgplan_audit_findings{database=\"app\",check=\"dead_tuples\",severity=\"warning\"} 1"
+        ));
+        assert!(text.contains(
+            "pgplan_audit_table_dead_tuples{database=\"app\",schema=\"public\",table=\"or\\\"ders\"} 15000"
+        ));
+        assert!(text.contains(
+            "pgplan_audit_unused_index{database=\"app\",severity=\"warning\",schema=\"public\",table=\"or\\\"ders\",index=\"orders_note\",node=\"\"} 1"
         ));
         // HELP and TYPE once per family.
         assert_eq!(

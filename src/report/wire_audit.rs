@@ -1,6 +1,7 @@
-//! The JSON contract of `pgplan audit --format json`: nodes, findings (check, severity, object,
-//! message, evidence, fix), skipped checks and notes. Figures the server did not report are
-//! `null`, never 0; evidence names carry their units.
+//! The JSON contract of `pgplan audit --format json`: nodes, findings (database, check, severity,
+//! object, message, evidence, fix), skipped checks and notes. Figures the server did not report
+//! are `null`, never 0; evidence names carry their units. `database` on findings and skipped
+//! checks came with multi-database runs: an addition, so `schema_version` stays 1.
 
 use std::io;
 
@@ -30,6 +31,8 @@ pub struct AuditNodeDoc {
     /// "primary" or "standby"; null when the node could not be read.
     pub role: Option<&'static str>,
     pub server_version: Option<String>,
+    /// The database the node was read from, or, when it could not be read, the one it was
+    /// asked for.
     pub database: Option<String>,
     /// Since when its counters have been counting (ISO 8601), on the best evidence available.
     pub stats_since: Option<String>,
@@ -45,6 +48,8 @@ pub struct AuditNodeDoc {
 
 #[derive(Debug, Serialize)]
 pub struct AuditFindingDoc {
+    /// The database whose audit found it.
+    pub database: String,
     /// unused_index, invalid_index, duplicate_index, redundant_index, missing_fk_index,
     /// dead_tuples, stale_statistics, visibility_map, index_bloat, table_bloat, xmin_horizon,
     /// replication_slot, xid_wraparound.
@@ -69,6 +74,8 @@ pub struct AuditFindingDoc {
 
 #[derive(Debug, Serialize)]
 pub struct SkippedDoc {
+    /// The database whose audit skipped it.
+    pub database: String,
     pub check: &'static str,
     pub reason: String,
 }
@@ -108,6 +115,7 @@ fn number(v: f64) -> Value {
 
 fn finding_doc(f: &Finding) -> AuditFindingDoc {
     AuditFindingDoc {
+        database: f.database.clone(),
         check: f.check.as_str(),
         severity: f.severity.as_str(),
         schema: f.schema.clone(),
@@ -137,6 +145,7 @@ pub fn audit_doc(report: &AuditReport) -> AuditDoc {
             .skipped
             .iter()
             .map(|s| SkippedDoc {
+                database: s.database.clone(),
                 check: s.check.as_str(),
                 reason: s.reason.clone(),
             })

@@ -82,6 +82,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
         };
         let mut finding = Finding::new(Check::MissingFkIndex, severity, message)
             .on_table(table)
+            .subject(fk.name.clone())
             .evidence("table_pages", table.relpages as f64)
             .fix(format!(
                 "{create} {} ({columns});",

@@ -39,8 +39,9 @@ pub fn run(ctx: &Context, out: &mut Output) {
                     .push_str("; it is past max_slot_wal_keep_size and about to lose its WAL"),
                 _ => message.push_str("; the WAL stays on disk until it is consumed or dropped"),
             }
-            let mut finding =
-                Finding::new(Check::ReplicationSlot, Severity::Warning, message).fix(format!(
+            let mut finding = Finding::new(Check::ReplicationSlot, Severity::Warning, message)
+                .subject(slot.name.clone())
+                .fix(format!(
                     "SELECT pg_drop_replication_slot({});",
                     quote_literal(&slot.name)
                 ));

@@ -70,13 +70,15 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 "; check what holds the xmin horizon (a vacuum cannot freeze past it) and whether \
                  vacuums are being cancelled",
             );
-            let evidence_name = if kind == "multixact" {
-                "multixact_age"
+            // A table can be past both limits: the subject tells the two findings apart.
+            let (subject, evidence_name) = if kind == "multixact" {
+                ("multixact", "multixact_age")
             } else {
-                "xid_age"
+                ("xid", "xid_age")
             };
             let finding = Finding::new(Check::XidWraparound, severity, message)
                 .on_table(table)
+                .subject(subject)
                 .evidence(evidence_name, age)
                 .evidence("freeze_max_age", limit)
                 .fix(format!("VACUUM (FREEZE, VERBOSE) {name};"));

@@ -23,6 +23,9 @@ pub const CRITICAL_FREEZE_SHARE: f64 = 0.5;
 #[derive(Debug, Clone)]
 pub struct Holder {
     pub node: String,
+    /// Which holder, in a few words that stay the same while it holds: "session pid 123",
+    /// "slot sub1", "prepared transaction 'gid'", "standby walreceiver".
+    pub subject: String,
     /// "session pid 123 (idle in transaction, user app)".
     pub description: String,
     pub age_seconds: Option<f64>,
@@ -122,6 +125,7 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
                 evidence.push(("pid".into(), s.pid as f64));
                 found.push(Holder {
                     node: node.name.to_owned(),
+                    subject: format!("session pid {}", s.pid),
                     description,
                     age_seconds: Some(age),
                     age_xids,
@@ -163,6 +167,7 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
             };
             found.push(Holder {
                 node: node.name.to_owned(),
+                subject: format!("slot {}", slot.name),
                 description,
                 age_seconds: inactive_for,
                 age_xids: Some(xids),
@@ -188,6 +193,7 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
             }
             found.push(Holder {
                 node: node.name.to_owned(),
+                subject: format!("prepared transaction {}", quote_literal(&p.gid)),
                 description: format!(
                     "prepared transaction {} (database {database}, owner {}; finish it with \
                      COMMIT PREPARED instead if its transaction manager expects a commit)",
@@ -217,6 +223,7 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
                 .unwrap_or_else(|| format!("pid {}", standby.pid));
             found.push(Holder {
                 node: node.name.to_owned(),
+                subject: format!("standby {name}"),
                 description: format!(
                     "standby {name}{} through hot_standby_feedback",
                     standby
@@ -249,7 +256,8 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 holder.summary()
             ),
         )
-        .fix(holder.fix.clone());
+        .fix(holder.fix.clone())
+        .subject(holder.subject.clone());
         finding.evidence = holder.evidence.clone();
         finding.node = Some(holder.node.clone());
         out.findings.push(finding);

@@ -1,0 +1,471 @@
+//! Several databases in one `pgplan audit` run against the slowest of them audited alone: a
+//! throwaway PostgreSQL 15 server with 20 databases of 200 tables and 800 indexes each (some
+//! duplicates and redundant prefixes, every index in use but the duplicates, dead rows), then
+//!
+//! - (a) `pgplan audit -d <db>` for each database alone, and
+//! - (b) one `pgplan audit -d <db1> ... -d <db20>`,
+//!
+//! each run of the real binary timed from spawn to exit (process start, connections, catalog
+//! reads, the pure audit and the Prometheus output included), interleaved so drift hits both
+//! alike. Goal: (b) at most 1.5 × the slowest (a).
+//!
+//! Where the time goes, to tell pgplan's cost from the machine's: the CPU the pgplan process
+//! used (`getrusage` of the waited-for child), the CPU the server's backends used (the
+//! postmaster's reaped children), their sum over the cores as the floor no scheduling can beat,
+//! how busy the whole machine was (`/proc/stat`, to see anything else running), the same run
+//! over 1, 2, 5 and 10 databases, and, in process, the catalog reads alone (one after another,
+//! then all concurrently), the pure audit and the Prometheus exposition of all 20 databases.
+//!
+//! Run: `cargo bench --bench audit_databases` (PostgreSQL 15 binaries from the fetch cache, or
+//! `PGPLAN_PG_BIN`). The binary is the one cargo builds for the bench (`CARGO_BIN_EXE_pgplan`:
+//! cargo sets it for benchmarks as for integration tests, with the bench profile, so it is an
+//! optimised build).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pgplan::audit::{AuditOptions, DatabaseNodes, NodeResult, Scope, audit_databases};
+use pgplan::db::cluster::{
+    Cluster, ClusterOptions, PG_BIN_ENV, ServerBinaries, binaries_cache_dir,
+};
+
+const DATABASES: usize = 20;
+const TABLES: usize = 200;
+/// A primary key and three more: (a), (a, b) (which makes (a) a redundant prefix) and (c), or
+/// on every tenth table a second (a), a duplicate.
+const INDEXES_PER_TABLE: usize = 4;
+/// Tables with enough dead rows, autovacuum off, to be findings.
+const DEAD_TABLES: usize = 5;
+/// Timed rounds; each round runs every database alone and then all of them at once.
+const ROUNDS: usize = 7;
+
+const PGPLAN: &str = env!("CARGO_BIN_EXE_pgplan");
+
+fn binaries() -> ServerBinaries {
+    if let Some(dir) = std::env::var_os(PG_BIN_ENV).filter(|v| !v.is_empty()) {
+        return ServerBinaries::at(dir).expect("PGPLAN_PG_BIN holds initdb and postgres");
+    }
+    ServerBinaries::at(binaries_cache_dir().join("15").join("bin")).unwrap_or_else(|e| {
+        panic!("PostgreSQL 15 binaries missing ({e}); run scripts/fetch-postgres.sh 15")
+    })
+}
+
+/// The schema every database gets, built once in a template and copied by CREATE DATABASE.
+fn template_sql() -> String {
+    format!(
+        "CREATE SCHEMA app;
+         DO $$
+         BEGIN
+           FOR i IN 1..{TABLES} LOOP
+             EXECUTE format('CREATE TABLE app.t%s (id int PRIMARY KEY, a int, b text, c timestamptz, d int)', i);
+             EXECUTE format('INSERT INTO app.t%s SELECT g, g %% 7, md5(g::text), now(), g FROM generate_series(1, CASE WHEN %s <= {DEAD_TABLES} THEN 2000 ELSE 20 END) g', i, i);
+             EXECUTE format('CREATE INDEX t%s_a ON app.t%s (a)', i, i);
+             IF i % 10 = 0 THEN
+               EXECUTE format('CREATE INDEX t%s_a_again ON app.t%s (a)', i, i);
+             ELSE
+               EXECUTE format('CREATE INDEX t%s_a_b ON app.t%s (a, b)', i, i);
+             END IF;
+             EXECUTE format('CREATE INDEX t%s_c ON app.t%s (c)', i, i);
+           END LOOP;
+         END $$;
+         ANALYZE;"
+    )
+}
+
+/// This database's own activity (statistics are per database and not copied from the
+/// template): every row of the first tables updated twice, with autovacuum off, so they have
+/// dead rows; and a scan through each index a query can use, so that, as in a database in use,
+/// the unused indexes are the few nobody needs (the duplicates), not all of them.
+fn activity_sql() -> String {
+    let mut sql: String = (1..=DEAD_TABLES)
+        .map(|i| format!("UPDATE app.t{i} SET d = d + 1; UPDATE app.t{i} SET d = d + 1;"))
+        .collect();
+    sql.push_str(&format!(
+        "SET enable_seqscan = off; SET enable_bitmapscan = off;
+         DO $$
+         DECLARE n bigint;
+         BEGIN
+           FOR i IN 1..{TABLES} LOOP
+             EXECUTE format('SELECT count(*) FROM app.t%s WHERE id = 1', i) INTO n;
+             EXECUTE format('SELECT count(*) FROM app.t%s WHERE a = 1', i) INTO n;
+             EXECUTE format('SELECT count(*) FROM app.t%s WHERE a = 1 AND b = ''x''', i) INTO n;
+             EXECUTE format('SELECT count(*) FROM app.t%s WHERE c < now()', i) INTO n;
+           END LOOP;
+         END $$;"
+    ));
+    sql
+}
+
+async fn build(cluster: &Cluster) -> Vec<String> {
+    cluster
+        .execute("postgres", "CREATE DATABASE bench_template")
+        .await
+        .unwrap();
+    cluster
+        .execute("bench_template", &template_sql())
+        .await
+        .unwrap();
+    let mut names = Vec::new();
+    for n in 0..DATABASES {
+        let name = format!("db{n:02}");
+        cluster
+            .execute(
+                "postgres",
+                &format!("CREATE DATABASE {name} TEMPLATE bench_template"),
+            )
+            .await
+            .unwrap();
+        cluster.execute(&name, &activity_sql()).await.unwrap();
+        names.push(name);
+    }
+    names
+}
+
+/// CPU time of waited-for children (user + system), so a pgplan run's own CPU is a difference.
+fn children_cpu() -> Duration {
+    // SAFETY: getrusage writes into the struct we pass.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// CPU time the whole machine has been busy (every core, all but idle and I/O wait), from
+/// `/proc/stat`, in clock ticks of 10 ms.
+fn machine_busy() -> Duration {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest time is already in user).
+    let busy: u64 = ticks
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, v)| v)
+        .sum();
+    Duration::from_millis(busy * 10)
+}
+
+/// CPU time of the server's processes that have exited (its backends), as the postmaster has
+/// reaped them: `/proc/<postmaster>/stat`'s cutime and cstime, in clock ticks of 10 ms. Unlike
+/// the machine's busy time, nothing else running on the machine counts here.
+fn server_cpu(postmaster: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{postmaster}/stat")).unwrap_or_default();
+    // Fields after the command name (which ends with the last ')'): state is field 3, cutime 16
+    // and cstime 17.
+    let fields: Vec<u64> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|v| v.parse().unwrap_or(0))
+        .collect();
+    let ticks = fields.get(13).copied().unwrap_or(0) + fields.get(14).copied().unwrap_or(0);
+    Duration::from_millis(ticks * 10)
+}
+
+/// Waits until the backends of the last run have exited and been reaped, so their CPU is
+/// counted: the figure stops changing.
+fn settled_server_cpu(postmaster: u32) -> Duration {
+    let mut last = server_cpu(postmaster);
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(10));
+        let now = server_cpu(postmaster);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Run {
+    wall: Duration,
+    client_cpu: Duration,
+    server_cpu: Duration,
+    machine_cpu: Duration,
+}
+
+/// One `pgplan audit` over `conninfos`, timed from spawn to exit; its output is discarded.
+fn pgplan_audit(postmaster: u32, conninfos: &[&str]) -> Run {
+    let mut command = Command::new(PGPLAN);
+    command.args(["audit", "--format", "prometheus"]);
+    for c in conninfos {
+        command.args(["-d", c]);
+    }
+    command.stdout(Stdio::null()).stderr(Stdio::piped());
+    let server = settled_server_cpu(postmaster);
+    let (cpu, busy) = (children_cpu(), machine_busy());
+    let started = Instant::now();
+    let out = command.output().expect("pgplan runs");
+    let wall = started.elapsed();
+    let (client_cpu, machine_cpu) = (
+        children_cpu().saturating_sub(cpu),
+        machine_busy().saturating_sub(busy),
+    );
+    let run = Run {
+        wall,
+        client_cpu,
+        server_cpu: settled_server_cpu(postmaster).saturating_sub(server),
+        machine_cpu,
+    };
+    // 1: findings (expected: every database has some); anything else is a failed run.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "pgplan audit failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    run
+}
+
+/// The least wall time the run's own CPU work (pgplan's and the server's) can take on this
+/// machine's cores: the median over runs.
+fn floor(runs: &[Run]) -> Duration {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    median(
+        runs.iter()
+            .map(|r| (r.client_cpu + r.server_cpu) / cores)
+            .collect(),
+    )
+}
+
+fn median(mut values: Vec<Duration>) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Reads a node the way `pgplan audit` does, for the in-process breakdown.
+async fn read(cluster: &Cluster, database: &str) -> NodeResult {
+    let (client, connection) = cluster
+        .config(database)
+        .connect(tokio_postgres::NoTls)
+        .await
+        .expect("connects");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client.batch_execute("BEGIN READ ONLY").await.unwrap();
+    let facts = pgplan::db::facts::read_facts(&client).await.unwrap();
+    let snapshot = pgplan::db::catalog::read_snapshot(&client, &facts, &Scope::default())
+        .await
+        .expect("snapshot");
+    client.batch_execute("COMMIT").await.unwrap();
+    NodeResult {
+        name: database.to_owned(),
+        outcome: Ok(snapshot),
+    }
+}
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = ClusterOptions::new(binaries())
+        .setting("fsync", "off")
+        .setting("synchronous_commit", "off")
+        .setting("full_page_writes", "off")
+        .setting("autovacuum", "off")
+        .setting("shared_buffers", "256MB")
+        .setting("max_connections", 100)
+        .setting("jit", "off");
+    let cluster = Cluster::start(options).expect("server starts");
+    eprintln!(
+        "building {DATABASES} databases of {TABLES} tables and {} indexes on PostgreSQL {} ...",
+        TABLES * INDEXES_PER_TABLE,
+        cluster.binaries().version
+    );
+    let started = Instant::now();
+    let names = runtime.block_on(build(&cluster));
+    eprintln!("built in {:.0} s", started.elapsed().as_secs_f64());
+    let conninfos: Vec<String> = names.iter().map(|n| cluster.conninfo(n)).collect();
+    let postmaster: u32 = std::fs::read_to_string(cluster.data_dir().join("postmaster.pid"))
+        .ok()
+        .and_then(|pid| pid.lines().next().and_then(|l| l.trim().parse().ok()))
+        .expect("postmaster.pid names the postmaster");
+    let all: Vec<&str> = conninfos.iter().map(String::as_str).collect();
+
+    // Warm-up: shared buffers and the page cache hold every catalog page before timing.
+    pgplan_audit(postmaster, &all);
+    for c in &all {
+        pgplan_audit(postmaster, &[c]);
+    }
+
+    let mut alone: Vec<Vec<Run>> = vec![Vec::new(); DATABASES];
+    let mut together: Vec<Run> = Vec::new();
+    for _ in 0..ROUNDS {
+        for (i, c) in all.iter().enumerate() {
+            alone[i].push(pgplan_audit(postmaster, &[c]));
+        }
+        together.push(pgplan_audit(postmaster, &all));
+    }
+
+    // The same run over the first 1, 2, 5, 10 databases: where a run stops being latency-bound
+    // (one backend working through its statements) and becomes CPU-bound (every core busy).
+    let sweep: Vec<(usize, Vec<Run>)> = [1, 2, 5, 10]
+        .into_iter()
+        .map(|n| {
+            (
+                n,
+                (0..ROUNDS)
+                    .map(|_| pgplan_audit(postmaster, &all[..n]))
+                    .collect(),
+            )
+        })
+        .collect();
+
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Anything else running on the machine shows in the busy figures: say how loaded it was.
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "load average (1, 5, 15 min) after the timed runs: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    println!(
+        "PostgreSQL {}, {DATABASES} databases of {TABLES} tables and {} indexes; {cores} cores; \
+         median of {ROUNDS} runs",
+        cluster.binaries().version,
+        TABLES * INDEXES_PER_TABLE,
+    );
+    println!();
+    println!("| run | wall ms | pgplan CPU ms | server CPU ms | CPU floor ms | machine busy |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    let row = |label: &str, runs: &[Run]| {
+        let wall = median(runs.iter().map(|r| r.wall).collect());
+        println!(
+            "| {label} | {:.1} | {:.0} | {:.0} | {:.0} | {:.0}% |",
+            ms(wall),
+            ms(median(runs.iter().map(|r| r.client_cpu).collect())),
+            ms(median(runs.iter().map(|r| r.server_cpu).collect())),
+            ms(floor(runs)),
+            100.0 * median(runs.iter().map(|r| r.machine_cpu).collect()).as_secs_f64()
+                / (wall.as_secs_f64() * cores as f64)
+        );
+        wall
+    };
+    let median_wall = |runs: &Vec<Run>| median(runs.iter().map(|r| r.wall).collect());
+    let fastest = (0..DATABASES)
+        .min_by_key(|&i| median_wall(&alone[i]))
+        .unwrap();
+    let slowest = (0..DATABASES)
+        .max_by_key(|&i| median_wall(&alone[i]))
+        .unwrap();
+    row(
+        &format!("fastest alone ({})", names[fastest]),
+        &alone[fastest],
+    );
+    // The databases are identical, so which one is slowest is noise: the typical one too.
+    let every_alone: Vec<Run> = alone.iter().flatten().copied().collect();
+    let typical_wall = row(
+        &format!("any alone ({DATABASES} × {ROUNDS} runs)"),
+        &every_alone,
+    );
+    let slowest_wall = row(
+        &format!("slowest alone ({})", names[slowest]),
+        &alone[slowest],
+    );
+    let all_wall = row(&format!("all {DATABASES} at once"), &together);
+    println!();
+    println!(
+        "all at once / slowest alone: **{:.2}** (goal ≤ 1.5); all at once / any alone: {:.2}",
+        all_wall.as_secs_f64() / slowest_wall.as_secs_f64(),
+        all_wall.as_secs_f64() / typical_wall.as_secs_f64()
+    );
+    println!();
+    println!("| databases at once | wall ms | / slowest alone | CPU floor ms | wall / floor |");
+    println!("|---:|---:|---:|---:|---:|");
+    for (n, runs) in sweep.iter().chain([(DATABASES, together.clone())].iter()) {
+        let wall = median_wall(runs);
+        println!(
+            "| {n} | {:.1} | {:.2} | {:.0} | {:.2} |",
+            ms(wall),
+            wall.as_secs_f64() / slowest_wall.as_secs_f64(),
+            ms(floor(runs)),
+            wall.as_secs_f64() / floor(runs).as_secs_f64()
+        );
+    }
+    println!();
+    println!(
+        "CPU floor: (pgplan CPU + server CPU) / {cores} cores, the least wall time that work can \
+         take here. Machine busy: the whole machine's busy time over wall × cores (other \
+         processes included)."
+    );
+
+    // In process: the catalog reads without process start, and the pure audit on its own.
+    runtime.block_on(async {
+        let mut sequential = Vec::new();
+        let mut concurrent = Vec::new();
+        let mut pure = Vec::new();
+        let mut pure_one = Vec::new();
+        let mut render = Vec::new();
+        for _ in 0..ROUNDS {
+            let started = Instant::now();
+            for n in &names {
+                read(&cluster, n).await;
+            }
+            sequential.push(started.elapsed());
+            let started = Instant::now();
+            let nodes =
+                futures_util::future::join_all(names.iter().map(|n| read(&cluster, n))).await;
+            concurrent.push(started.elapsed());
+            let groups: Vec<DatabaseNodes> = names
+                .iter()
+                .zip(nodes)
+                .map(|(n, node)| DatabaseNodes {
+                    database: n.clone(),
+                    nodes: vec![node],
+                })
+                .collect();
+            let started = Instant::now();
+            let report = audit_databases(&groups, &AuditOptions::default());
+            pure.push(started.elapsed());
+            assert!(report.findings.len() >= DATABASES);
+            let mut exposition = Vec::new();
+            let started = Instant::now();
+            pgplan::report::audit::write_audit_prometheus(&mut exposition, &report).unwrap();
+            render.push(started.elapsed());
+            let started = Instant::now();
+            audit_databases(&groups[..1], &AuditOptions::default());
+            pure_one.push(started.elapsed());
+        }
+        println!();
+        println!("In process (library, no process start), median of {ROUNDS}:");
+        println!();
+        println!("| step | ms |");
+        println!("|---|---:|");
+        println!(
+            "| {DATABASES} catalog reads one after another | {:.1} |",
+            ms(median(sequential))
+        );
+        println!(
+            "| {DATABASES} catalog reads concurrently | {:.1} |",
+            ms(median(concurrent))
+        );
+        println!("| pure audit of 1 database | {:.1} |", ms(median(pure_one)));
+        println!(
+            "| pure audit of {DATABASES} databases | {:.1} |",
+            ms(median(pure))
+        );
+        println!(
+            "| Prometheus exposition of {DATABASES} databases | {:.1} |",
+            ms(median(render))
+        );
+    });
+}
