@@ -608,11 +608,11 @@ fn save_plans(dir: &Path, report: &CompareReport) -> Result<()> {
     if let Some(rerun) = &report.baseline_rerun {
         write("baseline_again", rerun)?;
     }
-    for outcome in &report.outcomes {
+    for (i, outcome) in report.outcomes.iter().enumerate() {
         if let Ok(run) = &outcome.result {
-            let stem: String = outcome
-                .spec
-                .name()
+            // The name PostgreSQL gave an unnamed candidate, as the report shows it.
+            let stem: String = report
+                .name(i)
                 .chars()
                 .map(|c| {
                     if c.is_ascii_alphanumeric() || c == '_' {
