@@ -254,22 +254,27 @@ impl Node {
     /// "Parallel Seq Scan", "HashAggregate", "Hash Left Join", ...: the name EXPLAIN's text
     /// format gives the node.
     pub fn display_type(&self) -> String {
-        let prefix = if self.parallel_aware { "Parallel " } else { "" };
         let join = self.join_type.as_deref().filter(|j| *j != "Inner");
-        let base = match (self.node_type.as_str(), self.strategy.as_deref(), join) {
-            ("Aggregate", Some("Hashed"), _) => "HashAggregate".to_owned(),
-            ("Aggregate", Some("Sorted"), _) => "GroupAggregate".to_owned(),
-            ("Aggregate", Some("Mixed"), _) => "MixedAggregate".to_owned(),
-            ("SetOp", Some("Hashed"), _) => "HashSetOp".to_owned(),
+        // Up to three pieces, joined in one allocation: every label and diff line starts here.
+        let pieces: [&str; 3] = match (self.node_type.as_str(), self.strategy.as_deref(), join) {
+            ("Aggregate", Some("Hashed"), _) => ["HashAggregate", "", ""],
+            ("Aggregate", Some("Sorted"), _) => ["GroupAggregate", "", ""],
+            ("Aggregate", Some("Mixed"), _) => ["MixedAggregate", "", ""],
+            ("SetOp", Some("Hashed"), _) => ["HashSetOp", "", ""],
             ("ModifyTable", _, _) if self.operation.is_some() => {
-                self.operation.clone().unwrap_or_default()
+                [self.operation.as_deref().unwrap_or_default(), "", ""]
             }
-            ("Hash Join", _, Some(join)) => format!("Hash {join} Join"),
-            ("Merge Join", _, Some(join)) => format!("Merge {join} Join"),
-            ("Nested Loop", _, Some(join)) => format!("Nested Loop {join} Join"),
-            (other, _, _) => other.to_owned(),
+            ("Hash Join", _, Some(join)) => ["Hash ", join, " Join"],
+            ("Merge Join", _, Some(join)) => ["Merge ", join, " Join"],
+            ("Nested Loop", _, Some(join)) => ["Nested Loop ", join, " Join"],
+            (other, _, _) => [other, "", ""],
         };
-        format!("{prefix}{base}")
+        let prefix = if self.parallel_aware { "Parallel " } else { "" };
+        let mut name =
+            String::with_capacity(prefix.len() + pieces.iter().map(|p| p.len()).sum::<usize>());
+        name.push_str(prefix);
+        pieces.iter().for_each(|p| name.push_str(p));
+        name
     }
 
     /// The relation this node reads, schema-qualified when the schema is known.
