@@ -474,7 +474,7 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
                 }
                 other => {
                     if other_keys.len() < 5 {
-                        other_keys.push(other.to_owned());
+                        other_keys.push(one_line(other));
                     }
                     let value = map.next_value_seed(ValueSeed(nesting))?;
                     plan.extra.insert(other.to_owned(), value);
@@ -515,6 +515,20 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
     fn visit_unit<E: de::Error>(self) -> Result<Plan, E> {
         Err(E::custom(format!("{NOT_A_PLAN}an array holding null")))
     }
+}
+
+/// `text` with control characters escaped (`\n` for a line break): errors are printed as one
+/// line, and a key in the input may hold any character.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn is_buffer_key(key: &str) -> bool {
@@ -1037,6 +1051,16 @@ mod tests {
         assert_eq!(
             parse_plan(r#"[{"Plan": {"Node Type": "A"}}, {"Plan": {"Node Type": "B"}}]"#),
             Err(PlanError::SeveralPlans { count: 2 })
+        );
+    }
+
+    #[test]
+    fn errors_quoting_the_input_stay_on_one_line() {
+        let err = parse_plan(r#"{"Planx\ny": 1, "tab\there": 2}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "not a plan: an object with keys Planx\\ny, tab\\there at line 1 column 31; expected \
+             EXPLAIN (FORMAT JSON) output, an array holding one object with a \"Plan\" key"
         );
     }
 
