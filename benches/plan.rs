@@ -3,11 +3,13 @@
 //! and diffing two analysed plans.
 //!
 //! The plans are generated here, deterministically, in the shape and with the keys PostgreSQL 18
-//! emits for EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) (modelled on `fixtures/plans/*.pg18.json`):
-//! two-space indentation, every buffer and I/O timing key, `Output` lists, `Workers` arrays below a
-//! Gather. The "after" plan of each pair is the "before" plan with realistic edits: scans that
-//! change access method or index, joins that change strategy or swap sides, partitions added to
-//! and removed from Appends, and figures that move, so the diff has matching work to do.
+//! emits for EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON), modelled on the recorded
+//! `fixtures/plans/*.pg18.json`: two-space indentation, every buffer and I/O timing key, `Output`
+//! lists, `Workers` arrays below a Gather. Relation names come from a pool, so scans of one table
+//! recur and matching has duplicates to tell apart. The "after" plan of each pair is the "before"
+//! plan with realistic edits: scans that change access method or index, joins that change
+//! strategy or swap sides, partitions added to and removed from Appends, children reordered, and
+//! figures that move.
 //!
 //! The goals: reading plus figures within 2× of `serde_json::from_str::<Value>` on the same
 //! bytes, and a diff that grows no worse than n log n.
@@ -81,13 +83,22 @@ const COLUMNS: [&str; 8] = [
     "updated_at",
 ];
 
-/// The relation pool: 128 tables in two schemas, so diff matching sees many nodes per key.
+/// Table number `rel` of the relation pool, in two schemas: "orders", "events_2024", ... and,
+/// past the first 128, partitions ("orders_p12").
 fn table(rel: usize) -> String {
-    format!(
-        "{}{}",
-        TABLE_WORDS[rel % TABLE_WORDS.len()],
-        TABLE_SUFFIXES[(rel / TABLE_WORDS.len()) % TABLE_SUFFIXES.len()]
-    )
+    let word = TABLE_WORDS[rel % TABLE_WORDS.len()];
+    match rel / TABLE_WORDS.len() {
+        n if n < TABLE_SUFFIXES.len() => format!("{word}{}", TABLE_SUFFIXES[n]),
+        n => format!("{word}_p{n}"),
+    }
+}
+
+/// The size of the relation pool for a plan of `nodes` nodes. It grows with the plan, as real
+/// plans that big read partitions, so that each scan key (table and alias) recurs about twice
+/// at every size: matching always has duplicates to tell apart, and the diff's output grows in
+/// step with the plans rather than with the square of how often a key recurs.
+fn relation_pool(nodes: usize) -> usize {
+    (nodes / 16).max(TABLE_WORDS.len())
 }
 
 fn schema(rel: usize) -> &'static str {
@@ -185,7 +196,8 @@ struct Spec {
 
 impl Spec {
     fn new(kind: Kind, g: &mut Lcg, children: Vec<Spec>) -> Spec {
-        let rel = g.below(TABLE_WORDS.len() * TABLE_SUFFIXES.len());
+        // Reduced to the pool's size when written out.
+        let rel = g.next() as usize;
         Spec {
             kind,
             rel,
@@ -477,6 +489,8 @@ struct Writer {
     out: String,
     first: bool,
     indent: usize,
+    /// The relation pool's size.
+    relations: usize,
 }
 
 impl Writer {
@@ -578,12 +592,13 @@ impl Writer {
 
     fn node(&mut self, spec: &Spec, relationship: Option<&str>) {
         let mut g = Lcg(spec.seed ^ 0x9e37_79b9);
-        let rel = table(spec.rel);
-        let alias = alias(spec.rel, spec.alias);
-        let column = COLUMNS[spec.rel % COLUMNS.len()];
+        let rel_no = spec.rel % self.relations;
+        let rel = table(rel_no);
+        let alias = alias(rel_no, spec.alias);
+        let column = COLUMNS[rel_no % COLUMNS.len()];
         let index = format!(
             "{rel}_{}_idx",
-            COLUMNS[(spec.rel + spec.index) % COLUMNS.len()]
+            COLUMNS[(rel_no + spec.index) % COLUMNS.len()]
         );
         let join_type = ["Inner", "Inner", "Inner", "Left", "Semi", "Anti"][spec.variant % 6];
 
@@ -614,7 +629,7 @@ impl Writer {
         }
         if spec.kind.reads_relation() {
             self.text("Relation Name", &rel);
-            self.text("Schema", schema(spec.rel));
+            self.text("Schema", schema(rel_no));
             self.text("Alias", &alias);
         }
         let startup_cost = g.unit() * 100.0;
@@ -758,11 +773,12 @@ impl Writer {
 }
 
 /// EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) text of the plan.
-fn render(root: &Spec) -> String {
+fn render(root: &Spec, relations: usize) -> String {
     let mut w = Writer {
         out: String::with_capacity(root.count() * 1600),
         first: true,
         indent: 0,
+        relations,
     };
     w.out.push('[');
     w.indent = 2;
@@ -794,7 +810,8 @@ fn plan_pair(nodes: usize) -> (String, String) {
     edit(&mut after, &mut 0, &mut g);
     before.measure(1.0);
     after.measure(1.0);
-    (render(&before), render(&after))
+    let relations = relation_pool(nodes);
+    (render(&before, relations), render(&after, relations))
 }
 
 fn benches(c: &mut Criterion) {
