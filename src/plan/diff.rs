@@ -6,7 +6,6 @@
 //! hashing, so the diff costs O(n log n) at worst for plans of n nodes.
 
 use std::collections::HashMap;
-use std::collections::VecDeque;
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 
 use serde::Serialize;
@@ -194,34 +193,31 @@ fn mix(mut x: u64) -> u64 {
 /// A node's match key: its category and what it works on.
 type MatchKey = (Category, u64);
 
-/// Per node: the match key in one linear bottom-up pass.
+/// Per node: the match key, in one bottom-up pass (children have larger ids than their parent),
+/// which reads each node once: on plans too big for the cache, reading is what costs.
 fn match_keys(plan: &Plan) -> Vec<MatchKey> {
     let n = plan.nodes.len();
-    let own: Vec<Option<u64>> = plan.nodes.iter().map(relation_key).collect();
     // Multiset hash of the relations read in each subtree: the sum of mixed relation keys, which
     // does not depend on child order.
     let mut relations = vec![0u64; n];
+    let mut keys = vec![(Category::Sort, 0); n];
     for id in (0..n).rev() {
-        let mut sum = own[id].map(mix).unwrap_or(0);
-        for &c in &plan.nodes[id].children {
+        let node = &plan.nodes[id];
+        let own = relation_key(node);
+        let mut sum = own.map(mix).unwrap_or(0);
+        for &c in &node.children {
             sum = sum.wrapping_add(relations[c]);
         }
         relations[id] = sum;
+        let category = category(node, own);
+        let what = match category {
+            Category::Scan => own.unwrap_or(0),
+            Category::BitmapIndex => hash_of(&node.index_name),
+            _ => sum,
+        };
+        keys[id] = (category, what);
     }
-    plan.nodes
-        .iter()
-        .zip(own)
-        .zip(relations)
-        .map(|((node, own), relations)| {
-            let category = category(node, own);
-            let what = match category {
-                Category::Scan => own.unwrap_or(0),
-                Category::BitmapIndex => hash_of(&node.index_name),
-                _ => relations,
-            };
-            (category, what)
-        })
-        .collect()
+    keys
 }
 
 /// A hasher for match keys, which are already hashes: hashing them again with SipHash only costs
@@ -255,20 +251,26 @@ struct Matching {
     after_keys: Vec<MatchKey>,
 }
 
-/// Matches after-plan nodes to before-plan nodes with the same key, in plan order.
+/// Matches after-plan nodes to before-plan nodes with the same key, in plan order: each after
+/// node takes the first before node with its key that is not taken yet.
 fn match_nodes(before: &Plan, after: &Plan) -> Matching {
     let before_keys = match_keys(before);
     let after_keys = match_keys(after);
-    let mut queues: KeyMap<VecDeque<NodeId>> = KeyMap::default();
-    for (id, key) in before_keys.iter().enumerate() {
-        queues.entry(*key).or_default().push_back(id);
+    // The before nodes of each key, as a queue in plan order: the map holds the first untaken
+    // one, `next` links each to the following one (a queue per key without an allocation each).
+    let mut first: KeyMap<Option<NodeId>> =
+        KeyMap::with_capacity_and_hasher(before_keys.len(), Default::default());
+    let mut next: Vec<Option<NodeId>> = vec![None; before_keys.len()];
+    for (id, key) in before_keys.iter().enumerate().rev() {
+        next[id] = first.insert(*key, Some(id)).flatten();
     }
     let mut after_to_before = vec![None; after.nodes.len()];
     let mut before_to_after = vec![None; before.nodes.len()];
     for (id, key) in after_keys.iter().enumerate() {
-        if let Some(queue) = queues.get_mut(key)
-            && let Some(b) = queue.pop_front()
+        if let Some(head) = first.get_mut(key)
+            && let Some(b) = *head
         {
+            *head = next[b];
             after_to_before[id] = Some(b);
             before_to_after[b] = Some(id);
         }

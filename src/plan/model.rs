@@ -255,8 +255,8 @@ impl Node {
     /// format gives the node.
     pub fn display_type(&self) -> String {
         let join = self.join_type.as_deref().filter(|j| *j != "Inner");
-        // Up to three pieces, joined in one allocation: every label and diff line starts here.
-        let pieces: [&str; 3] = match (self.node_type.as_str(), self.strategy.as_deref(), join) {
+        // Pieces joined in one allocation: every label and diff line starts here.
+        let [a, b, c] = match (self.node_type.as_str(), self.strategy.as_deref(), join) {
             ("Aggregate", Some("Hashed"), _) => ["HashAggregate", "", ""],
             ("Aggregate", Some("Sorted"), _) => ["GroupAggregate", "", ""],
             ("Aggregate", Some("Mixed"), _) => ["MixedAggregate", "", ""],
@@ -270,11 +270,7 @@ impl Node {
             (other, _, _) => [other, "", ""],
         };
         let prefix = if self.parallel_aware { "Parallel " } else { "" };
-        let mut name =
-            String::with_capacity(prefix.len() + pieces.iter().map(|p| p.len()).sum::<usize>());
-        name.push_str(prefix);
-        pieces.iter().for_each(|p| name.push_str(p));
-        name
+        [prefix, a, b, c].concat()
     }
 
     /// The relation this node reads, schema-qualified when the schema is known.
