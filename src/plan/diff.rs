@@ -6,8 +6,7 @@
 //! hashing, so the diff costs O(n log n) at worst for plans of n nodes.
 
 use std::collections::HashMap;
-use std::collections::VecDeque;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 
 use serde::Serialize;
 
@@ -142,11 +141,13 @@ enum Category {
     Other(u64),
 }
 
-fn category(node: &Node) -> Category {
+/// The category of `node`, whose [`relation_key`] is `relation` (hashing strings is the costly
+/// part of matching, so each node's key is computed once).
+fn category(node: &Node, relation: Option<u64>) -> Category {
     if node.node_type == "Bitmap Index Scan" {
         return Category::BitmapIndex;
     }
-    if relation_key(node).is_some() {
+    if relation.is_some() {
         return Category::Scan;
     }
     match node.node_type.as_str() {
@@ -189,54 +190,107 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// Per node: the match key (category, what it works on) in one linear bottom-up pass.
-fn match_keys(plan: &Plan) -> Vec<(Category, u64)> {
+/// A node's match key: its category and what it works on.
+type MatchKey = (Category, u64);
+
+/// Per node: the match key, in one bottom-up pass (children have larger ids than their parent),
+/// which reads each node once: on plans too big for the cache, reading is what costs.
+fn match_keys(plan: &Plan) -> Vec<MatchKey> {
     let n = plan.nodes.len();
     // Multiset hash of the relations read in each subtree: the sum of mixed relation keys, which
     // does not depend on child order.
     let mut relations = vec![0u64; n];
+    let mut keys = vec![(Category::Sort, 0); n];
     for id in (0..n).rev() {
         let node = &plan.nodes[id];
-        let mut sum = relation_key(node).map(mix).unwrap_or(0);
+        let own = relation_key(node);
+        let mut sum = own.map(mix).unwrap_or(0);
         for &c in &node.children {
             sum = sum.wrapping_add(relations[c]);
         }
         relations[id] = sum;
+        let category = category(node, own);
+        let what = match category {
+            Category::Scan => own.unwrap_or(0),
+            Category::BitmapIndex => hash_of(&node.index_name),
+            _ => sum,
+        };
+        keys[id] = (category, what);
     }
-    plan.nodes
-        .iter()
-        .enumerate()
-        .map(|(id, node)| {
-            let category = category(node);
-            let what = match category {
-                Category::Scan => relation_key(node).unwrap_or(0),
-                Category::BitmapIndex => hash_of(&node.index_name),
-                _ => relations[id],
-            };
-            (category, what)
-        })
-        .collect()
+    keys
 }
 
-/// Matches after-plan nodes to before-plan nodes with the same key, in plan order.
-fn match_nodes(before: &Plan, after: &Plan) -> (Vec<Option<NodeId>>, Vec<Option<NodeId>>) {
+/// A hasher for match keys, which are already hashes: hashing them again with SipHash only costs
+/// time. (It gives up SipHash's resistance to chosen keys; a plan is the user's own input.)
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        mix(self.0)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_isize(&mut self, n: isize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type KeyMap<V> = HashMap<MatchKey, V, BuildHasherDefault<KeyHasher>>;
+
+/// Both plans' node pairing and the after plan's match keys.
+struct Matching {
+    after_to_before: Vec<Option<NodeId>>,
+    before_to_after: Vec<Option<NodeId>>,
+    after_keys: Vec<MatchKey>,
+}
+
+/// Matches after-plan nodes to before-plan nodes with the same key, in plan order: each after
+/// node takes the first before node with its key that is not taken yet.
+fn match_nodes(before: &Plan, after: &Plan) -> Matching {
     let before_keys = match_keys(before);
     let after_keys = match_keys(after);
-    let mut queues: HashMap<(Category, u64), VecDeque<NodeId>> = HashMap::new();
-    for (id, key) in before_keys.iter().enumerate() {
-        queues.entry(*key).or_default().push_back(id);
+    // The before nodes of each key, as a queue in plan order: the map holds the first untaken
+    // one, `next` links each to the following one (a queue per key without an allocation each).
+    let mut first: KeyMap<Option<NodeId>> =
+        KeyMap::with_capacity_and_hasher(before_keys.len(), Default::default());
+    let mut next: Vec<Option<NodeId>> = vec![None; before_keys.len()];
+    for (id, key) in before_keys.iter().enumerate().rev() {
+        next[id] = first.insert(*key, Some(id)).flatten();
     }
     let mut after_to_before = vec![None; after.nodes.len()];
     let mut before_to_after = vec![None; before.nodes.len()];
     for (id, key) in after_keys.iter().enumerate() {
-        if let Some(queue) = queues.get_mut(key)
-            && let Some(b) = queue.pop_front()
+        if let Some(head) = first.get_mut(key)
+            && let Some(b) = *head
         {
+            *head = next[b];
             after_to_before[id] = Some(b);
             before_to_after[b] = Some(id);
         }
     }
-    (after_to_before, before_to_after)
+    Matching {
+        after_to_before,
+        before_to_after,
+        after_keys,
+    }
+}
+
+/// Whether two nodes have the same [`Node::display_type`], without building the names when the
+/// fields it is made of are equal (nearly every matched pair).
+fn same_display_type(a: &Node, b: &Node) -> bool {
+    let same_fields = a.parallel_aware == b.parallel_aware
+        && a.node_type == b.node_type
+        && a.strategy == b.strategy
+        && a.join_type == b.join_type
+        && a.operation == b.operation;
+    same_fields || a.display_type() == b.display_type()
 }
 
 fn spills(node: &Node) -> bool {
@@ -265,17 +319,20 @@ fn count(v: f64) -> String {
 
 /// Diffs two plans of the same query.
 pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> PlanDiff {
-    let (after_to_before, before_to_after) = match_nodes(before, after);
+    let Matching {
+        after_to_before,
+        before_to_after,
+        after_keys,
+    } = match_nodes(before, after);
     let mut changes = Vec::new();
 
     for (a_id, a) in after.nodes.iter().enumerate() {
-        let relation = a.qualified_relation();
         let Some(b_id) = after_to_before[a_id] else {
             changes.push(Change {
                 kind: ChangeKind::NodeAdded,
                 before_node: None,
                 after_node: Some(a_id),
-                relation,
+                relation: a.qualified_relation(),
                 message: format!("added: {}", node_label(a)),
                 figure: None,
             });
@@ -283,20 +340,21 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
         };
         let b = &before.nodes[b_id];
         let (b_m, a_m) = (&bm.nodes[b_id], &am.nodes[a_id]);
+        // Most matched pairs change nothing: the relation is named only for a change.
         let mut push = |kind, message: String, figure: Option<Pair>| {
             changes.push(Change {
                 kind,
                 before_node: Some(b_id),
                 after_node: Some(a_id),
-                relation: relation.clone(),
+                relation: a.qualified_relation(),
                 message,
                 figure,
             })
         };
 
-        let (b_type, a_type) = (b.display_type(), a.display_type());
-        match category(a) {
-            Category::Scan if b_type != a_type => push(
+        let same_type = same_display_type(b, a);
+        match after_keys[a_id].0 {
+            Category::Scan if !same_type => push(
                 ChangeKind::AccessMethodChanged,
                 format!("{} → {}", node_label(b), node_label(a)),
                 None,
@@ -311,14 +369,14 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
                 ),
                 None,
             ),
-            Category::Join if b_type != a_type => push(
+            Category::Join if !same_type => push(
                 ChangeKind::JoinStrategyChanged,
-                format!("join strategy {b_type} → {a_type}"),
+                format!("join strategy {} → {}", b.display_type(), a.display_type()),
                 None,
             ),
-            _ if b_type != a_type => push(
+            _ if !same_type => push(
                 ChangeKind::NodeTypeChanged,
-                format!("{b_type} → {a_type}"),
+                format!("{} → {}", b.display_type(), a.display_type()),
                 None,
             ),
             _ => {}

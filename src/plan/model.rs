@@ -254,22 +254,23 @@ impl Node {
     /// "Parallel Seq Scan", "HashAggregate", "Hash Left Join", ...: the name EXPLAIN's text
     /// format gives the node.
     pub fn display_type(&self) -> String {
-        let prefix = if self.parallel_aware { "Parallel " } else { "" };
         let join = self.join_type.as_deref().filter(|j| *j != "Inner");
-        let base = match (self.node_type.as_str(), self.strategy.as_deref(), join) {
-            ("Aggregate", Some("Hashed"), _) => "HashAggregate".to_owned(),
-            ("Aggregate", Some("Sorted"), _) => "GroupAggregate".to_owned(),
-            ("Aggregate", Some("Mixed"), _) => "MixedAggregate".to_owned(),
-            ("SetOp", Some("Hashed"), _) => "HashSetOp".to_owned(),
+        // Pieces joined in one allocation: every label and diff line starts here.
+        let [a, b, c] = match (self.node_type.as_str(), self.strategy.as_deref(), join) {
+            ("Aggregate", Some("Hashed"), _) => ["HashAggregate", "", ""],
+            ("Aggregate", Some("Sorted"), _) => ["GroupAggregate", "", ""],
+            ("Aggregate", Some("Mixed"), _) => ["MixedAggregate", "", ""],
+            ("SetOp", Some("Hashed"), _) => ["HashSetOp", "", ""],
             ("ModifyTable", _, _) if self.operation.is_some() => {
-                self.operation.clone().unwrap_or_default()
+                [self.operation.as_deref().unwrap_or_default(), "", ""]
             }
-            ("Hash Join", _, Some(join)) => format!("Hash {join} Join"),
-            ("Merge Join", _, Some(join)) => format!("Merge {join} Join"),
-            ("Nested Loop", _, Some(join)) => format!("Nested Loop {join} Join"),
-            (other, _, _) => other.to_owned(),
+            ("Hash Join", _, Some(join)) => ["Hash ", join, " Join"],
+            ("Merge Join", _, Some(join)) => ["Merge ", join, " Join"],
+            ("Nested Loop", _, Some(join)) => ["Nested Loop ", join, " Join"],
+            (other, _, _) => [other, "", ""],
         };
-        format!("{prefix}{base}")
+        let prefix = if self.parallel_aware { "Parallel " } else { "" };
+        [prefix, a, b, c].concat()
     }
 
     /// The relation this node reads, schema-qualified when the schema is known.

@@ -15,6 +15,17 @@ use super::model::{Actual, Buffers, IoTimes, Node, NodeId, Plan, Trigger, Wal};
 /// The deepest plan pgplan reads. Each level costs stack; real plans stay far below this.
 pub const MAX_PLAN_DEPTH: usize = 1000;
 
+/// The deepest a value under a key pgplan does not model may nest (arrays and objects inside
+/// each other; PostgreSQL's nest three levels at most). Such values are kept, so they are read
+/// recursively and written out again by the JSON report: without a bound, a deeply nested one
+/// overflowed the stack. serde_json's default limit for a whole document is the same.
+const MAX_VALUE_NESTING: usize = 128;
+
+/// JSON nesting read on the caller's thread, whose stack may be as small as a spawned thread's
+/// 2 MiB. Deeper input is read again on a thread with PARSE_STACK_BYTES of stack, where only
+/// MAX_PLAN_DEPTH and MAX_VALUE_NESTING bound it.
+const SHALLOW_NESTING: usize = 64;
+
 /// Why an input is not a plan pgplan can read. Each message says what was expected.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
@@ -161,78 +172,93 @@ fn is_row_count_footer(line: &str) -> bool {
 const PARSE_STACK_BYTES: usize = 64 << 20;
 
 fn parse_json(json: &str) -> Result<Plan, PlanError> {
-    // Shallow plans (nearly all) are read in place; only inputs nested deep enough to need it
-    // pay for a thread with a large stack.
-    if max_nesting(json) <= 64 {
-        return parse_json_here(json);
+    // Shallow plans (nearly all) are read in place, in one pass: reading stops at the first level
+    // deeper than SHALLOW_NESTING, and only such inputs pay for a thread with a large stack and a
+    // second read. (Scanning the input for its depth first cost about a third of reading it.)
+    if let Some(result) = parse_json_here(json, SHALLOW_NESTING) {
+        return result;
     }
+    // Without a nesting limit, reading never asks for more stack.
+    let deep = || parse_json_here(json, usize::MAX).unwrap_or(Err(PlanError::TooDeep));
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("pgplan-parse".into())
             .stack_size(PARSE_STACK_BYTES)
-            .spawn_scoped(scope, || parse_json_here(json))
+            .spawn_scoped(scope, deep)
             .map(|handle| handle.join())
     })
     .ok()
     .and_then(Result::ok)
-    .unwrap_or_else(|| parse_json_here(json))
+    .unwrap_or_else(deep)
 }
 
-/// How deeply brackets nest, ignoring brackets inside strings. Stops counting at 65.
-fn max_nesting(json: &str) -> usize {
-    let mut depth = 0usize;
-    let mut max = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in json.as_bytes() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > max {
-                    max = depth;
-                    if max > 64 {
-                        return max;
-                    }
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
-
-fn parse_json_here(json: &str) -> Result<Plan, PlanError> {
+/// Reads the plan, nesting at most `limit` levels deep; `None` when the input nests deeper (read
+/// it again with more stack).
+fn parse_json_here(json: &str, limit: usize) -> Option<Result<Plan, PlanError>> {
     let mut deserializer = serde_json::Deserializer::from_str(json);
-    // Depth is bounded by MAX_PLAN_DEPTH in NodeSeed instead of serde_json's fixed 128 levels,
-    // which a plan joining sixty tables already exceeds.
+    // Depth is bounded by our own seeds (Nesting, and MAX_PLAN_DEPTH in NodeSeed) instead of
+    // serde_json's fixed 128 levels, which a plan joining sixty tables already exceeds.
     deserializer.disable_recursion_limit();
-    let result = TopLevelSeed
-        .deserialize(&mut deserializer)
-        .and_then(|plan| {
-            deserializer.end()?;
-            Ok(plan)
-        });
-    match result {
+    let seed = TopLevelSeed {
+        nesting: Nesting {
+            level: 0,
+            limit,
+            value_level: 0,
+        },
+    };
+    let result = seed.deserialize(&mut deserializer).and_then(|plan| {
+        deserializer.end()?;
+        Ok(plan)
+    });
+    Some(match result {
         Ok(TopLevel::One(plan)) => Ok(*plan),
         Ok(TopLevel::Several(count)) => Err(PlanError::SeveralPlans { count }),
+        Err(e) if e.to_string().contains(NEEDS_STACK) => return None,
         Err(e) => Err(classify_error(json, e)),
-    }
+    })
 }
 
 /// Marker strings our own visitors put in custom errors, to map them back to [`PlanError`].
 const NOT_A_PLAN: &str = "pgplan:not-a-plan:";
 const TOO_DEEP: &str = "pgplan:too-deep";
+const NEEDS_STACK: &str = "pgplan:needs-stack";
+
+/// How many arrays and objects enclose the value being read, and how many may.
+#[derive(Debug, Clone, Copy)]
+struct Nesting {
+    level: usize,
+    /// Reading deeper than this asks for a bigger stack.
+    limit: usize,
+    /// Levels inside a value pgplan keeps without modelling it (0 in the plan's own structure).
+    value_level: usize,
+}
+
+impl Nesting {
+    /// The nesting inside an array or object of the plan's structure, opened here.
+    fn enter<E: de::Error>(self) -> Result<Nesting, E> {
+        if self.level >= self.limit {
+            return Err(E::custom(NEEDS_STACK));
+        }
+        Ok(Nesting {
+            level: self.level + 1,
+            ..self
+        })
+    }
+
+    /// The nesting inside an array or object of an unmodelled value, opened here.
+    fn enter_value<E: de::Error>(self) -> Result<Nesting, E> {
+        let inner = self.enter()?;
+        if self.value_level >= MAX_VALUE_NESTING {
+            return Err(E::custom(format!(
+                "{NOT_A_PLAN}a value nested more than {MAX_VALUE_NESTING} levels deep"
+            )));
+        }
+        Ok(Nesting {
+            value_level: self.value_level + 1,
+            ..inner
+        })
+    }
+}
 
 fn classify_error(json: &str, error: serde_json::Error) -> PlanError {
     let message = error.to_string();
@@ -290,7 +316,9 @@ enum TopLevel {
     Several(usize),
 }
 
-struct TopLevelSeed;
+struct TopLevelSeed {
+    nesting: Nesting,
+}
 
 impl<'de> DeserializeSeed<'de> for TopLevelSeed {
     type Value = TopLevel;
@@ -307,10 +335,12 @@ impl<'de> Visitor<'de> for TopLevelSeed {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
-        let Some(first) = seq.next_element_seed(PlanObjectSeed)? else {
+        let nesting = self.nesting.enter()?;
+        let Some(first) = seq.next_element_seed(PlanObjectSeed { nesting })? else {
             return Err(de::Error::custom(format!("{NOT_A_PLAN}an empty array")));
         };
         let mut count = 1;
+        // Skipping a value takes no stack in serde_json, however deep it nests.
         while seq.next_element::<IgnoredAny>()?.is_some() {
             count += 1;
         }
@@ -321,9 +351,10 @@ impl<'de> Visitor<'de> for TopLevelSeed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TopLevel, A::Error> {
-        PlanObjectSeed
-            .visit_map(map)
-            .map(|p| TopLevel::One(Box::new(p)))
+        let seed = PlanObjectSeed {
+            nesting: self.nesting,
+        };
+        seed.visit_map(map).map(|p| TopLevel::One(Box::new(p)))
     }
 
     fn visit_str<E: de::Error>(self, _: &str) -> Result<TopLevel, E> {
@@ -372,7 +403,10 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
 }
 
 /// One element of the EXPLAIN array: `{"Plan": {...}, "Planning Time": ..., ...}`.
-struct PlanObjectSeed;
+struct PlanObjectSeed {
+    /// The nesting around the object.
+    nesting: Nesting,
+}
 
 impl<'de> DeserializeSeed<'de> for PlanObjectSeed {
     type Value = Plan;
@@ -389,6 +423,7 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Plan, A::Error> {
+        let nesting = self.nesting.enter()?;
         let mut plan = Plan::default();
         let mut saw_plan = false;
         let mut other_keys = Vec::new();
@@ -405,13 +440,14 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
                         arena: &mut plan.nodes,
                         parent: None,
                         depth: 0,
+                        nesting,
                     })?;
                 }
                 "Planning Time" => plan.planning_ms = Some(map.next_value()?),
                 "Execution Time" => plan.execution_ms = Some(map.next_value()?),
                 "Query Text" => plan.query_text = Some(map.next_value()?),
                 "Planning" => {
-                    let value: Map<String, Value> = map.next_value()?;
+                    let value = map.next_value_seed(MapSeed(nesting))?;
                     plan.planning_buffers = buffers_from_map(&value);
                     for (k, v) in value {
                         if !is_buffer_key(&k) {
@@ -420,11 +456,11 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
                     }
                 }
                 "Triggers" => {
-                    let value: Vec<Map<String, Value>> = map.next_value()?;
+                    let value = map.next_value_seed(TriggersSeed(nesting))?;
                     plan.triggers = value.iter().map(trigger_from_map).collect();
                 }
                 "Settings" => {
-                    let value: Map<String, Value> = map.next_value()?;
+                    let value = map.next_value_seed(MapSeed(nesting))?;
                     plan.settings = value
                         .into_iter()
                         .map(|(k, v)| {
@@ -438,9 +474,9 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
                 }
                 other => {
                     if other_keys.len() < 5 {
-                        other_keys.push(other.to_owned());
+                        other_keys.push(one_line(other));
                     }
-                    let value: Value = map.next_value()?;
+                    let value = map.next_value_seed(ValueSeed(nesting))?;
                     plan.extra.insert(other.to_owned(), value);
                 }
             }
@@ -479,6 +515,20 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
     fn visit_unit<E: de::Error>(self) -> Result<Plan, E> {
         Err(E::custom(format!("{NOT_A_PLAN}an array holding null")))
     }
+}
+
+/// `text` with control characters escaped (`\n` for a line break): errors are printed as one
+/// line, and a key in the input may hold any character.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn is_buffer_key(key: &str) -> bool {
@@ -530,6 +580,8 @@ struct NodeSeed<'a> {
     arena: &'a mut Vec<Node>,
     parent: Option<NodeId>,
     depth: usize,
+    /// The nesting around the node's object.
+    nesting: Nesting,
 }
 
 impl<'de> DeserializeSeed<'de> for NodeSeed<'_> {
@@ -544,6 +596,8 @@ struct ChildrenSeed<'a> {
     arena: &'a mut Vec<Node>,
     parent: NodeId,
     depth: usize,
+    /// The nesting around the array.
+    nesting: Nesting,
 }
 
 impl<'de> DeserializeSeed<'de> for ChildrenSeed<'_> {
@@ -561,6 +615,7 @@ impl<'de> Visitor<'de> for ChildrenSeed<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<NodeId>, A::Error> {
+        let nesting = self.nesting.enter()?;
         let mut children = Vec::new();
         loop {
             let id = self.arena.len();
@@ -568,6 +623,7 @@ impl<'de> Visitor<'de> for ChildrenSeed<'_> {
                 arena: self.arena,
                 parent: Some(self.parent),
                 depth: self.depth,
+                nesting,
             };
             if seq.next_element_seed(seed)?.is_none() {
                 break;
@@ -589,6 +645,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         if self.depth >= MAX_PLAN_DEPTH {
             return Err(de::Error::custom(TOO_DEEP));
         }
+        let nesting = self.nesting.enter()?;
         let id = self.arena.len();
         // Reserve the slot; filled when the node's own keys are read.
         self.arena.push(Node::default());
@@ -724,10 +781,11 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                         arena: self.arena,
                         parent: id,
                         depth: self.depth + 1,
+                        nesting,
                     })?;
                 }
                 other => {
-                    let value: Value = map.next_value()?;
+                    let value = map.next_value_seed(ValueSeed(nesting))?;
                     node.extra.insert(other.to_owned(), value);
                 }
             }
@@ -746,9 +804,124 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
     }
 }
 
+/// Reads any JSON value exactly as `serde_json::Value`'s own `Deserialize` does, but counting
+/// its nesting: the values of keys pgplan does not model are kept, and may nest arbitrarily.
+struct ValueSeed(Nesting);
+
+impl<'de> DeserializeSeed<'de> for ValueSeed {
+    type Value = Value;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any valid JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::Number(v.into()))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        self.deserialize(d)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let nesting = self.0.enter_value()?;
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(ValueSeed(nesting))? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+        MapSeed(self.0).visit_map(map).map(Value::Object)
+    }
+}
+
+/// Reads a JSON object as `serde_json::Map`'s own `Deserialize` does (same errors for anything
+/// else), counting nesting.
+struct MapSeed(Nesting);
+
+impl<'de> DeserializeSeed<'de> for MapSeed {
+    type Value = Map<String, Value>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for MapSeed {
+    type Value = Map<String, Value>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a map")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Map::new())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let nesting = self.0.enter_value()?;
+        let mut values = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let value = map.next_value_seed(ValueSeed(nesting))?;
+            values.insert(key, value);
+        }
+        Ok(values)
+    }
+}
+
+/// Reads `Triggers`, an array of objects, as `Vec<Map<String, Value>>` would, counting nesting.
+struct TriggersSeed(Nesting);
+
+impl<'de> DeserializeSeed<'de> for TriggersSeed {
+    type Value = Vec<Map<String, Value>>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TriggersSeed {
+    type Value = Vec<Map<String, Value>>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a sequence")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let nesting = self.0.enter_value()?;
+        let mut triggers = Vec::new();
+        while let Some(trigger) = seq.next_element_seed(MapSeed(nesting))? {
+            triggers.push(trigger);
+        }
+        Ok(triggers)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
     const MINIMAL: &str = r#"[{"Plan": {"Node Type": "Seq Scan", "Relation Name": "t",
         "Plan Rows": 10, "Actual Rows": 6.50, "Actual Loops": 2, "Actual Startup Time": 0.1,
@@ -879,6 +1052,80 @@ mod tests {
             parse_plan(r#"[{"Plan": {"Node Type": "A"}}, {"Plan": {"Node Type": "B"}}]"#),
             Err(PlanError::SeveralPlans { count: 2 })
         );
+    }
+
+    #[test]
+    fn errors_quoting_the_input_stay_on_one_line() {
+        let err = parse_plan(r#"{"Planx\ny": 1, "tab\there": 2}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "not a plan: an object with keys Planx\\ny, tab\\there at line 1 column 31; expected \
+             EXPLAIN (FORMAT JSON) output, an array holding one object with a \"Plan\" key"
+        );
+    }
+
+    #[test]
+    fn deeply_nested_values_are_an_error_not_a_stack_overflow() {
+        // Values under keys pgplan does not model are kept, so they are read, not skipped: in a
+        // node, at the top level and in the Planning, Settings and Triggers objects.
+        let deep = |open: &str, close: &str| {
+            let n = 1_000_000;
+            format!("{}{}", open.repeat(n), close.repeat(n))
+        };
+        for value in [deep("[", "]"), deep(r#"{"a": "#, "}")] {
+            for json in [
+                format!(r#"{{"Plan": {{"Node Type": "Result", "Deep": {value}}}}}"#),
+                format!(r#"[{{"Plan": {{"Node Type": "Result"}}, "Deep": {value}}}]"#),
+                format!(r#"{{"Plan": {{"Node Type": "Result"}}, "Planning": {{"x": {value}}}}}"#),
+                format!(r#"{{"Plan": {{"Node Type": "Result"}}, "Settings": {{"x": {value}}}}}"#),
+                format!(r#"{{"Plan": {{"Node Type": "Result"}}, "Triggers": [{{"x": {value}}}]}}"#),
+            ] {
+                match parse_plan(&json) {
+                    Err(PlanError::NotAPlan { detail }) => assert!(
+                        detail.starts_with("a value nested more than 128 levels deep at line 1"),
+                        "{detail}"
+                    ),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+        // serde_json's own limit for a whole document, 128 levels, is allowed; one more is not.
+        let nested = |n: usize| {
+            let value = format!("{}{}", "[".repeat(n), "]".repeat(n));
+            parse_plan(&format!(
+                r#"{{"Plan": {{"Node Type": "Result", "V": {value}}}}}"#
+            ))
+        };
+        assert!(nested(128).is_ok());
+        assert!(matches!(nested(129), Err(PlanError::NotAPlan { .. })));
+    }
+
+    #[test]
+    fn nested_values_read_as_serde_json_reads_them() {
+        // Within the limit, unmodelled values are what serde_json's own Value would hold, in a
+        // shallow plan (read in place) and below a deep one (read on the big-stack thread).
+        let values = [
+            r#"null"#,
+            r#"[true, false, -0, 0, -1, 1.5, 1e30, 18446744073709551615, 18446744073709551616]"#,
+            r#"[-9223372036854775808, -9223372036854775809, 0.1, 1e-400, "\u00e9\n\u0000\"", []]"#,
+            r#"{"b": 1, "a": {"a": 2, "a": 3}, "b": [4], "c": {}}"#,
+            &format!("{}1{}", "[".repeat(120), "]".repeat(120)),
+        ];
+        for value in values {
+            let mut reader = serde_json::Deserializer::from_str(value);
+            reader.disable_recursion_limit();
+            let expected = Value::deserialize(&mut reader).unwrap();
+            for depth in [0, 100] {
+                let mut json = String::from(r#"{"Plan": "#);
+                json.push_str(&r#"{"Node Type": "Limit", "Plans": ["#.repeat(depth));
+                json.push_str(&format!(r#"{{"Node Type": "Result", "Odd": {value}}}"#));
+                json.push_str(&"]}".repeat(depth));
+                json.push_str(&format!(r#", "Odd": {value}}}"#));
+                let plan = parse_plan(&json).unwrap();
+                assert_eq!(plan.nodes[depth].extra["Odd"], expected, "{value}");
+                assert_eq!(plan.extra["Odd"], expected, "{value}");
+            }
+        }
     }
 
     #[test]
