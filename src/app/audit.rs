@@ -6,19 +6,19 @@
 //! before connecting, so a node that cannot be reached still lands in its group): each group is
 //! one database of a cluster, audited on its own, and the reports are merged.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use anyhow::{Context, Result};
 
 use crate::audit::{AuditOptions, DatabaseNodes, NodeResult, Scope, Severity, audit_databases};
 use crate::cli::{AuditArgs, AuditFormat, ConnArgs};
 use crate::db::conninfo::{ConnParams, redact};
-use crate::db::session::{Limits, SessionError};
+use crate::db::session::Limits;
 use crate::report::TextOptions;
 use crate::report::audit::{write_audit_markdown, write_audit_prometheus, write_audit_text};
 use crate::report::wire_audit::write_audit_json;
 
-use super::live::{Interrupt, open, resolve, runtime};
+use super::live::{Interrupt, open, read_audit_snapshot, report_destination, resolve, runtime};
 
 /// One node to audit: what the user called it (redacted) and how to reach it.
 struct Target {
@@ -107,18 +107,7 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
                     let mut conn = open(&target.params, session, interrupt)
                         .await
                         .map_err(|e| super::render_error(&e))?;
-                    let facts = conn.facts.clone();
-                    conn.read_only(&limits, async |client| {
-                        crate::db::catalog::read_snapshot(client, &facts, scope)
-                            .await
-                            .map_err(|e| SessionError {
-                                context: "reading the catalog".into(),
-                                message: e.to_string(),
-                                sqlstate: None,
-                            })
-                    })
-                    .await
-                    .map_err(|e| e.to_string())
+                    read_audit_snapshot(&mut conn, &limits, scope).await
                 }
                 .await;
                 NodeResult {
@@ -137,19 +126,7 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     }
     // The pure audit runs once every read is done, so its CPU time never delays a read.
     let report = audit_databases(&by_database(&targets, results), &audit_options);
-    let text_options = if args.output.is_some() {
-        TextOptions::default()
-    } else {
-        *options
-    };
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
-        // Stdout flushes at every newline: without a buffer of our own, a Prometheus exposition
-        // (thousands of series per database) costs a write system call per line.
-        None => Box::new(io::BufWriter::new(io::stdout().lock())),
-    };
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
         AuditFormat::Text => write_audit_text(&mut out, &report, &text_options)?,
         AuditFormat::Json => write_audit_json(&mut out, &report)?,

@@ -20,7 +20,7 @@ use crate::plan::{Analysis, parse_plan};
 use crate::report::{Format, TextOptions, compare as render, write_json};
 use crate::sql::{IndexCandidate, QueryKind, quote_ident, quote_literal};
 
-use super::live::{Interrupt, open, resolve, runtime};
+use super::live::{Interrupt, open, report_destination, resolve, runtime};
 
 /// Reads a file argument, or standard input for `-`.
 fn read_input(arg: &str, what: &str) -> Result<(String, String)> {
@@ -646,17 +646,7 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     if let Some(dir) = &args.save_plans {
         save_plans(dir, &report)?;
     }
-    let text_options = if args.output.is_some() {
-        TextOptions::default()
-    } else {
-        *options
-    };
-    let mut out: Box<dyn Write> = match &args.output {
-        Some(path) => Box::new(io::BufWriter::new(
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
-        )),
-        None => Box::new(io::stdout().lock()),
-    };
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
         Format::Text => render::write_text(&mut out, &report, &text_options)?,
         Format::Json => write_json(&mut out, &render::CompareDoc::new(&report))?,

@@ -14,14 +14,14 @@ use crate::db::cluster::{Cluster, ClusterOptions, ServerBinaries};
 use crate::db::connect::{ConnectOptions, connect};
 use crate::db::conninfo::{ConnRequest, Environment, resolve};
 use crate::db::retry::RetryPolicy;
-use crate::db::session::{Limits, SessionError};
+use crate::db::session::Limits;
 use crate::exit;
 use crate::report::audit::{write_audit_markdown, write_audit_text};
 use crate::report::wire_audit::{AuditDoc, audit_doc};
 use crate::report::{Format, Paint, TextOptions, compare as render, write_json};
 
 use super::compare::{Progress, run_compare};
-use super::live::{Interrupt, runtime};
+use super::live::{Interrupt, read_audit_snapshot, runtime};
 
 /// The story's table and rows (500,000 events).
 const STORY_SQL: &str = include_str!("../../demo/story.sql");
@@ -136,20 +136,8 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
                 .await
                 .map_err(|e| anyhow!("{}", crate::db::error::describe(&e)))?;
         }
-        let facts = conn.facts.clone();
-        let scope = Scope::default();
-        let snapshot = conn
-            .read_only(&Limits::read_only_defaults(), async |client| {
-                crate::db::catalog::read_snapshot(client, &facts, &scope)
-                    .await
-                    .map_err(|e| SessionError {
-                        context: "reading the catalog".into(),
-                        message: e.to_string(),
-                        sqlstate: None,
-                    })
-            })
-            .await
-            .map_err(|e| e.to_string());
+        let snapshot =
+            read_audit_snapshot(&mut conn, &Limits::read_only_defaults(), &Scope::default()).await;
         let nodes = [NodeResult {
             name: format!(
                 "the throwaway server (database pgplan_demo, port {})",

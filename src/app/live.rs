@@ -13,6 +13,7 @@ use crate::db::conninfo::{self, ConnParams, ConnRequest, Environment};
 use crate::db::retry::RetryPolicy;
 use crate::db::session::Limits;
 use crate::exit::Exit;
+use crate::report::TextOptions;
 
 /// A single-threaded runtime: pgplan's work is waiting on servers, and one thread keeps the order
 /// of progress messages and cancellation simple.
@@ -62,6 +63,49 @@ pub async fn open(
     })
     .await?;
     Ok(connection)
+}
+
+/// Where a report goes: `--output FILE`, or standard output, buffered either way (stdout flushes
+/// at every newline otherwise, a system call per line of a long report). Text for a file is
+/// never coloured or wrapped.
+pub fn report_destination(
+    output: Option<&std::path::Path>,
+    options: &TextOptions,
+) -> Result<(Box<dyn std::io::Write>, TextOptions)> {
+    match output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("creating {}", path.display()))?;
+            Ok((
+                Box::new(std::io::BufWriter::new(file)),
+                TextOptions::default(),
+            ))
+        }
+        None => Ok((
+            Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+            *options,
+        )),
+    }
+}
+
+/// Reads one node's audit snapshot in a read-only transaction with `limits`.
+pub async fn read_audit_snapshot(
+    conn: &mut Connection,
+    limits: &Limits,
+    scope: &crate::audit::Scope,
+) -> Result<crate::audit::NodeSnapshot, String> {
+    let facts = conn.facts.clone();
+    conn.read_only(limits, async |client| {
+        crate::db::catalog::read_snapshot(client, &facts, scope)
+            .await
+            .map_err(|e| crate::db::session::SessionError {
+                context: "reading the catalog".into(),
+                message: e.to_string(),
+                sqlstate: None,
+            })
+    })
+    .await
+    .map_err(|e| e.to_string())
 }
 
 fn first_line(text: &str) -> &str {
