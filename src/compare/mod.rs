@@ -300,8 +300,10 @@ pub fn judge(
     }
 }
 
-/// Orders judged candidates best first: verdict (pays, does not pay, unused), then the
-/// deciding figure with the index, then time, then index size.
+/// Orders judged candidates best first: indexes to create before indexes to drop (they answer
+/// different questions, and their deciding figures point in opposite directions), then verdict
+/// (pays, does not pay, unused), then the deciding figure with the index, then time, then index
+/// size.
 pub fn rank(judged: &mut [Judged], outcomes: &[CandidateOutcome], mode: Mode) {
     let size = |j: &Judged| {
         outcomes[j.index]
@@ -317,9 +319,11 @@ pub fn rank(judged: &mut [Judged], outcomes: &[CandidateOutcome], mode: Mode) {
         CandidateSpec::Drop { .. } => -deciding_figure(mode, &j.warm.1).unwrap_or(0.0),
     };
     let time = |j: &Judged| j.warm.1.execution_ms.unwrap_or(f64::MAX);
+    let is_drop = |j: &Judged| matches!(outcomes[j.index].spec, CandidateSpec::Drop { .. });
     judged.sort_by(|a, b| {
-        a.verdict
-            .cmp(&b.verdict)
+        is_drop(a)
+            .cmp(&is_drop(b))
+            .then(a.verdict.cmp(&b.verdict))
             .then(figure(a).total_cmp(&figure(b)))
             .then(time(a).total_cmp(&time(b)))
             .then(size(a).total_cmp(&size(b)))
@@ -342,9 +346,10 @@ pub struct CompareReport {
 }
 
 impl CompareReport {
-    /// The best candidate that pays, if any.
+    /// The best index to create that pays, if any. A dropped index that "pays" is an existing
+    /// index earning its keep, not a candidate to build.
     pub fn best(&self) -> Option<&Judged> {
-        self.ranking.first().filter(|j| {
+        self.ranking.iter().find(|j| {
             j.verdict == Verdict::Pays
                 && matches!(self.outcomes[j.index].spec, CandidateSpec::Create(_))
         })
@@ -438,5 +443,74 @@ mod tests {
         let changes = estimate_changes(&[t(0.0, -1.0)], &[t(10.0, 100.0)]);
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].reltuples.after, 100.0);
+    }
+
+    /// A dropped index that pays (the query loses much without it) must not hide the new index
+    /// that pays: drops rank after creates, and `best` names the create.
+    #[test]
+    fn a_paying_drop_does_not_hide_the_best_new_index() {
+        let plan = include_str!("../../fixtures/story/before.pg16.json");
+        let analysis = Analysis::of(crate::plan::parse_plan(plan).unwrap());
+        let figures = |pages: f64| Figures {
+            pages_touched: Some(pages),
+            execution_ms: Some(1.0),
+            ..Figures::default()
+        };
+        let judged = |index: usize, with: f64| Judged {
+            index,
+            verdict: Verdict::Pays,
+            uses: Vec::new(),
+            comparison: Comparison::of(analysis.clone(), analysis.clone()),
+            cold: (figures(100.0), figures(with)),
+            warm: (figures(100.0), figures(with)),
+        };
+        let outcome = |spec: CandidateSpec| CandidateOutcome {
+            spec,
+            result: Err("not needed here".into()),
+        };
+        let create = crate::sql::parse_index_candidate(
+            "CREATE INDEX ON events (tenant_id, status)",
+            "pgplan_candidate_1",
+        )
+        .unwrap();
+        let outcomes = vec![
+            outcome(CandidateSpec::Drop {
+                name: "events_tenant_id_idx".into(),
+            }),
+            outcome(CandidateSpec::Create(create)),
+        ];
+        // Without the dropped index the query touches 5,000 pages; with the new one, 2.
+        let mut ranking = vec![judged(0, 5_000.0), judged(1, 2.0)];
+        rank(&mut ranking, &outcomes, Mode::Measured);
+        assert_eq!(ranking.iter().map(|j| j.index).collect::<Vec<_>>(), [1, 0]);
+        let report = CompareReport {
+            request: CompareRequest::validate(request::RequestInput {
+                query_text: "SELECT 1".into(),
+                query_source: "test".into(),
+                index_sqls: vec!["CREATE INDEX ON events (tenant_id, status)".into()],
+                index_file: None,
+                drop_indexes: vec!["events_tenant_id_idx".into()],
+                runs: 1,
+                min_gain_percent: 10.0,
+                analyze: false,
+                allow_writes: false,
+                params: Vec::new(),
+                generic_plan: false,
+                hypothetical: false,
+            })
+            .unwrap(),
+            server_version: "16".into(),
+            baseline: Measurement {
+                cold: analysis.clone(),
+                warm: Vec::new(),
+                raw_plans: Vec::new(),
+            },
+            baseline_rerun: None,
+            outcomes,
+            ranking,
+            estimate_changes: Vec::new(),
+            warnings: Vec::new(),
+        };
+        assert_eq!(report.best().map(|j| j.index), Some(1));
     }
 }
