@@ -1,9 +1,13 @@
 -- The planner's size and row-count estimates for the named tables, as pg_class holds them.
--- $1: text[] of table names as regclass input ('public.events', '"Odd"."Name"').
--- Returns: name (as given), relpages, reltuples. Names that do not resolve are left out.
+-- $1: text[] of table names as regclass input ('public.events', 'events', '"Odd"."Name"').
+-- Returns: name (schema-qualified and quoted as needed, so two spellings of one table give one
+-- row), relpages, reltuples. Names that do not resolve are left out.
 -- Minimum server version: 9.4 (to_regclass).
-SELECT t.name,
+SELECT DISTINCT ON (c.oid)
+       format('%I.%I', n.nspname, c.relname) AS name,
        c.relpages::float8 AS relpages,
        c.reltuples::float8 AS reltuples
 FROM unnest($1::text[]) AS t(name)
 JOIN pg_class AS c ON c.oid = to_regclass(t.name)
+JOIN pg_namespace AS n ON n.oid = c.relnamespace
+ORDER BY c.oid

@@ -14,17 +14,35 @@ pub const INTERRUPTED: u8 = 130;
 /// An error that ends the command with a specific exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum Exit {
-    /// Ctrl-C: the server work was cancelled and rolled back.
+    /// Ctrl-C (or SIGTERM), and what became of the work on the server.
+    #[error("interrupted: {0}")]
+    Interrupted(Interrupted),
+}
+
+/// How far the server work had got when the user interrupted, so the message is true.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Interrupted {
+    /// No connection had been accepted yet: nothing ran on a server.
+    #[error("no server work had started")]
+    BeforeConnecting,
+    /// The running statement was cancelled and pgplan saw its transaction end.
     #[error(
-        "interrupted: the running statement was cancelled and the transaction rolled back; nothing was left on the server"
+        "the running statement was cancelled and the transaction rolled back; nothing was left on the server"
     )]
-    Interrupted,
+    RolledBack,
+    /// pgplan stopped waiting (a second signal, or the rollback took too long): closing the
+    /// connection makes the server roll the transaction back.
+    #[error(
+        "the running statement was cancelled; pgplan did not wait for the rollback, which the server \
+         completes when the connection closes (nothing it built outlives that)"
+    )]
+    Abandoned,
 }
 
 impl Exit {
     pub fn code(&self) -> u8 {
         match self {
-            Exit::Interrupted => INTERRUPTED,
+            Exit::Interrupted(_) => INTERRUPTED,
         }
     }
 }

@@ -1018,7 +1018,8 @@ pub struct IndexCandidate {
     pub original: String,
     /// What pgplan executes: `original` byte for byte, except that CONCURRENTLY is removed (it
     /// cannot run inside a transaction block, and pgplan builds candidates inside one) and a name
-    /// is inserted before ON when the user gave none. IF NOT EXISTS is kept.
+    /// is inserted before ON when the user gave none. IF NOT EXISTS is removed too, so that a
+    /// clash with an existing index fails instead of measuring that index.
     pub sql: String,
     /// The index name as PostgreSQL stores it: folded to lower case unless quoted, escapes
     /// decoded, cut to 63 bytes.
@@ -1111,12 +1112,14 @@ fn candidate_from_tokens(
     // CREATE INDEX if ON t (a) names the index "if": IF is an unreserved keyword, and only IF
     // NOT starts the IF NOT EXISTS clause.
     let mut user_name = None;
+    let mut if_not_exists = None;
     if c.peek().is_some_and(|t| t.is_keyword("if"))
         && c.peek_at(1).is_some_and(|t| t.is_keyword("not"))
     {
         let if_token = c.peek().copied();
         c.i += 2;
-        c.expect_keyword("exists", "EXISTS after IF NOT")?;
+        let exists = c.expect_keyword("exists", "EXISTS after IF NOT")?;
+        if_not_exists = if_token.map(|t| (t.offset, exists.end()));
         if c.peek().is_none_or(|t| t.is_keyword("on")) {
             return Err(SqlError::new(
                 SqlErrorKind::IfNotExistsWithoutName,
@@ -1196,6 +1199,19 @@ fn candidate_from_tokens(
             original,
             token.offset.saturating_sub(base),
             token.end().saturating_sub(base),
+        );
+        rebuilt.push_str(piece(copied, from));
+        rebuilt.push_str(replacement);
+        copied = to;
+    }
+    // IF NOT EXISTS would turn a clash with an existing index into a silent no-op, and pgplan
+    // would then measure the existing index as if it were the candidate: without it, the clash
+    // is PostgreSQL's error (42P07) and the candidate fails, saying so.
+    if let Some((start, end)) = if_not_exists {
+        let (from, to, replacement) = removal(
+            original,
+            start.saturating_sub(base),
+            end.saturating_sub(base),
         );
         rebuilt.push_str(piece(copied, from));
         rebuilt.push_str(replacement);
@@ -2147,7 +2163,7 @@ mod tests {
         assert_eq!(c.sql, "CREATE INDEX pgplan_candidate_1 ON t (a)");
         assert!(c.concurrently);
         let c = candidate("CREATE UNIQUE INDEX concurrently IF NOT EXISTS idx ON t (a)");
-        assert_eq!(c.sql, "CREATE UNIQUE INDEX IF NOT EXISTS idx ON t (a)");
+        assert_eq!(c.sql, "CREATE UNIQUE INDEX idx ON t (a)");
         assert!(c.unique && c.concurrently);
         assert_eq!(c.name, "idx");
         let c = candidate("CREATE INDEX\n    CONCURRENTLY\n    idx\n    ON t (a)");
@@ -2255,7 +2271,9 @@ mod tests {
         for &(sql, name, table, method) in cases {
             let c = candidate(sql);
             assert_eq!(c.original, sql);
-            assert_eq!(c.sql, sql, "nothing to change in {sql}");
+            // IF NOT EXISTS is the one clause pgplan removes (a clash must fail, not be skipped).
+            let expected = sql.replacen("IF NOT EXISTS ", "", 1);
+            assert_eq!(c.sql, expected, "nothing else to change in {sql}");
             assert_eq!(c.name, name, "{sql}");
             assert_eq!(c.table, table, "{sql}");
             assert_eq!(c.method.as_deref(), method, "{sql}");
@@ -2279,6 +2297,8 @@ mod tests {
                 .filter(|t| !t.eq_ignore_ascii_case("concurrently"))
                 .map(String::from)
                 .collect();
+            // IF NOT EXISTS goes too (none of these statements uses those words otherwise).
+            expected.retain(|t| !["if", "not", "exists"].contains(&t.to_lowercase().as_str()));
             if c.name_generated {
                 let on = expected.iter().position(|t| t.eq_ignore_ascii_case("on"));
                 let Some(on) = on else {

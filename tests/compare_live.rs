@@ -115,40 +115,89 @@ async fn state(db: &TestDb) -> ServerState {
     }
 }
 
-/// Waits until no pgplan session is left on the server (a killed client's backend may need a
-/// moment to notice), then checks it holds no lock and no transaction.
+/// Checks, right after pgplan exited on its own (normally, with an error, or on Ctrl-C), that
+/// no pgplan session holds a lock or an open transaction — its backend may still be on its way
+/// out, but must already be clean — then waits until the session is gone and compares the
+/// server with `before`: no new relation, no changed row, no prepared transaction.
 async fn assert_nothing_left(db: &TestDb, before: &ServerState) {
+    let (locks, in_transaction) = pgplan_session_holdings(db).await;
+    let detail = db
+        .value(
+            "SELECT string_agg(format('%s %s %s', pid, state, left(query, 60)), ' | ') \
+             FROM pg_stat_activity \
+             WHERE application_name = 'pgplan' AND datname = current_database()",
+        )
+        .await;
+    assert_eq!(
+        (locks.as_str(), in_transaction.as_str()),
+        ("0", "0"),
+        "after pgplan exited, its sessions still held {locks} relation locks and {in_transaction} open transactions: {detail:?}"
+    );
+    wait_until_pgplan_sessions_are_gone(db).await;
+    assert_server_unchanged(db, before).await;
+}
+
+/// After `kill -9`, the server notices the lost client only when it next looks (at once on 14+
+/// with client_connection_check_interval, at the end of the running statement on 13): wait for
+/// that, then check the same.
+async fn assert_nothing_left_after_kill(db: &TestDb, before: &ServerState) {
+    wait_until_pgplan_sessions_are_gone(db).await;
+    let (locks, in_transaction) = pgplan_session_holdings(db).await;
+    assert_eq!((locks.as_str(), in_transaction.as_str()), ("0", "0"));
+    assert_server_unchanged(db, before).await;
+}
+
+/// Relation locks held by pgplan sessions, and pgplan sessions inside a transaction.
+async fn pgplan_session_holdings(db: &TestDb) -> (String, String) {
+    let locks = db
+        .value(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
+             WHERE a.application_name = 'pgplan' AND a.datname = current_database() \
+             AND l.locktype = 'relation'",
+        )
+        .await
+        .unwrap();
+    let in_transaction = db
+        .value(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
+             AND datname = current_database() \
+             AND (state LIKE 'idle in transaction%' OR xact_start IS NOT NULL)",
+        )
+        .await
+        .unwrap();
+    (locks, in_transaction)
+}
+
+async fn wait_until_pgplan_sessions_are_gone(db: &TestDb) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let sessions = db
-            .value("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan'")
+            .value(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE application_name = 'pgplan' AND datname = current_database()",
+            )
             .await
             .unwrap();
         if sessions == "0" {
-            break;
+            return;
         }
-        let locks = db
-            .value(
-                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
-                 WHERE a.application_name = 'pgplan' AND a.state <> 'active'",
-            )
-            .await
-            .unwrap();
-        let idle_in_tx = db
-            .value(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
-                 AND state LIKE 'idle in transaction%'",
-            )
-            .await
-            .unwrap();
         assert!(
             Instant::now() < deadline,
-            "a pgplan session is still there: {sessions} sessions, {locks} locks held while not active, \
-             {idle_in_tx} idle in transaction"
+            "{sessions} pgplan sessions are still there a minute later"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+async fn assert_server_unchanged(db: &TestDb, before: &ServerState) {
     assert_eq!(&state(db).await, before, "the server changed");
+    assert_eq!(
+        db.value("SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()")
+            .await
+            .unwrap(),
+        "0",
+        "a prepared transaction was left"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -329,6 +378,57 @@ async fn failing_candidates_and_queries_leave_nothing_behind() {
         );
         assert_nothing_left(&db, &before).await;
 
+        // A statement timeout and a query error while a candidate index exists, in its own
+        // runs: the queries look the candidate up in pg_class, so the baseline runs cleanly
+        // and only the candidate's runs sleep past the timeout or divide by zero.
+        let sleepy = write_query(
+            dir.path(),
+            "SELECT count(*) FROM events \
+             WHERE (SELECT count(pg_sleep(3)) FROM pg_class WHERE relname = 'sleepy_idx') = 0",
+        );
+        let out = pgplan(
+            &db,
+            &[
+                &sleepy,
+                "--index",
+                "CREATE INDEX sleepy_idx ON events (status)",
+                "--statement-timeout",
+                "1s",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let error = doc["candidates"][0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("SQLSTATE 57014"), "{error}");
+        assert!(error.contains("cold run"), "the timeout hit a run: {error}");
+        assert_nothing_left(&db, &before).await;
+        let divides = write_query(
+            dir.path(),
+            "SELECT count(*) / (SELECT count(*) - 1 FROM pg_class WHERE relname = 'zero_idx') \
+             FROM events",
+        );
+        let out = pgplan(
+            &db,
+            &[
+                &divides,
+                "--index",
+                "CREATE INDEX zero_idx ON events (status)",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let error = doc["candidates"][0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("SQLSTATE 22012"), "{error}");
+        assert_nothing_left(&db, &before).await;
+
         // Refusals before anything runs: a write without --allow-writes, a smuggled statement.
         let write = write_query(dir.path(), "DELETE FROM events WHERE id < 10");
         let out = pgplan(&db, &[&write, "--index", "CREATE INDEX ON events (status)"]);
@@ -389,8 +489,8 @@ async fn a_lock_held_elsewhere_times_out_and_leaves_nothing() {
     .await;
 }
 
-/// Starts `pgplan compare` building a slow expression index (0.02 s per row) and waits until the
-/// build is running on the server.
+/// Starts `pgplan compare` building the first of two slow expression indexes (0.02 s per row)
+/// and waits until that build is running on the server.
 // The child is handed to the caller, which waits for it; clippy cannot see through the return.
 #[allow(clippy::zombie_processes)]
 async fn start_slow_build(db: &TestDb, query: &str) -> Child {
@@ -400,6 +500,8 @@ async fn start_slow_build(db: &TestDb, query: &str) -> Child {
             query,
             "--index",
             "CREATE INDEX slow_build ON slow (slow_identity(id))",
+            "--index",
+            "CREATE INDEX slow_build_next ON slow (slow_identity(v))",
             "--lock-timeout",
             "30s",
         ],
@@ -442,7 +544,8 @@ async fn ctrl_c_during_a_build_cancels_and_rolls_back() {
         // SAFETY: signalling the child we started.
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
         let out = child.wait_with_output().unwrap();
-        // The cancel request stops the build at once; it does not run to its end (8 s).
+        // The cancel request stops the build at once; it does not run to its end (8 s), and the
+        // second candidate is never started.
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "took {:?}",
@@ -451,6 +554,11 @@ async fn ctrl_c_during_a_build_cancels_and_rolls_back() {
         assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
         assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
         assert!(stderr(&out).contains("rolled back"), "{}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("slow_build_next"),
+            "{}",
+            stderr(&out)
+        );
         assert_nothing_left(&db, &before).await;
         db.drop_db().await;
     })
@@ -469,7 +577,7 @@ async fn kill_9_during_a_build_leaves_nothing_behind() {
         child.wait().unwrap();
         // The server rolls back when it notices the client is gone: within a second on 14+
         // (client_connection_check_interval), at the end of the build on 13.
-        assert_nothing_left(&db, &before).await;
+        assert_nothing_left_after_kill(&db, &before).await;
         db.drop_db().await;
     })
     .await;
@@ -725,6 +833,80 @@ async fn index_files_expression_indexes_and_report_destinations() {
         assert!(md.starts_with("### pgplan compare"), "{md}");
         assert!(md.contains("| # | index | verdict |"), "{md}");
         assert!(md.contains("`by_lower_status`"), "{md}");
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn candidate_names_are_unique_and_never_an_existing_index() {
+    for_each_version("compare_names", |major| async move {
+        let db = story_db(major, "compare_names").await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(dir.path(), QUERY);
+        let save = dir.path().join("plans");
+        let before = state(&db).await;
+        // Built unnamed in separate transactions, both get PostgreSQL's events_created_at_idx;
+        // the report names the second as PostgreSQL would had both been built.
+        let out = pgplan(
+            &db,
+            &[
+                &query,
+                "--index",
+                "CREATE INDEX ON events (created_at)",
+                "--index",
+                "CREATE INDEX CONCURRENTLY ON events (created_at) WHERE status = 'pending'",
+                "--runs",
+                "1",
+                "--save-plans",
+                save.to_str().unwrap(),
+                "--format",
+                "json",
+            ],
+        );
+        let doc = json(&out);
+        let names: Vec<&str> = doc["candidates"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["index_name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["events_created_at_idx", "events_created_at_idx1"]);
+        assert_eq!(
+            doc["candidates"][1]["index_sql"],
+            "CREATE INDEX CONCURRENTLY ON events (created_at) WHERE status = 'pending'",
+            "index_sql is the statement as the user wrote it"
+        );
+        assert_eq!(doc["candidates"][1]["diff"]["schema_version"], 1);
+        assert!(doc["candidates"][1]["diff"]["before"]["nodes"].is_array());
+        let saved = std::fs::read_dir(&save).unwrap().count();
+        assert_eq!(
+            saved,
+            3 * 2,
+            "baseline and both candidates, cold and warm: {saved}"
+        );
+        assert_nothing_left(&db, &before).await;
+
+        // IF NOT EXISTS naming an existing index would skip the build and measure the existing
+        // index: the candidate fails with PostgreSQL's error instead.
+        let out = pgplan(
+            &db,
+            &[
+                &query,
+                "--index",
+                "CREATE INDEX IF NOT EXISTS events_tenant_id_idx ON events (status)",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let error = doc["candidates"][0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("SQLSTATE 42P07"), "{error}");
+        assert!(doc["best"].is_null());
+        assert_nothing_left(&db, &before).await;
         db.drop_db().await;
     })
     .await;

@@ -10,7 +10,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::cli::CompareArgs;
 use crate::compare::{
     CandidateOutcome, CandidateRun, CandidateSpec, CompareReport, CompareRequest, Measurement,
-    Mode, RequestInput, estimate_changes, judge, rank,
+    Mode, RequestInput, display_name, estimate_changes, judge, rank,
 };
 use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
@@ -20,7 +20,7 @@ use crate::plan::{Analysis, parse_plan};
 use crate::report::{Format, TextOptions, compare as render, write_json};
 use crate::sql::{IndexCandidate, QueryKind, quote_ident, quote_literal};
 
-use super::live::{Interrupt, open, report_destination, resolve, runtime};
+use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
 
 /// Reads a file argument, or standard input for `-`.
 fn read_input(arg: &str, what: &str) -> Result<(String, String)> {
@@ -279,6 +279,9 @@ async fn setup_and_runs(
         } else {
             format!("run {i} of {}", request.runs)
         };
+        if stop_requested() {
+            return Err(interrupted(label));
+        }
         progress.update(&format!("{label}: {which}"));
         // A write runs under a savepoint that is rolled back, so every run sees the same rows.
         if writes {
@@ -296,6 +299,15 @@ async fn setup_and_runs(
         }
     }
     Ok((facts, plans))
+}
+
+/// The error that ends a transaction's work once the user has interrupted.
+fn interrupted(label: &str) -> SessionError {
+    SessionError {
+        context: label.to_owned(),
+        message: "interrupted".into(),
+        sqlstate: None,
+    }
 }
 
 /// Undoes backend-local state; the transaction itself is rolled back by the caller.
@@ -329,6 +341,9 @@ async fn measure(
     progress: &Progress,
     label: &str,
 ) -> Result<(SetupFacts, Measurement), SessionError> {
+    if stop_requested() {
+        return Err(interrupted(label));
+    }
     let work = async |client: &tokio_postgres::Client| {
         run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
         let mut leftovers = Leftovers::default();
@@ -487,6 +502,11 @@ pub async fn run_compare(
             (CandidateSpec::Drop { name }, _) => Setup::Drop(name),
         };
         let result = measure(conn, request, limits, setup, progress, &label).await;
+        if stop_requested() {
+            // The cancelled statement's transaction has been rolled back: start nothing more.
+            progress.clear();
+            bail!("interrupted while measuring {}", spec.name());
+        }
         if conn.is_closed() {
             progress.clear();
             bail!(
@@ -497,15 +517,25 @@ pub async fn run_compare(
         }
         let result = match result {
             Ok((facts, measurement)) => {
-                if let CandidateSpec::Create(c) = spec
+                let taken: Vec<&str> = outcomes
+                    .iter()
+                    .filter_map(|o: &CandidateOutcome| o.result.as_ref().ok())
+                    .map(|r| r.name.as_str())
+                    .chain(request.candidates.iter().filter_map(|c| match c {
+                        CandidateSpec::Create(c) if !c.name_generated => Some(c.name.as_str()),
+                        CandidateSpec::Drop { name } => Some(name.as_str()),
+                        CandidateSpec::Create(_) => None,
+                    }))
+                    .collect();
+                let name = display_name(spec, &facts.plan_index_name, &taken);
+                if let CandidateSpec::Create(_) = spec
                     && facts.has_expressions
                     && !request.analyze
                     && request.mode == Mode::Measured
                 {
                     warnings.push(format!(
-                        "{}: an expression index has no statistics until ANALYZE, so the planner \
-                         estimated its rows with default selectivities; re-run with --analyze",
-                        c.name
+                        "{name}: an expression index has no statistics until ANALYZE, so the planner \
+                         estimated its rows with default selectivities; re-run with --analyze"
                     ));
                 }
                 Ok(CandidateRun {
@@ -513,9 +543,14 @@ pub async fn run_compare(
                     build_ms: facts.build_ms,
                     size_bytes: facts.size_bytes,
                     plan_index_name: facts.plan_index_name,
+                    name,
                 })
             }
             Err(e) => Err(e.to_string()),
+        };
+        let shown = match &result {
+            Ok(run) => run.name.clone(),
+            Err(_) => spec.name().to_owned(),
         };
         outcomes.push(CandidateOutcome {
             spec: spec.clone(),
@@ -525,9 +560,13 @@ pub async fn run_compare(
             let after = read_estimates(conn, limits, &tables).await?;
             for change in estimate_changes(&current, &after) {
                 warnings.push(format!(
-                    "building {} updated {}'s planner estimates in place, and that outlives the \
+                    "{} {} updated {}'s planner estimates in place, and that outlives the \
                      rollback: relpages {} → {}, reltuples {} → {}",
-                    spec.name(),
+                    match spec {
+                        CandidateSpec::Create(_) => "building",
+                        CandidateSpec::Drop { .. } => "dropping",
+                    },
+                    shown,
                     change.table,
                     change.relpages.before,
                     change.relpages.after,

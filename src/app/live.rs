@@ -3,6 +3,7 @@
 //! exiting.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -12,7 +13,7 @@ use crate::db::connect::{CancelRegistry, ConnectOptions, Connection, connect};
 use crate::db::conninfo::{self, ConnParams, ConnRequest, Environment};
 use crate::db::retry::RetryPolicy;
 use crate::db::session::Limits;
-use crate::exit::Exit;
+use crate::exit::{Exit, Interrupted};
 use crate::report::TextOptions;
 
 /// A single-threaded runtime: pgplan's work is waiting on servers, and one thread keeps the order
@@ -148,14 +149,30 @@ impl Interrupt {
             _ = sigint.recv() => {}
             _ = sigterm.recv() => {}
         }
+        // Set before cancelling, so the work sees it when the cancelled statement returns and
+        // starts nothing more (compare would otherwise go on to the next candidate).
+        STOP_REQUESTED.store(true, Ordering::SeqCst);
+        if self.registry.is_empty() {
+            return Err(Exit::Interrupted(Interrupted::BeforeConnecting).into());
+        }
         eprintln!("pgplan: interrupted: cancelling the running statement and rolling back");
         self.registry.cancel_all().await;
-        tokio::select! {
-            _ = &mut work => {}
-            _ = sigint.recv() => {}
-            _ = sigterm.recv() => {}
-            _ = tokio::time::sleep(Duration::from_secs(10)) => {}
-        }
-        Err(Exit::Interrupted.into())
+        let outcome = tokio::select! {
+            _ = &mut work => Interrupted::RolledBack,
+            _ = sigint.recv() => Interrupted::Abandoned,
+            _ = sigterm.recv() => Interrupted::Abandoned,
+            _ = tokio::time::sleep(Duration::from_secs(10)) => Interrupted::Abandoned,
+        };
+        Err(Exit::Interrupted(outcome).into())
     }
+}
+
+/// Set once the user interrupts. Signals are process-wide, so this is too: work that runs
+/// several transactions checks it between statements ([`stop_requested`]) and starts no new
+/// one after a cancel.
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the user has interrupted pgplan: start no new server work.
+pub fn stop_requested() -> bool {
+    STOP_REQUESTED.load(Ordering::SeqCst)
 }

@@ -238,6 +238,27 @@ pub struct CandidateRun {
     pub size_bytes: Option<f64>,
     /// The name the plans use for the index (HypoPG names hypothetical ones itself).
     pub plan_index_name: String,
+    /// The name the report shows: as the user wrote it, or as PostgreSQL named an unnamed
+    /// candidate, made unique across candidates (see [`display_name`]).
+    pub name: String,
+}
+
+/// The name to show for a candidate whose index ended up named `plan_name`: unnamed candidates
+/// are built unnamed in separate transactions, so PostgreSQL can give two of them the same name.
+/// Had both been built, it would have named the second as it does any clash, with the lowest
+/// free number appended (`events_created_at_idx1`); the report does the same.
+pub fn display_name(spec: &CandidateSpec, plan_name: &str, taken: &[&str]) -> String {
+    let base = match spec {
+        CandidateSpec::Create(c) if c.name_generated && !plan_name.is_empty() => plan_name,
+        spec => return spec.name().to_owned(),
+    };
+    if !taken.contains(&base) {
+        return base.to_owned();
+    }
+    (1..)
+        .map(|n| format!("{base}{n}"))
+        .find(|name| !taken.contains(&name.as_str()))
+        .unwrap_or_else(|| base.to_owned())
 }
 
 /// One candidate's outcome: measured, or the error that stopped it.
@@ -358,13 +379,9 @@ impl CompareReport {
     /// The name of a candidate: as the user wrote it, or as PostgreSQL named an unnamed one.
     pub fn name(&self, index: usize) -> &str {
         let outcome = &self.outcomes[index];
-        match (&outcome.spec, &outcome.result) {
-            (CandidateSpec::Create(c), Ok(run))
-                if c.name_generated && !run.plan_index_name.is_empty() =>
-            {
-                &run.plan_index_name
-            }
-            (spec, _) => spec.name(),
+        match &outcome.result {
+            Ok(run) => &run.name,
+            Err(_) => outcome.spec.name(),
         }
     }
 
@@ -488,15 +505,10 @@ mod tests {
                 query_text: "SELECT 1".into(),
                 query_source: "test".into(),
                 index_sqls: vec!["CREATE INDEX ON events (tenant_id, status)".into()],
-                index_file: None,
                 drop_indexes: vec!["events_tenant_id_idx".into()],
                 runs: 1,
                 min_gain_percent: 10.0,
-                analyze: false,
-                allow_writes: false,
-                params: Vec::new(),
-                generic_plan: false,
-                hypothetical: false,
+                ..request::RequestInput::default()
             })
             .unwrap(),
             server_version: "16".into(),
@@ -512,5 +524,29 @@ mod tests {
             warnings: Vec::new(),
         };
         assert_eq!(report.best().map(|j| j.index), Some(1));
+    }
+
+    #[test]
+    fn unnamed_candidates_get_unique_names_as_postgres_would() {
+        let spec = |sql: &str| {
+            CandidateSpec::Create(
+                crate::sql::parse_index_candidate(sql, "pgplan_candidate_1").unwrap(),
+            )
+        };
+        let plain = spec("CREATE INDEX ON events (created_at)");
+        assert_eq!(
+            display_name(&plain, "events_created_at_idx", &[]),
+            "events_created_at_idx"
+        );
+        assert_eq!(
+            display_name(
+                &plain,
+                "events_created_at_idx",
+                &["events_created_at_idx", "events_created_at_idx1"]
+            ),
+            "events_created_at_idx2"
+        );
+        let named = spec("CREATE INDEX mine ON events (created_at)");
+        assert_eq!(display_name(&named, "mine", &["other"]), "mine");
     }
 }

@@ -108,6 +108,10 @@ pub enum RequestError {
         "the query uses parameters up to ${highest} but {given} --param value(s) were given; give one --param per parameter, in order, or use --generic-plan for the estimate-only generic plan"
     )]
     Parameters { highest: u32, given: usize },
+    #[error(
+        "--param with --generic-plan: the generic plan is planned without parameter values; drop the --param values, or drop --generic-plan to measure with them"
+    )]
+    ParamsWithGenericPlan,
     #[error("nothing to compare: give a candidate with --index, --index-file or --drop-index")]
     NoCandidates,
     #[error("--index {number}: {error}")]
@@ -188,6 +192,9 @@ impl CompareRequest {
             Mode::Measured
         };
         let highest = query.max_parameter.unwrap_or(0);
+        if mode == Mode::GenericPlan && !input.params.is_empty() {
+            return Err(RequestError::ParamsWithGenericPlan);
+        }
         if mode != Mode::GenericPlan && highest as usize != input.params.len() {
             return Err(RequestError::Parameters {
                 highest,
@@ -251,7 +258,8 @@ impl CompareRequest {
             if !valid {
                 return Err(RequestError::DropName { name: name.clone() });
             }
-            if mode == Mode::Measured {
+            // Only HypoPG's hiding is free of locks: the generic plan still drops it for real.
+            if mode != Mode::Hypothetical {
                 warnings.push(format!(
                     "--drop-index {name}: DROP INDEX takes an ACCESS EXCLUSIVE lock on the table, held \
                      until the transaction rolls back: other sessions' queries on it wait meanwhile \
@@ -317,6 +325,24 @@ mod tests {
             min_gain_percent: 10.0,
             ..RequestInput::default()
         }
+    }
+
+    #[test]
+    fn generic_plans_take_no_parameter_values_and_still_warn_of_drop_locks() {
+        let mut i = input("SELECT * FROM t WHERE a = $1", &[]);
+        i.generic_plan = true;
+        i.drop_indexes = vec!["t_a_idx".into()];
+        let r = CompareRequest::validate(i.clone()).unwrap();
+        assert!(
+            r.warnings.iter().any(|w| w.contains("ACCESS EXCLUSIVE")),
+            "{:?}",
+            r.warnings
+        );
+        i.params = vec!["1".into()];
+        assert!(matches!(
+            CompareRequest::validate(i),
+            Err(RequestError::ParamsWithGenericPlan)
+        ));
     }
 
     #[test]

@@ -175,6 +175,14 @@ impl CancelRegistry {
             .push(handle);
     }
 
+    /// Whether any connection has been registered (a server accepted one).
+    pub fn is_empty(&self) -> bool {
+        self.handles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
     /// Sends a cancel request on every registered connection.
     pub async fn cancel_all(&self) {
         let handles: Vec<CancelHandle> = self

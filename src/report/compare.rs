@@ -15,7 +15,7 @@ use super::format::{bytes, change, count, ms};
 use super::text::{
     Figure, new_table, write_changes, write_findings, write_pairs_table, write_table, write_tree,
 };
-use super::wire::{DiffBody, FindingDoc, PairDoc, PlanDoc, SCHEMA_VERSION};
+use super::wire::{DiffDoc, FindingDoc, PairDoc, PlanDoc, SCHEMA_VERSION};
 use super::{Paint, TextOptions, markdown};
 
 /// `pgplan compare --format json`.
@@ -148,7 +148,8 @@ pub struct CandidateDoc {
     /// Before is the baseline; after is the run with the candidate (for a dropped index: without it).
     pub summary: Option<SummaryDoc>,
     pub plan: Option<PlanDoc>,
-    pub diff: Option<DiffBody>,
+    /// As `pgplan diff --format json` gives it: baseline before, the candidate's plan after.
+    pub diff: Option<DiffDoc>,
     /// Findings on the candidate's plan.
     pub findings: Vec<FindingDoc>,
     /// Why the candidate could not be measured (the server's message with SQLSTATE, DETAIL, HINT).
@@ -164,10 +165,13 @@ impl CompareDoc {
             .iter()
             .enumerate()
             .map(|(i, outcome)| {
-                let (action, index_sql) = match &outcome.spec {
-                    CandidateSpec::Create(c) => ("create", c.sql.clone()),
-                    CandidateSpec::Drop { name } => ("drop", format!("DROP INDEX {name}")),
+                // The statement as the user would run it in production (CONCURRENTLY kept),
+                // not the form pgplan ran inside its transaction.
+                let action = match &outcome.spec {
+                    CandidateSpec::Create(_) => "create",
+                    CandidateSpec::Drop { .. } => "drop",
                 };
+                let index_sql = outcome.spec.user_sql();
                 let mut doc = CandidateDoc {
                     action,
                     index_sql,
@@ -201,7 +205,7 @@ impl CompareDoc {
                             warm: SummaryPairsDoc::new(&judged.warm),
                         });
                         doc.plan = Some(PlanDoc::new(representative));
-                        doc.diff = Some(DiffBody::new(&judged.comparison));
+                        doc.diff = Some(DiffDoc::new(&judged.comparison));
                         doc.findings = representative
                             .findings
                             .iter()
@@ -239,6 +243,27 @@ impl CompareDoc {
             warnings: report.warnings.clone(),
         }
     }
+}
+
+/// What "no best" means: on pages touched when measured, on the estimated cost otherwise.
+fn no_best(report: &CompareReport) -> String {
+    let what = if report.request.mode.is_estimate() {
+        "the query's estimated cost"
+    } else {
+        "the pages the query touches"
+    };
+    format!(
+        "no candidate cuts {what} by {}% or more",
+        count(report.request.min_gain_percent)
+    )
+}
+
+/// HypoPG names hypothetical indexes `<13556>btree_events_status`: inside HTML (a `<summary>`),
+/// the angle brackets would read as a tag.
+fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn mode_line(report: &CompareReport) -> String {
@@ -492,12 +517,7 @@ pub fn write_text(
                 outcome.spec.user_sql()
             )?;
         }
-        None => writeln!(
-            out,
-            "{} no candidate cuts the pages the query touches by {}% or more",
-            paint.bold("Best:"),
-            count(r.min_gain_percent)
-        )?,
+        None => writeln!(out, "{} {}", paint.bold("Best:"), no_best(report))?,
     }
     if let Some(rerun) = &report.baseline_rerun {
         let again = rerun.warm_figures();
@@ -630,11 +650,12 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
             report.name(best.index),
             report.outcomes[best.index].spec.user_sql()
         )?,
-        None => writeln!(
-            out,
-            "**No candidate cuts the pages the query touches by {}% or more.**",
-            count(r.min_gain_percent)
-        )?,
+        None => {
+            let text = no_best(report);
+            let mut chars = text.chars();
+            let first = chars.next().map(|c| c.to_uppercase().to_string());
+            writeln!(out, "**{}{}.**", first.unwrap_or_default(), chars.as_str())?
+        }
     }
     for judged in &report.ranking {
         let outcome = &report.outcomes[judged.index];
@@ -643,7 +664,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
         writeln!(
             out,
             "<details><summary><code>{}</code>: {}</summary>",
-            report.name(judged.index),
+            html_escape(report.name(judged.index)),
             judged.verdict.as_str()
         )?;
         writeln!(out)?;
