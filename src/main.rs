@@ -1,5 +1,6 @@
 //! The pgplan binary: parse arguments, run, report errors on stderr, exit with a documented code.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -18,11 +19,14 @@ fn main() -> ExitCode {
             if broken_pipe {
                 return ExitCode::SUCCESS;
             }
+            // writeln! rather than eprintln!: with stderr closed too (`2>&1 | head`), reporting
+            // the error must not panic; the exit code still says what happened.
+            let mut stderr = std::io::stderr();
             if let Some(exit) = error.downcast_ref::<pgplan::exit::Exit>() {
-                eprintln!("pgplan: {exit}");
+                let _ = writeln!(stderr, "pgplan: {exit}");
                 return ExitCode::from(exit.code());
             }
-            eprintln!("pgplan: {}", pgplan::app::render_error(&error));
+            let _ = writeln!(stderr, "pgplan: {}", pgplan::app::render_error(&error));
             ExitCode::from(pgplan::exit::ERROR)
         }
     }

@@ -259,3 +259,66 @@ fn usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(0));
     assert!(stdout(&out).contains("compare"));
 }
+
+/// `pgplan ... | head`: when the reader goes away, pgplan stops quietly with 0, as other Unix
+/// tools do, in every format (JSON goes through serde_json, which must keep the pipe's error).
+#[test]
+fn a_reader_that_goes_away_is_not_an_error() {
+    use std::io::Read;
+    for format in ["text", "json", "markdown"] {
+        for args in [
+            vec!["explain", "--format", format, "story/before.pg16.json"],
+            vec![
+                "diff",
+                "--format",
+                format,
+                "story/before.pg16.json",
+                "story/status_index.pg16.json",
+            ],
+        ] {
+            let args: Vec<String> = args
+                .iter()
+                .map(|a| {
+                    if a.ends_with(".json") {
+                        fixture(a)
+                    } else {
+                        a.to_string()
+                    }
+                })
+                .collect();
+            // A pipe of one page (4 KiB), smaller than every one of these outputs, so pgplan is
+            // still writing when the reader goes away.
+            let mut fds = [0; 2];
+            // SAFETY: pipe2 fills the two descriptors, which are owned below.
+            assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+            // SAFETY: fds[0] and fds[1] are open and owned by nothing else.
+            let (reader, writer) = unsafe {
+                use std::os::fd::FromRawFd;
+                (
+                    std::fs::File::from_raw_fd(fds[0]),
+                    std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+                )
+            };
+            // SAFETY: F_SETPIPE_SZ on a pipe we own.
+            let size = unsafe { libc::fcntl(fds[0], libc::F_SETPIPE_SZ, 4096) };
+            assert!(size >= 4096, "F_SETPIPE_SZ");
+            let child = Command::new(bin())
+                .env("NO_COLOR", "1")
+                .args(&args)
+                .stdout(Stdio::from(writer))
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut reader = reader;
+            let mut first = [0u8; 5];
+            reader.read_exact(&mut first).unwrap();
+            // Wait until pgplan fills the pipe again, then go away: its next write fails with
+            // EPIPE.
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            drop(reader);
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+            assert!(stderr(&out).is_empty(), "{args:?}: {}", stderr(&out));
+        }
+    }
+}

@@ -34,7 +34,9 @@ pub struct TextOptions {
 
 /// Writes `value` as pretty-printed JSON followed by a newline.
 pub fn write_json<T: serde::Serialize>(out: &mut dyn io::Write, value: &T) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::other)?;
+    // io::Error::from keeps an I/O failure's kind (a closed pipe stays BrokenPipe, which the
+    // binary treats as the reader having gone away), and wraps anything else.
+    serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::from)?;
     writeln!(out)
 }
 
