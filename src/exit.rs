@@ -22,8 +22,9 @@ pub enum Exit {
 /// How far the server work had got when the user interrupted, so the message is true.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Interrupted {
-    /// No connection had been accepted yet: nothing ran on a server.
-    #[error("no server work had started")]
+    /// No connection of pgplan's own work had been accepted yet: nothing ran on a server (the
+    /// demo's throwaway server is removed in any case).
+    #[error("stopped before pgplan's work on the server began; nothing was left there")]
     BeforeConnecting,
     /// The running statement was cancelled and pgplan saw its transaction end.
     #[error(

@@ -82,3 +82,46 @@ fn without_server_binaries_the_demo_says_how_to_get_them() {
     assert!(stderr.contains("/nonexistent/bin"), "{stderr}");
     assert!(stderr.contains("initdb"), "{stderr}");
 }
+
+/// Ctrl-C while the demo's server is still being made (initdb, start-up) stops pgplan with 130
+/// and leaves no directory or server process behind, however early it comes.
+#[test]
+fn ctrl_c_while_the_server_starts_leaves_nothing() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+    use std::time::Duration;
+    let Some(major) = common::versions().into_iter().max() else {
+        return;
+    };
+    let binaries = common::binaries(major);
+    for delay_ms in [50, 300, 800] {
+        let mut child = Command::new(pgplan_bin())
+            .env("PGPLAN_PG_BIN", &binaries.bin_dir)
+            .args(["demo", "--format", "json"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut first = String::new();
+        stderr.read_line(&mut first).unwrap();
+        assert!(first.contains("starting a throwaway"), "{first}");
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: signalling the child we started.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "after {delay_ms} ms: {rest}");
+        let prefix = format!("owner-{}-", child.id());
+        let left: Vec<String> = std::fs::read_dir(std::env::temp_dir().join("pgplan-clusters"))
+            .map(|dir| {
+                dir.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.starts_with(&prefix))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "after {delay_ms} ms, left: {left:?}");
+    }
+}

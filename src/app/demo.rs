@@ -73,10 +73,17 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
         binaries.version,
         binaries.bin_dir.display()
     ));
-    let cluster = Cluster::start(ClusterOptions::new(binaries.clone()).setting("jit", "off"))
-        .map_err(|e| anyhow!("{e}"))?;
     let interrupt = Interrupt::new();
-    let (report, audit_report) = runtime()?.block_on(interrupt.run(async {
+    let (report, audit_report, cluster) = runtime()?.block_on(interrupt.run(async {
+        // Started under the interrupt handler: Ctrl-C while initdb runs must not kill pgplan
+        // before it can remove the half-made server. On an interrupt the blocking start runs
+        // to its end while the runtime shuts down, and the Cluster it returns is dropped, which
+        // stops the server and removes its files.
+        let options = ClusterOptions::new(binaries.clone()).setting("jit", "off");
+        let cluster = tokio::task::spawn_blocking(move || Cluster::start(options))
+            .await
+            .context("starting the throwaway server")?
+            .map_err(|e| anyhow!("{e}"))?;
         cluster
             .execute("postgres", "CREATE DATABASE pgplan_demo")
             .await
@@ -130,12 +137,16 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
             )
             .await
             .map_err(|e| anyhow!("{e}"))?;
-        for _ in 0..3 {
-            conn.client
-                .simple_query(QUERY_SQL)
-                .await
-                .map_err(|e| anyhow!("{}", crate::db::error::describe(&e)))?;
-        }
+        // Like everything pgplan runs: in a read-only transaction, within the limits.
+        conn.read_only(&Limits::read_only_defaults(), async |client| {
+            for _ in 0..3 {
+                client.simple_query(QUERY_SQL).await.map_err(|e| {
+                    crate::db::session::SessionError::from_pg("running the dashboard", &e)
+                })?;
+            }
+            Ok(())
+        })
+        .await?;
         let snapshot =
             read_audit_snapshot(&mut conn, &Limits::read_only_defaults(), &Scope::default()).await;
         let nodes = [NodeResult {
@@ -145,7 +156,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
             ),
             outcome: snapshot,
         }];
-        Ok((report, audit(&nodes, &AuditOptions::default())))
+        Ok((report, audit(&nodes, &AuditOptions::default()), cluster))
     }))?;
 
     let mut out = io::stdout().lock();
