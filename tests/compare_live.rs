@@ -777,6 +777,14 @@ async fn estimate_changes_that_outlive_the_rollback_are_detected() {
                 doc["baseline_rerun"].is_object(),
                 "the baseline is measured again"
             );
+            // One table, however it is spelled (the plan's public.fresh, the candidate's
+            // fresh): one change.
+            assert_eq!(
+                doc["estimate_changes"].as_array().unwrap().len(),
+                1,
+                "{doc:#}"
+            );
+            assert_eq!(doc["estimate_changes"][0]["table"], "public.fresh");
             assert!(
                 doc["warnings"]
                     .as_array()
