@@ -322,3 +322,120 @@ fn a_reader_that_goes_away_is_not_an_error() {
         }
     }
 }
+
+/// psql's output in the forms users paste it: the header cut off (the paste starts at `[` but
+/// keeps the `+` marks), `psql -t` (tuples only: no header, rule or footer), and the unicode
+/// line style (`─` rule, `↵` continuation marks, `│` in expanded output). Each is made from the
+/// recorded psql capture, as psql would print it, and must read as the plain JSON does.
+#[test]
+fn psql_pastes_without_header_tuples_only_and_unicode_read() {
+    let captured = std::fs::read_to_string(fixture("plans/psql_paste.pg16.psql.txt")).unwrap();
+    let lines: Vec<&str> = captured.lines().collect();
+    // The JSON's lines: after the header and rule, before the "(1 row)" footer.
+    let body: Vec<&str> = lines[2..]
+        .iter()
+        .copied()
+        .take_while(|l| !l.starts_with('('))
+        .collect();
+    let from_bracket = lines[2..].join("\n").trim_start().to_owned();
+    let tuples_only = body.join("\n") + "\n";
+    let unicode = captured
+        .lines()
+        .map(|l| {
+            if l.chars().all(|c| c == '-') && !l.is_empty() {
+                "─".repeat(l.len())
+            } else if let Some(head) = l.strip_suffix('+') {
+                format!("{head}↵")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    // Expanded unicode output: a record header, the label and `│` bars.
+    let mut expanded = String::from("─[ RECORD 1 ]─────────────\n");
+    for (i, line) in body.iter().enumerate() {
+        let content = line.strip_prefix(' ').unwrap_or(line);
+        let content = content
+            .strip_suffix('+')
+            .map(|c| format!("{}↵", c.trim_end()))
+            .unwrap_or_else(|| content.to_owned());
+        let label = if i == 0 { "QUERY PLAN" } else { "          " };
+        expanded.push_str(&format!("{label} │ {content}\n"));
+    }
+    let json = run(&[
+        "explain",
+        "--format",
+        "json",
+        &fixture("plans/psql_paste.pg16.json"),
+    ]);
+    let nodes_of = |out: &Output| {
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        doc["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| (n["node_type"].clone(), n["actual_rows"].clone()))
+            .collect::<Vec<_>>()
+    };
+    for (form, input) in [
+        ("without the header", &from_bracket),
+        ("psql -t", &tuples_only),
+        ("unicode line style", &unicode),
+        ("unicode expanded", &expanded),
+    ] {
+        let out = run_stdin(&["explain", "--format", "json", "-"], input);
+        assert!(out.status.success(), "{form}: {}", stderr(&out));
+        assert_eq!(nodes_of(&out), nodes_of(&json), "{form}");
+    }
+}
+
+/// Counters that no server reports (negative, or past a 64-bit counter) are refused with the key
+/// and the node named, exit 2, instead of printing "inf.0 ms" or negative totals.
+#[test]
+fn impossible_figures_are_refused_naming_key_and_node() {
+    let text = std::fs::read_to_string(fixture("plans/seq_scan_filter.pg16.json")).unwrap();
+    for (from, to, key) in [
+        (
+            "\"Actual Loops\": 1",
+            "\"Actual Loops\": -1",
+            "Actual Loops",
+        ),
+        (
+            "\"Shared Hit Blocks\": ",
+            "\"Shared Hit Blocks\": 1e308, \"x\": ",
+            "Shared Hit Blocks",
+        ),
+        (
+            "\"Actual Rows\": ",
+            "\"Actual Rows\": 1e300, \"x\": ",
+            "Actual Rows",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let broken = text.replacen(from, to, 1);
+        let out = run_stdin(&["explain", "-"], &broken);
+        assert_eq!(out.status.code(), Some(2), "{key}");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("\"{key}\" of node 0 (")), "{err}");
+    }
+}
+
+/// A diff of a measured plan and an estimate-only one says which was measured, and estimate-only
+/// plans compare their estimated totals.
+#[test]
+fn diff_says_which_plan_was_measured() {
+    let measured = fixture("plans/seq_scan_filter.pg16.json");
+    let estimated = fixture("plans/estimate_only.pg16.json");
+    let out = run(&["diff", &measured, &estimated]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("neither plan was measured"), "{text}");
+    assert!(text.contains("only the before plan was measured"), "{text}");
+    let out = run(&["diff", &estimated, &estimated]);
+    let text = stdout(&out);
+    assert!(text.contains("neither plan was measured"), "{text}");
+    assert!(text.contains("estimated cost"), "{text}");
+    assert!(text.contains("estimated rows"), "{text}");
+}

@@ -176,3 +176,287 @@ fn version_differences_are_read_the_same_way() {
             .any(|n| n.plan_rows.unwrap_or(0.0) > 1e29)
     );
 }
+
+/// Every recorded plan, server JSON and psql captures.
+fn every_fixture() -> Vec<(String, Analysis)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut out = Vec::new();
+    for dir in ["plans", "story"] {
+        for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".json") || name.ends_with(".psql.txt") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((name, Analysis::of(parse_plan(&text).unwrap())));
+            }
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Exclusive figures split the plan's work among its nodes: they add up to the root's inclusive
+/// figures, with no work counted twice (a materialized CTE's work sits in the CTE's own nodes,
+/// not also in the CTE Scan that pulled it) and none lost.
+#[test]
+fn exclusive_figures_add_up_to_the_root() {
+    let mut checked = 0;
+    for (name, a) in every_fixture() {
+        let root = &a.metrics.nodes[0];
+        if let Some(total) = root.inclusive_ms {
+            let sum: f64 = a.metrics.nodes.iter().filter_map(|m| m.exclusive_ms).sum();
+            // Per-loop times are printed to the microsecond, so a node's time × loops is off by
+            // up to half a microsecond per loop (a Memoize hit prints 0.000 ms), and a parallel
+            // node's time is an average over its processes: allow that, and 1% besides.
+            let rounding: f64 = a
+                .metrics
+                .nodes
+                .iter()
+                .map(|m| 0.001 + 0.0005 * m.loops.unwrap_or(1.0))
+                .sum();
+            let slack = rounding + 0.01 * total;
+            assert!(
+                (sum - total).abs() <= slack,
+                "{name}: exclusive times sum to {sum} ms, the root took {total} ms"
+            );
+            checked += 1;
+        }
+        if let Some(pages) = a.metrics.totals.pages_touched {
+            let sum: f64 = a
+                .metrics
+                .nodes
+                .iter()
+                .filter_map(|m| m.exclusive_buffers.map(|b| b.pages_touched()))
+                .sum();
+            assert_eq!(sum, pages, "{name}: exclusive pages against the root's");
+        }
+    }
+    assert!(checked > 100, "only {checked} timed plans");
+}
+
+/// orders: 200,000 rows; the CTE sums them per customer (200 customers, 1,000 orders each).
+#[test]
+fn a_materialized_cte_is_counted_once() {
+    for version in 13..=18 {
+        let a = analysis(&format!("cte_materialized.pg{version}.json"));
+        let (scan, _) = node(&a, "CTE Scan", None);
+        let cte = a
+            .plan
+            .nodes
+            .iter()
+            .position(|n| n.subplan_name.as_deref() == Some("CTE totals"))
+            .unwrap();
+        let scan_m = &a.metrics.nodes[scan];
+        let cte_m = &a.metrics.nodes[cte];
+        // The CTE's plan read every page of orders (2,632); the scan of its tuplestore, none.
+        let cte_pages = a.plan.nodes[cte].buffers.unwrap().pages_touched();
+        assert!(cte_pages >= 2632.0, "PostgreSQL {version}: {cte_pages}");
+        assert_eq!(
+            scan_m.exclusive_buffers.unwrap().pages_touched(),
+            0.0,
+            "PostgreSQL {version}"
+        );
+        // The scan's own time is what is left of its inclusive time after the CTE's.
+        let own = scan_m.exclusive_ms.unwrap();
+        let expected = (scan_m.inclusive_ms.unwrap() - cte_m.inclusive_ms.unwrap()).max(0.0);
+        assert!((own - expected).abs() < 0.002, "PostgreSQL {version}");
+        assert!(own < cte_m.inclusive_ms.unwrap(), "PostgreSQL {version}");
+    }
+}
+
+/// EXPLAIN (ANALYZE, TIMING OFF): rows and loops measured, times absent, and absent is not 0.
+#[test]
+fn timing_off_leaves_times_unknown() {
+    for version in 13..=18 {
+        let a = analysis(&format!("timing_off.pg{version}.json"));
+        assert!(a.plan.is_analyzed());
+        for (id, n) in a.plan.nodes.iter().enumerate() {
+            let actual = n.actual.unwrap();
+            assert_eq!(actual.total_ms, None, "PostgreSQL {version}");
+            assert!(actual.loops >= 1.0 || a.metrics.nodes[id].never_executed);
+            assert_eq!(a.metrics.nodes[id].inclusive_ms, None);
+            assert_eq!(a.metrics.nodes[id].exclusive_ms, None);
+        }
+        // Rows are still measured, and the statement's own time is still reported.
+        assert!(a.metrics.nodes[0].actual_rows_total.unwrap() > 0.0);
+        assert!(a.plan.execution_ms.is_some());
+        let doc = serde_json::to_value(pgplan::report::wire::ExplainDoc::new(&a)).unwrap();
+        for node in doc["nodes"].as_array().unwrap() {
+            for key in ["actual_total_ms", "inclusive_ms", "exclusive_ms"] {
+                assert!(node[key].is_null(), "PostgreSQL {version}: {key}");
+            }
+        }
+        let mut text = Vec::new();
+        pgplan::report::text::write_explain(&mut text, "t", &a, &Default::default()).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(!text.contains(" ms\n"), "no node time: {text}");
+        assert!(text.contains("TIMING OFF"), "{text}");
+    }
+}
+
+#[test]
+fn never_executed_nodes_have_no_time() {
+    for version in 13..=18 {
+        let a = analysis(&format!("never_executed.pg{version}.json"));
+        let doc = serde_json::to_value(pgplan::report::wire::ExplainDoc::new(&a)).unwrap();
+        for (id, m) in a.metrics.nodes.iter().enumerate() {
+            if m.never_executed {
+                assert_eq!(m.inclusive_ms, None, "PostgreSQL {version}");
+                assert_eq!(m.exclusive_ms, None, "PostgreSQL {version}");
+                let node = &doc["nodes"][id];
+                for key in ["inclusive_ms", "exclusive_ms", "actual_total_ms"] {
+                    assert!(node[key].is_null(), "PostgreSQL {version}: {key}");
+                }
+            }
+        }
+        // The join saw no rows at all: its 1,000× overestimate cost nothing, and is no finding.
+        assert!(
+            !a.findings.iter().any(|f| f.kind.as_str() == "misestimate"),
+            "PostgreSQL {version}: {:?}",
+            a.findings
+        );
+    }
+}
+
+/// A plain Gather (no merge): Finalize Aggregate ← Gather ← Partial Aggregate ← Parallel Seq
+/// Scan over orders (2,632 pages), amount > 50 keeping 499 of every 1,000 of its 200,000 rows.
+/// Times are the recorded ones; the figures below are worked out by hand from them.
+#[test]
+fn a_plain_gather_of_a_parallel_aggregate() {
+    // (version, scan rows per loop, scan ms, partial ms, gather ms, finalize ms)
+    for (version, rows_per_loop, scan_ms, partial_ms, gather_ms, finalize_ms) in [
+        (13, 33267.0, 46.566, 68.418, 123.088, 123.115),
+        (18, 33266.67, 25.687, 32.609, 51.762, 51.776),
+    ] {
+        let a = analysis(&format!("gather_aggregate.pg{version}.json"));
+        let types: Vec<(String, Option<&str>)> = a
+            .plan
+            .nodes
+            .iter()
+            .map(|n| (n.display_type(), n.partial_mode.as_deref()))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("Aggregate".to_owned(), Some("Finalize")),
+                ("Gather".to_owned(), None),
+                ("Aggregate".to_owned(), Some("Partial")),
+                ("Parallel Seq Scan".to_owned(), None),
+            ],
+            "PostgreSQL {version}"
+        );
+        let m = &a.metrics.nodes;
+        let gather = &a.plan.nodes[1];
+        assert_eq!(gather.workers_launched, Some(2.0));
+        // The leader and two workers: three processes run everything below the Gather.
+        for id in [2, 3] {
+            assert!(m[id].in_parallel_worker, "node {id}");
+            assert_eq!(m[id].loops, Some(3.0), "node {id}");
+        }
+        assert!(!m[1].in_parallel_worker);
+        // Rows × loops: one partial count per process, and 99,800 kept rows (before 18 the
+        // per-loop average is rounded: 33,267 × 3 = 99,801).
+        assert_eq!(m[2].actual_rows_total, Some(3.0));
+        assert_eq!(m[1].actual_rows_total, Some(3.0));
+        let kept = m[3].actual_rows_total.unwrap();
+        assert!((kept - rows_per_loop * 3.0).abs() < 1e-6, "{kept}");
+        assert!((kept - 99_800.0).abs() <= 1.5, "{kept}");
+        // 33,400 removed per process.
+        assert_eq!(m[3].rows_removed_by_filter_total, Some(100_200.0));
+        // Elapsed time below the Gather is CPU time over the three processes: per-loop time.
+        let close = |got: Option<f64>, want: f64| {
+            let got = got.unwrap();
+            assert!(
+                (got - want).abs() < 0.0015,
+                "PostgreSQL {version}: {got} ≠ {want}"
+            );
+        };
+        close(m[3].inclusive_ms, scan_ms);
+        close(m[2].inclusive_ms, partial_ms);
+        close(m[3].exclusive_ms, scan_ms);
+        close(m[2].exclusive_ms, partial_ms - scan_ms);
+        close(m[1].exclusive_ms, gather_ms - partial_ms);
+        close(m[0].exclusive_ms, finalize_ms - gather_ms);
+        // Every page was read by the scan; nothing above it touches a page of its own.
+        assert_eq!(a.plan.nodes[3].buffers.unwrap().shared_hit_blocks, 2632.0);
+        for above in &m[..3] {
+            assert_eq!(above.exclusive_buffers.unwrap().pages_touched(), 0.0);
+        }
+        assert_eq!(a.metrics.totals.pages_touched, Some(2632.0));
+        assert!(a.findings.is_empty(), "{:?}", a.findings);
+    }
+}
+
+/// Spills the node's own keys do not show: a parallel sort that went to disk in its workers
+/// only (the leader did not take part), and an Incremental Sort's pre-sorted groups.
+#[test]
+fn spills_seen_in_workers_and_sort_groups() {
+    for version in 13..=18 {
+        let a = analysis(&format!("parallel_sort_spill_workers.pg{version}.json"));
+        let (id, sort) = node(&a, "Sort", None);
+        assert_eq!(sort.sort_method, None, "PostgreSQL {version}");
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.kind.as_str() == "sort_spill")
+            .unwrap_or_else(|| panic!("PostgreSQL {version}: {:?}", a.findings));
+        assert_eq!(f.node, Some(id));
+        assert!(
+            f.message.contains("external merge in 2 of 2 workers"),
+            "{}",
+            f.message
+        );
+
+        let a = analysis(&format!("incremental_sort_spill.pg{version}.json"));
+        let (id, _) = node(&a, "Incremental Sort", None);
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.kind.as_str() == "sort_spill")
+            .unwrap_or_else(|| panic!("PostgreSQL {version}: {:?}", a.findings));
+        assert_eq!(f.node, Some(id));
+        assert!(f.message.contains("external merge"), "{}", f.message);
+    }
+}
+
+/// A BRIN bitmap is lossy by design: a finding about the recheck, not "outgrew work_mem".
+#[test]
+fn a_brin_bitmap_is_not_a_work_mem_problem() {
+    for version in 13..=18 {
+        let a = analysis(&format!("bitmap_brin.pg{version}.json"));
+        let (_, scan) = node(&a, "Bitmap Heap Scan", Some("orders"));
+        assert_eq!(scan.exact_heap_blocks, Some(0.0));
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.kind.as_str() == "lossy_bitmap")
+            .unwrap_or_else(|| panic!("PostgreSQL {version}: {:?}", a.findings));
+        assert!(!f.message.contains("work_mem"), "{}", f.message);
+        assert!(f.message.contains("BRIN"), "{}", f.message);
+        // A bitmap that did outgrow work_mem still says so.
+        let a = analysis(&format!("bitmap_heap_scan_lossy.pg{version}.json"));
+        let f = a
+            .findings
+            .iter()
+            .find(|f| f.kind.as_str() == "lossy_bitmap")
+            .unwrap();
+        assert!(f.message.contains("outgrew work_mem"), "{}", f.message);
+    }
+}
+
+/// Before 18 a disabled node's only trace is the 1e10 added to its own cost; a Sort forced by
+/// ORDER BY with enable_sort off has a child, and is still the node to report (18 says so).
+#[test]
+fn a_disabled_node_with_children_is_reported() {
+    for version in 13..=18 {
+        let a = analysis(&format!("disabled_sort.pg{version}.json"));
+        let (id, _) = node(&a, "Sort", None);
+        let disabled: Vec<Option<usize>> = a
+            .findings
+            .iter()
+            .filter(|f| f.kind.as_str() == "disabled_node")
+            .map(|f| f.node)
+            .collect();
+        assert_eq!(disabled, [Some(id)], "PostgreSQL {version}");
+    }
+}

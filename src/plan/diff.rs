@@ -10,7 +10,7 @@ use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 
 use serde::Serialize;
 
-use super::findings::{node_label, significant_misestimate};
+use super::findings::{node_label, significant_misestimate, spills};
 use super::metrics::PlanMetrics;
 use super::model::{Node, NodeId, Plan};
 
@@ -45,6 +45,9 @@ pub struct TotalsDiff {
     pub pages_touched: Pair,
     pub temp_blocks: Pair,
     pub io_ms: Pair,
+    /// The root's estimated cost and rows: the only totals an estimate-only plan has.
+    pub total_cost: Pair,
+    pub estimated_rows: Pair,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -293,20 +296,6 @@ fn same_display_type(a: &Node, b: &Node) -> bool {
     same_fields || a.display_type() == b.display_type()
 }
 
-fn spills(node: &Node) -> bool {
-    node.sort_method
-        .as_deref()
-        .is_some_and(|m| m.starts_with("external"))
-        || node.sort_space_type.as_deref() == Some("Disk")
-        || (node.node_type == "Hash"
-            && node
-                .hash_batches
-                .unwrap_or(1.0)
-                .max(node.original_hash_batches.unwrap_or(1.0))
-                > 1.0)
-        || node.disk_usage_kb.unwrap_or(0.0) > 0.0
-}
-
 fn changed_enough(pair: Pair, minimum: f64) -> bool {
     let (b, a) = (pair.before.unwrap_or(0.0), pair.after.unwrap_or(0.0));
     let (lo, hi) = (b.min(a), b.max(a));
@@ -315,6 +304,12 @@ fn changed_enough(pair: Pair, minimum: f64) -> bool {
 
 fn count(v: f64) -> String {
     crate::report::format::count(v)
+}
+
+/// A figure of a change message; "—" when that plan's node does not report it (an Index Scan
+/// has no heap fetches), which is not the same as 0.
+fn count_or_absent(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".to_owned(), count)
 }
 
 /// Diffs two plans of the same query.
@@ -426,8 +421,8 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
                 format!(
                     "{}: pages touched {} → {}",
                     node_label(a),
-                    count(pages.before.unwrap_or(0.0)),
-                    count(pages.after.unwrap_or(0.0))
+                    count_or_absent(pages.before),
+                    count_or_absent(pages.after)
                 ),
                 Some(pages),
             );
@@ -445,8 +440,8 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
                 format!(
                     "{}: rows removed by filter {} → {}",
                     node_label(a),
-                    count(removed.before.unwrap_or(0.0)),
-                    count(removed.after.unwrap_or(0.0))
+                    count_or_absent(removed.before),
+                    count_or_absent(removed.after)
                 ),
                 Some(removed),
             );
@@ -461,14 +456,14 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
                 format!(
                     "{}: heap fetches {} → {}",
                     node_label(a),
-                    count(fetches.before.unwrap_or(0.0)),
-                    count(fetches.after.unwrap_or(0.0))
+                    count_or_absent(fetches.before),
+                    count_or_absent(fetches.after)
                 ),
                 Some(fetches),
             );
         }
 
-        match (spills(b), spills(a)) {
+        match (spills(b, b_m), spills(a, a_m)) {
             (false, true) => push(
                 ChangeKind::SpillAppeared,
                 format!("{}: now spills to disk", node_label(a)),
@@ -508,6 +503,8 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
             pages_touched: Pair::new(bt.pages_touched, at.pages_touched),
             temp_blocks: Pair::new(bt.temp_blocks, at.temp_blocks),
             io_ms: Pair::new(bt.io_ms, at.io_ms),
+            total_cost: Pair::new(bt.total_cost, at.total_cost),
+            estimated_rows: Pair::new(bt.estimated_rows, at.estimated_rows),
         },
         changes,
     }
@@ -569,6 +566,29 @@ mod tests {
         let json = r#"{"Plan": {"Node Type": "Seq Scan", "Relation Name": "t", "Plan Rows": 5,
             "Actual Startup Time": 0, "Actual Total Time": 1, "Actual Rows": 5, "Actual Loops": 1}}"#;
         assert!(diff_json(json, json).changes.is_empty());
+    }
+
+    #[test]
+    fn a_figure_the_after_node_does_not_report_is_shown_absent_not_zero() {
+        let d = diff_json(
+            r#"{"Plan": {"Node Type": "Index Only Scan", "Relation Name": "t", "Index Name": "i",
+                "Plan Rows": 5, "Actual Startup Time": 0, "Actual Total Time": 1, "Actual Rows": 5,
+                "Actual Loops": 1, "Heap Fetches": 3750}}"#,
+            r#"{"Plan": {"Node Type": "Index Scan", "Relation Name": "t", "Index Name": "i",
+                "Plan Rows": 5, "Actual Startup Time": 0, "Actual Total Time": 1, "Actual Rows": 5,
+                "Actual Loops": 1}}"#,
+        );
+        let fetches = d
+            .changes
+            .iter()
+            .find(|c| c.kind == ChangeKind::HeapFetchesChanged)
+            .unwrap();
+        assert!(
+            fetches.message.ends_with("heap fetches 3,750 → —"),
+            "{}",
+            fetches.message
+        );
+        assert_eq!(fetches.figure.unwrap().after, None);
     }
 
     #[test]

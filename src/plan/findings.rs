@@ -13,7 +13,9 @@ use super::model::{Node, NodeId, Plan};
 pub const MISESTIMATE_FACTOR: f64 = 10.0;
 /// ...and this large, critical.
 pub const MISESTIMATE_CRITICAL_FACTOR: f64 = 1000.0;
-/// ...when the node handles at least this many rows (actual or estimated, over all loops).
+/// ...when the node actually handles at least this many rows over all loops (returned, or read
+/// and removed by its own filters): an estimate error on a node that saw a handful of rows cost
+/// nothing, however large the estimate was.
 pub const MISESTIMATE_MIN_ROWS: f64 = 1000.0;
 /// A filter that removes at least this share of the rows a scan reads...
 pub const FILTER_DISCARD_SHARE: f64 = 0.9;
@@ -29,6 +31,10 @@ pub const COLD_READ_SHARE: f64 = 0.5;
 pub const COLD_MIN_PAGES: f64 = 1000.0;
 /// `disable_cost`: before PostgreSQL 18 a disabled node's cost carries this penalty.
 pub const DISABLE_COST: f64 = 1.0e10;
+/// Rows removed by a bitmap heap scan's index recheck worth a finding: at least this many...
+pub const RECHECK_MIN_ROWS: f64 = 1000.0;
+/// ...and at least this share of the rows the recheck saw (kept plus removed).
+pub const RECHECK_SHARE: f64 = 0.5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -179,10 +185,10 @@ pub fn find(plan: &Plan, metrics: &PlanMetrics) -> Vec<Finding> {
         misestimate(&mut findings, id, node, metrics);
         filter(&mut findings, id, node, metrics);
         heap_fetches(&mut findings, id, node, metrics);
-        lossy_bitmap(&mut findings, id, node, metrics);
-        spills(&mut findings, id, node, metrics);
+        lossy_bitmap(&mut findings, id, plan, metrics);
+        spill_findings(&mut findings, id, node, metrics);
         workers(&mut findings, id, node);
-        disabled(&mut findings, id, node);
+        disabled(&mut findings, id, plan);
     }
     cold_cache(&mut findings, metrics);
     // Stable: plan order within a severity.
@@ -196,10 +202,9 @@ pub fn significant_misestimate(metrics: &NodeMetrics) -> bool {
     let Some(mis) = metrics.misestimate else {
         return false;
     };
-    let rows = metrics
-        .actual_rows_total
-        .unwrap_or(0.0)
-        .max(metrics.estimated_rows_total.unwrap_or(0.0));
+    // Rows the node really handled, never the estimate: "1,010× overestimated" on a join that
+    // saw no rows at all is no finding.
+    let rows = metrics.rows_handled.unwrap_or(0.0);
     let expected = mis.direction == Direction::Over && metrics.may_stop_early;
     mis.factor >= MISESTIMATE_FACTOR && rows >= MISESTIMATE_MIN_ROWS && !expected
 }
@@ -372,34 +377,98 @@ fn heap_fetches(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &
     });
 }
 
-fn lossy_bitmap(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &PlanMetrics) {
-    let lossy = node.lossy_heap_blocks.unwrap_or(0.0);
-    if lossy <= 0.0 {
+/// The index a bitmap heap scan's bitmap came from, when one Bitmap Index Scan built it.
+fn bitmap_index(plan: &Plan, id: NodeId) -> Option<&str> {
+    let mut node = &plan.nodes[id];
+    // BitmapAnd/BitmapOr combine several indexes: no single index to name.
+    while let [child] = node.children.as_slice() {
+        node = &plan.nodes[*child];
+        if node.node_type == "Bitmap Index Scan" {
+            return node.index_name.as_deref();
+        }
+    }
+    None
+}
+
+/// Whether the bitmap came from a BRIN index. EXPLAIN does not report an index's access method,
+/// so the index name is all there is to go on: BRIN indexes are conventionally named so.
+fn is_brin(index: Option<&str>) -> bool {
+    index.is_some_and(|i| i.to_ascii_lowercase().contains("brin"))
+}
+
+fn lossy_bitmap(findings: &mut Vec<Finding>, id: NodeId, plan: &Plan, metrics: &PlanMetrics) {
+    let node = &plan.nodes[id];
+    if node.node_type != "Bitmap Heap Scan" {
         return;
     }
+    let lossy = node.lossy_heap_blocks.unwrap_or(0.0);
     let exact = node.exact_heap_blocks.unwrap_or(0.0);
-    let rechecked = metrics.nodes[id]
-        .rows_removed_by_index_recheck_total
-        .unwrap_or(0.0);
+    let m = &metrics.nodes[id];
+    let rechecked = m.rows_removed_by_index_recheck_total.unwrap_or(0.0);
+    let kept = m.actual_rows_total.unwrap_or(0.0);
+    let many_rechecked =
+        rechecked >= RECHECK_MIN_ROWS && rechecked >= RECHECK_SHARE * (rechecked + kept);
+    if lossy <= 0.0 && !many_rechecked {
+        return;
+    }
+    let index = bitmap_index(plan, id);
+    let label = node_label(node);
+    let figures = format!(
+        "{} of {} heap blocks lossy, {} rows removed by recheck, {} kept",
+        fmt_count(lossy),
+        fmt_count(lossy + exact),
+        fmt_count(rechecked),
+        fmt_count(kept)
+    );
+    // A bitmap that outgrows work_mem turns its densest pages lossy first (tidbitmap.c), so
+    // exact blocks remain; a bitmap with no exact block at all comes from an index that is lossy
+    // by design (BRIN stores page ranges, not rows), which work_mem does not change. Without
+    // lossy blocks, the recheck removes rows because the index's operator is lossy (GiST,
+    // GIN, a BRIN range) or its condition only approximates the query's.
+    let (message, hint) = if is_brin(index) || (lossy > 0.0 && exact <= 0.0) {
+        let what = if is_brin(index) {
+            "the BRIN index is lossy by design"
+        } else {
+            "every heap block is lossy"
+        };
+        (
+            format!("{label}: {what}: {figures}"),
+            "A BRIN index returns whole page ranges, so every row on them is rechecked; it pays \
+             only while the column follows the table's physical order. If the recheck removes \
+             most rows, a smaller pages_per_range, a CLUSTER on the column, or a btree index \
+             reads fewer rows. (A btree or GIN bitmap with no exact block outgrew work_mem \
+             entirely: raise work_mem for this query.)"
+                .to_owned(),
+        )
+    } else if lossy > 0.0 {
+        (
+            format!("{label}: the bitmap outgrew work_mem: {figures}"),
+            "A lossy bitmap remembers pages, not rows, so every row on those pages is rechecked. \
+             Raise work_mem for this query (SET LOCAL work_mem = ...) until Lossy Heap Blocks is 0, \
+             or make the condition more selective"
+                .to_owned(),
+        )
+    } else {
+        (
+            format!("{label}: the index recheck removes most rows: {figures}"),
+            "The bitmap is exact (work_mem is enough), but the index condition matches more rows \
+             than the query keeps: the operator is lossy for this index (GiST, GIN, BRIN) or the \
+             condition only approximates the query's. An index whose operator answers the \
+             condition exactly, or a more selective condition, reads fewer rows"
+                .to_owned(),
+        )
+    };
     findings.push(Finding {
         kind: FindingKind::LossyBitmap,
         severity: Severity::Warning,
         node: Some(id),
-        message: format!(
-            "{}: the bitmap outgrew work_mem: {} of {} heap blocks lossy, {} rows removed by recheck",
-            node_label(node),
-            fmt_count(lossy),
-            fmt_count(lossy + exact),
-            fmt_count(rechecked)
-        ),
-        hint: "A lossy bitmap remembers pages, not rows, so every row on those pages is rechecked. \
-               Raise work_mem for this query (SET LOCAL work_mem = ...) until Lossy Heap Blocks is 0, \
-               or make the condition more selective"
-            .into(),
+        message,
+        hint,
         evidence: vec![
             ("lossy_heap_blocks", lossy),
             ("exact_heap_blocks", exact),
             ("rows_removed_by_index_recheck_total", rechecked),
+            ("actual_rows_total", kept),
         ],
     });
 }
@@ -411,41 +480,219 @@ fn temp_blocks(id: NodeId, metrics: &PlanMetrics) -> f64 {
         .unwrap_or(0.0)
 }
 
-fn spills(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &PlanMetrics) {
-    let disk_sort = node
-        .sort_method
-        .as_deref()
-        .is_some_and(|m| m.starts_with("external"))
-        || node.sort_space_type.as_deref() == Some("Disk");
-    if disk_sort {
-        let used = node.sort_space_used_kb.unwrap_or(0.0);
+/// Temp blocks the node wrote itself (its children's subtracted): a sort, hash or aggregate
+/// that wrote temp files spilled, whatever else it reports.
+fn own_temp_written(m: &NodeMetrics) -> f64 {
+    m.exclusive_buffers
+        .map(|b| b.temp_written_blocks)
+        .unwrap_or(0.0)
+}
+
+/// The per-process entries of a node in a parallel section (VERBOSE's `Workers` array): each
+/// worker's own sort method, batches and disk usage, which the node's own keys (the leader's)
+/// do not include.
+fn worker_entries(
+    node: &Node,
+) -> impl Iterator<Item = &serde_json::Map<String, serde_json::Value>> {
+    node.extra
+        .get("Workers")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_object)
+}
+
+fn is_external(method: &str) -> bool {
+    method.starts_with("external")
+}
+
+/// An Incremental Sort's group summaries (`Full-sort Groups`, `Pre-sorted Groups`, PostgreSQL
+/// 13+): the sort methods used and, when any group went to disk, `Sort Space Disk`. Returns
+/// the external method seen and the peak disk space in kB.
+fn group_spill(
+    entry: &serde_json::Map<String, serde_json::Value>,
+) -> Option<(Option<String>, Option<f64>)> {
+    let mut found = None;
+    for key in ["Full-sort Groups", "Pre-sorted Groups"] {
+        let Some(groups) = entry.get(key).and_then(serde_json::Value::as_object) else {
+            continue;
+        };
+        let method = groups
+            .get("Sort Methods Used")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_str)
+            .find(|m| is_external(m))
+            .map(str::to_owned);
+        let disk = groups
+            .get("Sort Space Disk")
+            .and_then(|d| d.get("Peak Sort Space Used"))
+            .and_then(serde_json::Value::as_f64);
+        if method.is_some() || disk.is_some() {
+            let (m0, d0): (Option<String>, Option<f64>) = found.unwrap_or((None, None));
+            found = Some((
+                m0.or(method),
+                match (d0, disk) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                },
+            ));
+        }
+    }
+    found
+}
+
+/// How a sort spilled to disk, from everything EXPLAIN reports about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SortSpill {
+    /// The external method named ("external merge", "external sort"), if any was.
+    pub method: Option<String>,
+    /// The largest on-disk size reported, in kB.
+    pub disk_kb: Option<f64>,
+    /// Parallel workers whose own entry says they spilled.
+    pub workers: usize,
+}
+
+/// Whether a Sort or Incremental Sort went to disk: its own `Sort Method`/`Sort Space Type`
+/// (the leader's, for a parallel sort), each worker's entry (the only evidence when the leader
+/// did not take part), an Incremental Sort's group summaries, or temp blocks it wrote itself.
+pub fn sort_spill(node: &Node, m: &NodeMetrics) -> Option<SortSpill> {
+    if !matches!(node.node_type.as_str(), "Sort" | "Incremental Sort") {
+        return None;
+    }
+    let mut spill = SortSpill {
+        method: None,
+        disk_kb: None,
+        workers: 0,
+    };
+    let mut any = false;
+    let mut note = |spill: &mut SortSpill, method: Option<String>, kb: Option<f64>| {
+        any = true;
+        spill.method = spill.method.take().or(method);
+        spill.disk_kb = match (spill.disk_kb, kb) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    };
+    let own_method = node.sort_method.as_deref().filter(|m| is_external(m));
+    if own_method.is_some() || node.sort_space_type.as_deref() == Some("Disk") {
+        let kb = node
+            .sort_space_used_kb
+            .filter(|_| node.sort_space_type.as_deref() == Some("Disk"));
+        note(&mut spill, own_method.map(str::to_owned), kb);
+    }
+    if let Some((method, kb)) = group_spill(&node.extra) {
+        note(&mut spill, method, kb);
+    }
+    for worker in worker_entries(node) {
+        let method = worker
+            .get("Sort Method")
+            .and_then(serde_json::Value::as_str)
+            .filter(|m| is_external(m));
+        let disk = worker
+            .get("Sort Space Type")
+            .and_then(serde_json::Value::as_str)
+            == Some("Disk");
+        let groups = group_spill(worker);
+        if method.is_some() || disk || groups.is_some() {
+            spill.workers += 1;
+            let kb = worker
+                .get("Sort Space Used")
+                .and_then(serde_json::Value::as_f64)
+                .filter(|_| disk);
+            note(&mut spill, method.map(str::to_owned), kb);
+            if let Some((method, kb)) = groups {
+                note(&mut spill, method, kb);
+            }
+        }
+    }
+    if own_temp_written(m) > 0.0 {
+        any = true;
+    }
+    any.then_some(spill)
+}
+
+/// The batches of a Hash node: the most it reported, planned or grown to.
+fn hash_batches(node: &Node) -> f64 {
+    node.hash_batches
+        .unwrap_or(1.0)
+        .max(node.original_hash_batches.unwrap_or(1.0))
+}
+
+/// How a hash aggregate spilled (PostgreSQL 13+ lets it): the most batches and disk usage that
+/// the node or any worker reported. `None` when it did not spill.
+pub fn hash_aggregate_spill(node: &Node, m: &NodeMetrics) -> Option<(f64, f64)> {
+    if node.node_type != "Aggregate"
+        || !matches!(node.strategy.as_deref(), Some("Hashed" | "Mixed"))
+    {
+        return None;
+    }
+    let mut batches = node.hashagg_batches.unwrap_or(0.0);
+    let mut disk = node.disk_usage_kb.unwrap_or(0.0);
+    for worker in worker_entries(node) {
+        let get = |k: &str| {
+            worker
+                .get(k)
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(0.0)
+        };
+        batches = batches.max(get("HashAgg Batches"));
+        disk = disk.max(get("Disk Usage"));
+    }
+    (batches > 1.0 || disk > 0.0 || own_temp_written(m) > 0.0).then_some((batches, disk))
+}
+
+/// Whether a sort or hash spilled to disk: the test both the findings and the diff use.
+pub fn spills(node: &Node, m: &NodeMetrics) -> bool {
+    sort_spill(node, m).is_some()
+        || (node.node_type == "Hash" && (hash_batches(node) > 1.0 || own_temp_written(m) > 0.0))
+        || hash_aggregate_spill(node, m).is_some()
+}
+
+fn spill_findings(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &PlanMetrics) {
+    let m = &metrics.nodes[id];
+    if let Some(spill) = sort_spill(node, m) {
+        let used = spill.disk_kb.unwrap_or(0.0);
+        let temp = temp_blocks(id, metrics);
+        let method = spill.method.as_deref().unwrap_or("external");
+        let place = match worker_entries(node).count() {
+            0 => String::new(),
+            all if spill.workers > 0 => format!(" in {} of {all} workers", spill.workers),
+            _ => String::new(),
+        };
+        let size = match spill.disk_kb {
+            Some(kb) => format!("{} kB on disk", fmt_count(kb)),
+            None => "size on disk not reported".to_owned(),
+        };
         findings.push(Finding {
             kind: FindingKind::SortSpill,
             severity: Severity::Warning,
             node: Some(id),
             message: format!(
-                "{}: the sort spilled to disk ({}, {} kB on disk, {} temp blocks)",
+                "{}: the sort spilled to disk ({method}{place}, {size}, {} temp blocks)",
                 node_label(node),
-                node.sort_method.as_deref().unwrap_or("external"),
-                fmt_count(used),
-                fmt_count(temp_blocks(id, metrics))
+                fmt_count(temp)
             ),
-            hint: format!(
-                "Raise work_mem for this query above about {} kB (an in-memory sort needs more than the \
-                 on-disk size), or give it an index that returns rows already in order",
-                fmt_count((used * 2.0).ceil())
-            ),
+            hint: if used > 0.0 {
+                format!(
+                    "Raise work_mem for this query above about {} kB (an in-memory sort needs more than the \
+                     on-disk size), or give it an index that returns rows already in order",
+                    fmt_count((used * 2.0).ceil())
+                )
+            } else {
+                "Raise work_mem for this query, or give it an index that returns rows already in order"
+                    .to_owned()
+            },
             evidence: vec![
                 ("sort_space_used_kb", used),
-                ("temp_blocks", temp_blocks(id, metrics)),
+                ("temp_blocks", temp),
+                ("workers_spilled", spill.workers as f64),
             ],
         });
     }
-    let batches = node
-        .hash_batches
-        .unwrap_or(1.0)
-        .max(node.original_hash_batches.unwrap_or(1.0));
-    if node.node_type == "Hash" && batches > 1.0 {
+    let batches = hash_batches(node);
+    if node.node_type == "Hash" && (batches > 1.0 || own_temp_written(m) > 0.0) {
         let peak = node.peak_memory_usage_kb.unwrap_or(0.0);
         findings.push(Finding {
             kind: FindingKind::HashBatches,
@@ -469,9 +716,7 @@ fn spills(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &PlanMe
             ],
         });
     }
-    let agg_batches = node.hashagg_batches.unwrap_or(0.0);
-    let disk = node.disk_usage_kb.unwrap_or(0.0);
-    if node.node_type == "Aggregate" && (agg_batches > 1.0 || disk > 0.0) {
+    if let Some((agg_batches, disk)) = hash_aggregate_spill(node, m) {
         findings.push(Finding {
             kind: FindingKind::HashAggregateSpill,
             severity: Severity::Warning,
@@ -485,7 +730,11 @@ fn spills(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &PlanMe
             hint:
                 "Raise work_mem (or hash_mem_multiplier) for this query so the groups fit in memory"
                     .into(),
-            evidence: vec![("hashagg_batches", agg_batches), ("disk_usage_kb", disk)],
+            evidence: vec![
+                ("hashagg_batches", agg_batches),
+                ("disk_usage_kb", disk),
+                ("temp_blocks", temp_blocks(id, metrics)),
+            ],
         });
     }
 }
@@ -514,13 +763,62 @@ fn workers(findings: &mut Vec<Finding>, id: NodeId, node: &Node) {
     });
 }
 
-fn disabled(findings: &mut Vec<Finding>, id: NodeId, node: &Node) {
-    // PostgreSQL 18 says so; before 18 the only trace is disable_cost added to the node's cost,
-    // and it shows on every ancestor too, so only the deepest such node is reported.
+/// The part of a node's cost that no work explains: its total minus what its children cost it
+/// (a Nested Loop pays its inner side once per outer row, the outer side's estimated rows),
+/// minus a generous bound on its own work, one cost unit per row it handles × log2 of them (the
+/// default per-row costs are 0.01 and less; a sort's comparisons grow as n log n). What is
+/// left is the disable_cost penalty, when there is one: an aggregate over 1e30 estimated rows
+/// legitimately costs far more than 1e10 of its own.
+fn unexplained_cost(plan: &Plan, id: NodeId) -> Option<f64> {
+    let node = &plan.nodes[id];
+    let total = node.total_cost?;
+    let mut children = 0.0;
+    let mut rows = node.plan_rows.unwrap_or(0.0);
+    let outer_rows = node
+        .children
+        .iter()
+        .map(|&c| &plan.nodes[c])
+        .find(|c| c.parent_relationship.as_deref() == Some("Outer"))
+        .and_then(|c| c.plan_rows)
+        .unwrap_or(1.0)
+        .max(1.0);
+    for &c in &node.children {
+        let child = &plan.nodes[c];
+        let cost = child.total_cost.unwrap_or(0.0);
+        match child.parent_relationship.as_deref() {
+            // Run per row of the parent: how many times is not reported. Its penalty is the
+            // child's, never the parent's own.
+            Some("SubPlan") if cost >= DISABLE_COST => return Some(0.0),
+            Some("Inner") if node.node_type == "Nested Loop" => {
+                children += cost * outer_rows;
+                rows += child.plan_rows.unwrap_or(0.0) * outer_rows;
+            }
+            _ => {
+                children += cost;
+                rows += child.plan_rows.unwrap_or(0.0);
+            }
+        }
+    }
+    let work = rows * rows.max(2.0).log2();
+    Some(total - children - work)
+}
+
+fn disabled(findings: &mut Vec<Finding>, id: NodeId, plan: &Plan) {
+    let node = &plan.nodes[id];
+    // PostgreSQL 18 says so. Before 18 the only trace is disable_cost added to the node's cost,
+    // which every ancestor's cost then includes: the node to report is the one whose own cost
+    // (its total minus its children's) carries the penalty, a leaf (a Seq Scan) or a node with
+    // children (a Sort forced by ORDER BY while enable_sort is off).
     let flagged = node.disabled == Some(true);
+    // A leaf's cost is all its own. For a node with children, half the penalty is enough: a
+    // join's children are charged their full cost per outer row, more than a cheap rescan
+    // really costs.
     let penalised = node.disabled.is_none()
-        && node.total_cost.is_some_and(|c| c >= DISABLE_COST)
-        && node.children.is_empty();
+        && if node.children.is_empty() {
+            node.total_cost.is_some_and(|c| c >= DISABLE_COST)
+        } else {
+            unexplained_cost(plan, id).is_some_and(|c| c >= DISABLE_COST / 2.0)
+        };
     if !(flagged || penalised) {
         return;
     }
@@ -564,4 +862,66 @@ fn cold_cache(findings: &mut Vec<Finding>, metrics: &PlanMetrics) {
                 .into(),
         evidence: vec![("shared_read_blocks", read), ("pages_touched", touched)],
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{measure, parse_plan};
+
+    fn findings(json: &str) -> Vec<Finding> {
+        let plan = parse_plan(json).unwrap();
+        find(&plan, &measure(&plan))
+    }
+
+    #[test]
+    fn an_exact_bitmap_whose_recheck_removes_most_rows_is_a_finding() {
+        let plan = |removed: u32| {
+            format!(
+                r#"{{"Plan": {{"Node Type": "Bitmap Heap Scan", "Relation Name": "docs",
+                "Plan Rows": 100, "Actual Startup Time": 1, "Actual Total Time": 9,
+                "Actual Rows": 100, "Actual Loops": 1, "Exact Heap Blocks": 500,
+                "Lossy Heap Blocks": 0, "Rows Removed by Index Recheck": {removed},
+                "Plans": [{{"Node Type": "Bitmap Index Scan", "Index Name": "docs_body_gin",
+                "Plan Rows": 100, "Actual Startup Time": 1, "Actual Total Time": 1,
+                "Actual Rows": 5000, "Actual Loops": 1}}]}}}}"#
+            )
+        };
+        let found = findings(&plan(4900));
+        let f = found
+            .iter()
+            .find(|f| f.kind == FindingKind::LossyBitmap)
+            .unwrap();
+        assert!(
+            f.message.contains("the index recheck removes most rows"),
+            "{}",
+            f.message
+        );
+        assert!(!f.hint.contains("Raise work_mem"), "{}", f.hint);
+        // A few rows rechecked away is no finding.
+        assert!(
+            !findings(&plan(20))
+                .iter()
+                .any(|f| f.kind == FindingKind::LossyBitmap)
+        );
+    }
+
+    #[test]
+    fn a_hash_aggregate_that_spilled_in_a_worker_is_a_finding() {
+        let found = findings(
+            r#"{"Plan": {"Node Type": "Aggregate", "Strategy": "Hashed", "Plan Rows": 10,
+            "Actual Startup Time": 1, "Actual Total Time": 9, "Actual Rows": 10, "Actual Loops": 3,
+            "HashAgg Batches": 1, "Workers": [{"Worker Number": 0, "HashAgg Batches": 5,
+            "Disk Usage": 1024}]}}"#,
+        );
+        let f = found
+            .iter()
+            .find(|f| f.kind == FindingKind::HashAggregateSpill)
+            .unwrap();
+        assert!(
+            f.message.contains("5 batches, 1,024 kB on disk"),
+            "{}",
+            f.message
+        );
+    }
 }

@@ -47,15 +47,19 @@ pub struct NodeMetrics {
     pub actual_rows_total: Option<f64>,
     /// Estimated rows over all loops (`Plan Rows × Actual Loops`, or `Plan Rows` when not run).
     pub estimated_rows_total: Option<f64>,
+    /// The rows the node actually dealt with, over all loops: the rows it returned plus those
+    /// its own filters, join filter or index recheck removed. `None` for estimate-only plans.
+    pub rows_handled: Option<f64>,
     pub rows_removed_by_filter_total: Option<f64>,
     pub rows_removed_by_join_filter_total: Option<f64>,
     pub rows_removed_by_index_recheck_total: Option<f64>,
     /// Buffers used by this node alone: its inclusive counters minus its children's.
     pub exclusive_buffers: Option<Buffers>,
     /// Elapsed time spent in this node and its children, in ms (for a node in parallel workers,
-    /// its CPU time divided by the number of processes).
+    /// its CPU time divided by the number of processes). `None` when the node never ran (not
+    /// fast: not run) or the plan was measured with `TIMING OFF`.
     pub inclusive_ms: Option<f64>,
-    /// Elapsed time spent in this node alone, in ms.
+    /// Elapsed time spent in this node alone, in ms; `None` as for `inclusive_ms`.
     pub exclusive_ms: Option<f64>,
     pub misestimate: Option<Misestimate>,
 }
@@ -74,6 +78,10 @@ pub struct PlanTotals {
     /// Pages read from outside shared buffers (the OS cache or disk).
     pub pages_read: Option<f64>,
     pub temp_blocks: Option<f64>,
+    /// The root's `Total Cost`: the planner's estimate for the whole plan.
+    pub total_cost: Option<f64>,
+    /// The root's `Plan Rows`.
+    pub estimated_rows: Option<f64>,
     /// I/O time with `track_io_timing`, in ms.
     pub io_ms: Option<f64>,
     pub planning_pages_touched: Option<f64>,
@@ -94,6 +102,65 @@ fn is_cte_init_plan(node: &Node) -> bool {
             .subplan_name
             .as_deref()
             .is_some_and(|n| n.starts_with("CTE "))
+}
+
+/// The init plan computing the CTE that `scan` (a CTE Scan) reads: among the CTE init plans
+/// hanging under the scan's ancestors, the nearest one of that name (a nested query may reuse a
+/// CTE name).
+fn cte_of_scan(plan: &Plan, scan: NodeId) -> Option<NodeId> {
+    let name = plan.nodes[scan].cte_name.as_deref()?;
+    ancestors(plan, scan).find_map(|a| {
+        plan.nodes[a].children.iter().copied().find(|&c| {
+            let child = &plan.nodes[c];
+            is_cte_init_plan(child)
+                && child
+                    .subplan_name
+                    .as_deref()
+                    .and_then(|n| n.strip_prefix("CTE "))
+                    == Some(name)
+        })
+    })
+}
+
+/// What each CTE Scan must give up of its inclusive figures so that a materialized CTE's work
+/// is counted once, in the CTE's own nodes.
+///
+/// A CTE Scan pulls rows from the CTE's tuplestore and, when it is the first to reach rows not
+/// yet computed, runs the CTE's plan for them (PostgreSQL's CteScanNext): the CTE's time and
+/// buffers land in the inclusive figures of whichever scan pulled them, and through it in every
+/// ancestor's, the node the init plan hangs under included. So the CTE's work is subtracted from
+/// its scans, never from the node above the init plan. Which scan pulled which rows is not
+/// reported; the work is charged to the scans in plan order, each giving up at most its own
+/// inclusive figures. (A data-modifying CTE that no scan read to the end is finished after the
+/// plan runs, outside every node's figures: its remainder is charged to no scan.)
+fn cte_deductions(plan: &Plan, metrics: &[NodeMetrics]) -> Vec<Option<(f64, Buffers)>> {
+    let n = plan.nodes.len();
+    let mut deductions = vec![None; n];
+    // What is left to charge of each CTE: its time and buffers.
+    let mut left: Vec<Option<(f64, Buffers)>> = vec![None; n];
+    for (id, node) in plan.nodes.iter().enumerate() {
+        if node.node_type != "CTE Scan" {
+            continue;
+        }
+        let Some(cte) = cte_of_scan(plan, id) else {
+            continue;
+        };
+        let remaining = left[cte].get_or_insert_with(|| {
+            (
+                metrics[cte].inclusive_ms.unwrap_or(0.0),
+                plan.nodes[cte].buffers.unwrap_or_default(),
+            )
+        });
+        let scan_ms = metrics[id].inclusive_ms.unwrap_or(0.0);
+        let scan_buffers = node.buffers.unwrap_or_default();
+        let ms = remaining.0.min(scan_ms);
+        // Component-wise minimum: what the scan has, up to what is left.
+        let buffers = scan_buffers.saturating_sub(&scan_buffers.saturating_sub(&remaining.1));
+        remaining.0 -= ms;
+        remaining.1 = remaining.1.saturating_sub(&buffers);
+        deductions[id] = Some((ms, buffers));
+    }
+    deductions
 }
 
 /// Nodes that read all of their input before returning their first row: an early stop above
@@ -163,6 +230,7 @@ pub fn measure(plan: &Plan) -> PlanMetrics {
         metrics.push(m);
     }
 
+    let cte = cte_deductions(plan, &metrics);
     // Children have larger ids than their parents: walking backwards sees children first.
     for id in (0..n).rev() {
         let node = &plan.nodes[id];
@@ -173,7 +241,7 @@ pub fn measure(plan: &Plan) -> PlanMetrics {
                 .filter(|&c| !is_cte_init_plan(&plan.nodes[c]))
         };
         if let Some(own) = node.buffers {
-            let mut children = Buffers::default();
+            let mut children = cte[id].map(|(_, b)| b).unwrap_or_default();
             for c in counted_children() {
                 if let Some(b) = plan.nodes[c].buffers {
                     children.add(&b);
@@ -184,8 +252,19 @@ pub fn measure(plan: &Plan) -> PlanMetrics {
         if let Some(own) = metrics[id].inclusive_ms {
             let children: f64 = counted_children()
                 .filter_map(|c| metrics[c].inclusive_ms)
-                .sum();
+                .sum::<f64>()
+                + cte[id].map_or(0.0, |(ms, _)| ms);
             metrics[id].exclusive_ms = Some(round_us(own - children).max(0.0));
+        }
+        if let Some(returned) = metrics[id].actual_rows_total {
+            // What the node read and checked itself: rows a scan's filter or recheck removed,
+            // row pairs a join's filter removed. Not its children's rows: those are theirs.
+            let m = &metrics[id];
+            let read = returned
+                + m.rows_removed_by_filter_total.unwrap_or(0.0)
+                + m.rows_removed_by_join_filter_total.unwrap_or(0.0)
+                + m.rows_removed_by_index_recheck_total.unwrap_or(0.0);
+            metrics[id].rows_handled = Some(read);
         }
     }
 
@@ -212,13 +291,15 @@ fn node_metrics(node: &Node, in_parallel_worker: bool, processes: f64) -> NodeMe
         Some(l) if l > 0.0 => rows * l,
         _ => rows,
     });
-    let inclusive_ms = node.actual.map(|a| {
-        let cpu = a.total_ms * a.loops;
-        round_us(if in_parallel_worker {
+    // A node that never ran has no time (the server prints zeros, the text format "never
+    // executed"), and TIMING OFF reports none: both are unknown, not 0 ms.
+    let inclusive_ms = node.actual.filter(|a| a.loops > 0.0).and_then(|a| {
+        let cpu = a.total_ms? * a.loops;
+        Some(round_us(if in_parallel_worker {
             cpu / processes.max(1.0)
         } else {
             cpu
-        })
+        }))
     });
     NodeMetrics {
         loops,
@@ -227,6 +308,7 @@ fn node_metrics(node: &Node, in_parallel_worker: bool, processes: f64) -> NodeMe
         may_stop_early: false,
         actual_rows_total: node.actual.map(|a| a.rows * a.loops),
         estimated_rows_total,
+        rows_handled: None,
         rows_removed_by_filter_total: times_loops(node.rows_removed_by_filter),
         rows_removed_by_join_filter_total: times_loops(node.rows_removed_by_join_filter),
         rows_removed_by_index_recheck_total: times_loops(node.rows_removed_by_index_recheck),
@@ -274,6 +356,8 @@ fn totals(plan: &Plan) -> PlanTotals {
         pages_touched: buffers.map(|b| b.pages_touched()),
         pages_read: buffers.map(|b| b.shared_read_blocks),
         temp_blocks: buffers.map(|b| b.temp_blocks()),
+        total_cost: root.and_then(|r| r.total_cost),
+        estimated_rows: root.and_then(|r| r.plan_rows),
         io_ms,
         planning_pages_touched: plan.planning_buffers.map(|b| b.pages_touched()),
     }

@@ -65,8 +65,11 @@ pub struct Trigger {
 /// Measured figures of a node (EXPLAIN ANALYZE). Rows and times are per-loop averages.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Actual {
-    pub startup_ms: f64,
-    pub total_ms: f64,
+    /// `Actual Startup Time`; `None` under `TIMING OFF` (or `auto_explain.log_timing = off`),
+    /// which reports rows and loops but leaves the time keys out.
+    pub startup_ms: Option<f64>,
+    /// `Actual Total Time`; `None` under `TIMING OFF`.
+    pub total_ms: Option<f64>,
     /// `Actual Rows`: average rows per loop. Rounded to a whole number before PostgreSQL 18.
     pub rows: f64,
     /// `Actual Loops`: how many times the node ran; for a parallel node, the number of

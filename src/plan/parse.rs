@@ -53,7 +53,21 @@ pub enum PlanError {
         "the plan is deeper than {MAX_PLAN_DEPTH} levels; pgplan does not read plans that deep"
     )]
     TooDeep,
+    #[error(
+        "{detail}; EXPLAIN reports counts, sizes and times as numbers from 0 to {MAX_COUNTER:e}"
+    )]
+    BadFigure { detail: String },
 }
+
+/// The largest counter pgplan accepts. PostgreSQL's counters are 64-bit integers (buffers, rows
+/// removed, heap fetches) or doubles that count real work (rows, loops, milliseconds), so none
+/// comes near 2^63; bounding them keeps every product and sum pgplan forms (rows × loops, a
+/// subtree's blocks) finite, where 1e308 × 2 would print as "inf".
+pub const MAX_COUNTER: f64 = 9.223_372_036_854_776e18;
+
+/// The largest row estimate pgplan accepts: the planner clamps its estimates far below this
+/// (`MAXIMUM_ROWCOUNT`, 1e100), and the bound keeps estimated rows × loops finite.
+pub const MAX_ESTIMATE: f64 = 1e200;
 
 /// Reads a plan from text: EXPLAIN (FORMAT JSON) output, an auto_explain JSON object, or either
 /// pasted from psql's aligned or expanded output.
@@ -68,7 +82,9 @@ fn extract_json(input: &str) -> Result<Cow<'_, str>, PlanError> {
     if text.is_empty() {
         return Err(PlanError::Empty);
     }
-    if text.starts_with('[') || text.starts_with('{') {
+    // A paste that starts at the JSON can still carry psql's continuation marks (the header cut
+    // off, or `psql -t`): JSON itself never ends a line with one.
+    if (text.starts_with('[') || text.starts_with('{')) && !has_continuation_marks(text) {
         return Ok(Cow::Borrowed(text));
     }
     if looks_like_psql_table(text) {
@@ -117,24 +133,49 @@ fn looks_like_text_format(text: &str) -> bool {
         || text.lines().any(|l| l.trim_start().starts_with("->  "))
 }
 
+/// psql marks a value that continues on the next line with `+` at the end of the line (the
+/// ascii and old-ascii line styles) or `↵` (the unicode line style).
+const CONTINUATION_MARKS: [char; 2] = ['+', '↵'];
+
+fn has_continuation_marks(text: &str) -> bool {
+    text.lines()
+        .any(|l| l.trim_end().ends_with(CONTINUATION_MARKS))
+}
+
+/// A record header of psql's expanded output: `-[ RECORD 1 ]---` or, in the unicode line
+/// style, `─[ RECORD 1 ]───`.
+fn is_record_header(line: &str) -> bool {
+    line.strip_prefix(['-', '─'])
+        .is_some_and(|rest| rest.starts_with("[ RECORD"))
+}
+
+/// psql's rule under the header: dashes (ascii), box-drawing lines (unicode), `+` or `┼` where
+/// columns meet.
+fn is_rule(line: &str) -> bool {
+    !line.is_empty()
+        && line
+            .chars()
+            .all(|c| matches!(c, '-' | '+' | '─' | '┼' | '═' | '╪'))
+}
+
 fn looks_like_psql_table(text: &str) -> bool {
     let mut lines = text.lines().map(str::trim);
     let first = lines.next().unwrap_or_default();
-    first == "QUERY PLAN"
-        || first.starts_with("-[ RECORD")
-        || text.lines().any(|l| l.trim_end().ends_with('+'))
+    first == "QUERY PLAN" || is_record_header(first) || has_continuation_marks(text)
 }
 
 /// Undoes psql's aligned output (`QUERY PLAN` header, dashed rule, one leading space, `+` at the
-/// end of continued lines, `(1 row)` footer) and expanded output (`-[ RECORD 1 ]`, a
-/// `QUERY PLAN |` label on the first line and `|` on the others).
+/// end of continued lines, `(1 row)` footer), with or without the header and footer (`psql -t`,
+/// or a paste that starts at the JSON), and expanded output (`-[ RECORD 1 ]`, a `QUERY PLAN |`
+/// label on the first line and `|` on the others). The unicode line style (`\pset linestyle
+/// unicode`) draws `─` rules, `│` bars and `↵` continuation marks instead.
 fn strip_psql_table(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in text.lines() {
         let trimmed = line.trim();
         if trimmed == "QUERY PLAN"
-            || trimmed.starts_with("-[ RECORD")
-            || (!trimmed.is_empty() && trimmed.chars().all(|c| c == '-' || c == '+'))
+            || is_record_header(trimmed)
+            || is_rule(trimmed)
             || is_row_count_footer(trimmed)
             || trimmed.is_empty()
         {
@@ -142,16 +183,21 @@ fn strip_psql_table(text: &str) -> String {
         }
         let mut content = line;
         if let Some(rest) = content.trim_start().strip_prefix("QUERY PLAN") {
-            content = rest.trim_start().strip_prefix('|').unwrap_or(rest);
-        } else if let Some(bar) = content.find('|')
+            let rest = rest.trim_start();
+            content = rest.strip_prefix(['|', '│']).unwrap_or(rest);
+        } else if let Some(bar) = content.find(['|', '│'])
             && content[..bar].trim().is_empty()
         {
             // Expanded-format continuation line: spaces, a bar, the content.
-            content = &content[bar + 1..];
+            let width = content[bar..].chars().next().map_or(1, char::len_utf8);
+            content = &content[bar + width..];
         }
         let content = content.strip_prefix(' ').unwrap_or(content);
         let content = content.trim_end();
-        let content = content.strip_suffix('+').unwrap_or(content).trim_end();
+        let content = content
+            .strip_suffix(CONTINUATION_MARKS)
+            .unwrap_or(content)
+            .trim_end();
         out.push_str(content);
         out.push('\n');
     }
@@ -222,6 +268,41 @@ fn parse_json_here(json: &str, limit: usize) -> Option<Result<Plan, PlanError>> 
 const NOT_A_PLAN: &str = "pgplan:not-a-plan:";
 const TOO_DEEP: &str = "pgplan:too-deep";
 const NEEDS_STACK: &str = "pgplan:needs-stack";
+const BAD_FIGURE: &str = "pgplan:bad-figure:";
+
+/// Checks a measured figure: finite (serde_json reads none that is not, but the check costs
+/// nothing), not negative, and within [`MAX_COUNTER`] (`limit` for estimates).
+fn check_figure<E: de::Error>(
+    value: f64,
+    key: &str,
+    limit: f64,
+    node: NodeLabel,
+) -> Result<f64, E> {
+    if value.is_finite() && (0.0..=limit).contains(&value) {
+        return Ok(value);
+    }
+    Err(E::custom(format!(
+        "{BAD_FIGURE}\"{}\" of {node} is {value}",
+        one_line(key)
+    )))
+}
+
+/// Which node a bad figure belongs to, for the error: its pre-order id and, once read, its type.
+#[derive(Clone, Copy)]
+struct NodeLabel<'a> {
+    id: Option<NodeId>,
+    node_type: &'a str,
+}
+
+impl fmt::Display for NodeLabel<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match (self.id, self.node_type) {
+            (None, _) => f.write_str("the plan"),
+            (Some(id), "") => write!(f, "node {id}"),
+            (Some(id), t) => write!(f, "node {id} ({})", one_line(t)),
+        }
+    }
+}
 
 /// How many arrays and objects enclose the value being read, and how many may.
 #[derive(Debug, Clone, Copy)]
@@ -264,6 +345,10 @@ fn classify_error(json: &str, error: serde_json::Error) -> PlanError {
     let message = error.to_string();
     if message.contains(TOO_DEEP) {
         return PlanError::TooDeep;
+    }
+    if let Some(at) = message.find(BAD_FIGURE) {
+        let detail = message[at + BAD_FIGURE.len()..].to_owned();
+        return PlanError::BadFigure { detail };
     }
     if let Some(at) = message.find(NOT_A_PLAN) {
         let detail = message[at + NOT_A_PLAN.len()..].to_owned();
@@ -443,12 +528,22 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
                         nesting,
                     })?;
                 }
-                "Planning Time" => plan.planning_ms = Some(map.next_value()?),
-                "Execution Time" => plan.execution_ms = Some(map.next_value()?),
+                "Planning Time" | "Execution Time" => {
+                    let top = NodeLabel {
+                        id: None,
+                        node_type: "",
+                    };
+                    let ms = check_figure(map.next_value()?, &key, MAX_COUNTER, top)?;
+                    if key == "Planning Time" {
+                        plan.planning_ms = Some(ms);
+                    } else {
+                        plan.execution_ms = Some(ms);
+                    }
+                }
                 "Query Text" => plan.query_text = Some(map.next_value()?),
                 "Planning" => {
                     let value = map.next_value_seed(MapSeed(nesting))?;
-                    plan.planning_buffers = buffers_from_map(&value);
+                    plan.planning_buffers = buffers_from_map(&value)?;
                     for (k, v) in value {
                         if !is_buffer_key(&k) {
                             plan.extra.insert(format!("Planning {k}"), v);
@@ -539,12 +634,24 @@ fn number(value: Option<&Value>) -> Option<f64> {
     value.and_then(Value::as_f64)
 }
 
-fn buffers_from_map(map: &Map<String, Value>) -> Option<Buffers> {
+/// The `Planning` object's buffer counters, checked as a node's are.
+fn buffers_from_map<E: de::Error>(map: &Map<String, Value>) -> Result<Option<Buffers>, E> {
     if !map.keys().any(|k| is_buffer_key(k)) {
-        return None;
+        return Ok(None);
+    }
+    for (k, v) in map {
+        if is_buffer_key(k)
+            && let Some(n) = v.as_f64()
+        {
+            let planning = NodeLabel {
+                id: None,
+                node_type: "",
+            };
+            check_figure::<E>(n, &format!("Planning {k}"), MAX_COUNTER, planning)?;
+        }
     }
     let get = |k: &str| number(map.get(k)).unwrap_or(0.0);
-    Some(Buffers {
+    Ok(Some(Buffers {
         shared_hit_blocks: get("Shared Hit Blocks"),
         shared_read_blocks: get("Shared Read Blocks"),
         shared_dirtied_blocks: get("Shared Dirtied Blocks"),
@@ -555,7 +662,7 @@ fn buffers_from_map(map: &Map<String, Value>) -> Option<Buffers> {
         local_written_blocks: get("Local Written Blocks"),
         temp_read_blocks: get("Temp Read Blocks"),
         temp_written_blocks: get("Temp Written Blocks"),
-    })
+    }))
 }
 
 fn trigger_from_map(map: &Map<String, Value>) -> Trigger {
@@ -664,9 +771,23 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         let mut saw_node_type = false;
 
         while let Some(Key(key)) = map.next_key::<Key>()? {
+            // A figure the server measured or counted: checked, so that every sum and product
+            // of them stays a finite number ≥ 0.
+            macro_rules! counter {
+                () => {
+                    counter!(MAX_COUNTER)
+                };
+                ($limit:expr) => {{
+                    let label = NodeLabel {
+                        id: Some(id),
+                        node_type: &node.node_type,
+                    };
+                    check_figure(map.next_value::<f64>()?, &key, $limit, label)?
+                }};
+            }
             macro_rules! num {
                 () => {
-                    Some(map.next_value::<f64>()?)
+                    Some(counter!())
                 };
             }
             macro_rules! text {
@@ -676,7 +797,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
             }
             macro_rules! buf {
                 ($field:ident) => {{
-                    buffers.$field = map.next_value::<f64>()?;
+                    buffers.$field = counter!();
                     has_buffers = true;
                 }};
             }
@@ -700,25 +821,26 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                 "Partial Mode" => node.partial_mode = text!(),
                 "Scan Direction" => node.scan_direction = text!(),
                 "Operation" => node.operation = text!(),
-                "Startup Cost" => node.startup_cost = num!(),
-                "Total Cost" => node.total_cost = num!(),
-                "Plan Rows" => node.plan_rows = num!(),
+                // Costs are the planner's arbitrary units, never summed or multiplied: as given.
+                "Startup Cost" => node.startup_cost = Some(map.next_value()?),
+                "Total Cost" => node.total_cost = Some(map.next_value()?),
+                "Plan Rows" => node.plan_rows = Some(counter!(MAX_ESTIMATE)),
                 "Plan Width" => node.plan_width = num!(),
                 "Disabled" => node.disabled = Some(map.next_value()?),
                 "Actual Startup Time" => {
-                    actual.startup_ms = map.next_value()?;
+                    actual.startup_ms = Some(counter!());
                     has_actual = true;
                 }
                 "Actual Total Time" => {
-                    actual.total_ms = map.next_value()?;
+                    actual.total_ms = Some(counter!());
                     has_actual = true;
                 }
                 "Actual Rows" => {
-                    actual.rows = map.next_value()?;
+                    actual.rows = counter!();
                     has_actual = true;
                 }
                 "Actual Loops" => {
-                    actual.loops = map.next_value()?;
+                    actual.loops = counter!();
                     has_actual = true;
                 }
                 "Rows Removed by Filter" => node.rows_removed_by_filter = num!(),
@@ -1001,6 +1123,37 @@ mod tests {
                                  | ]\n";
         let plan = parse_plan(pasted).unwrap();
         assert_eq!(plan.root().node_type, "Result");
+    }
+
+    #[test]
+    fn impossible_figures_name_their_key_and_node() {
+        let err = parse_plan(
+            r#"{"Plan": {"Node Type": "Limit", "Plans": [{"Node Type": "Seq Scan",
+                "Actual Loops": -1}]}}"#,
+        )
+        .unwrap_err();
+        assert!(matches!(err, PlanError::BadFigure { .. }));
+        assert!(
+            err.to_string()
+                .starts_with("\"Actual Loops\" of node 1 (Seq Scan) is -1"),
+            "{err}"
+        );
+        // Past a 64-bit counter: 1e308 would overflow the sums into "inf".
+        let err = parse_plan(r#"{"Plan": {"Node Type": "Result", "Shared Hit Blocks": 1e308}}"#)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("\"Shared Hit Blocks\" of node 0 (Result)"),
+            "{err}"
+        );
+        let err =
+            parse_plan(r#"{"Plan": {"Node Type": "Result"}, "Execution Time": -2}"#).unwrap_err();
+        assert!(
+            err.to_string().contains("\"Execution Time\" of the plan"),
+            "{err}"
+        );
+        // Costs are the planner's, never summed: as given.
+        assert!(parse_plan(r#"{"Plan": {"Node Type": "Result", "Total Cost": 1e300}}"#).is_ok());
     }
 
     #[test]

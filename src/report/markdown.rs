@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use crate::plan::{Analysis, Comparison, Finding};
 
 use super::format::{change, count, ms};
-use super::text::{headline, totals_line, unified_tree_diff};
+use super::text::{both_measured, estimate_rows, headline, totals_line, unified_tree_diff};
 use super::tree::{figures, labelled, rows};
 
 /// Escapes text for a Markdown table cell.
@@ -103,6 +103,21 @@ pub fn write_totals(out: &mut dyn Write, comparison: &Comparison) -> io::Result<
             show(pair.after),
             change(pair.before, pair.after, fewer, more)
         )?;
+    }
+    if !both_measured(comparison) {
+        for (name, pair, figure) in estimate_rows(comparison) {
+            if pair.before.is_none() && pair.after.is_none() {
+                continue;
+            }
+            let (fewer, more) = figure.words();
+            writeln!(
+                out,
+                "| {name} | {} | {} | {} |",
+                figure.show(pair.before),
+                figure.show(pair.after),
+                change(pair.before, pair.after, fewer, more)
+            )?;
+        }
     }
     Ok(())
 }

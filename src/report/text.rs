@@ -48,11 +48,30 @@ pub fn write_table(out: &mut dyn Write, table: &Table) -> io::Result<()> {
 }
 
 fn plan_kind(analysis: &Analysis) -> &'static str {
-    match (analysis.plan.is_analyzed(), analysis.plan.has_buffers()) {
-        (true, true) => "measured (ANALYZE, BUFFERS)",
-        (true, false) => "measured (ANALYZE, no BUFFERS: pages unknown)",
-        (false, _) => "estimates only (no ANALYZE)",
+    let timed = has_node_times(analysis);
+    match (
+        analysis.plan.is_analyzed(),
+        analysis.plan.has_buffers(),
+        timed,
+    ) {
+        (true, true, true) => "measured (ANALYZE, BUFFERS)",
+        (true, true, false) => "measured (ANALYZE, BUFFERS, TIMING OFF: node times unknown)",
+        (true, false, true) => "measured (ANALYZE, no BUFFERS: pages unknown)",
+        (true, false, false) => {
+            "measured (ANALYZE, no BUFFERS, TIMING OFF: pages and node times unknown)"
+        }
+        (false, _, _) => "estimates only (no ANALYZE)",
     }
+}
+
+/// Whether any node reports its time: EXPLAIN (ANALYZE, TIMING OFF) and auto_explain with
+/// `log_timing = off` measure rows and loops but leave every node's time out.
+fn has_node_times(analysis: &Analysis) -> bool {
+    analysis
+        .plan
+        .nodes
+        .iter()
+        .any(|n| n.actual.is_some_and(|a| a.total_ms.is_some()))
 }
 
 /// The one-line summary of a plan's totals.
@@ -86,26 +105,108 @@ pub fn totals_line(analysis: &Analysis) -> String {
     }
 }
 
-fn node_cell(row: &TreeRow, paint: &Paint) -> String {
+/// The narrowest the node column is wrapped to, however narrow the terminal: below this a
+/// plan tree is unreadable anyway, and the terminal's own wrapping is the lesser evil.
+const MIN_NODE_WIDTH: usize = 24;
+
+/// Splits `text` into pieces of at most `width` characters, at spaces where there is one in
+/// the second half of the piece, else anywhere.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut pieces = Vec::new();
+    let mut rest: Vec<char> = text.chars().collect();
+    while rest.len() > width {
+        let cut = rest[width / 2..=width]
+            .iter()
+            .rposition(|c| *c == ' ')
+            .map_or(width, |at| width / 2 + at);
+        let piece: String = rest[..cut].iter().collect();
+        pieces.push(piece.trim_end().to_owned());
+        rest.drain(..cut);
+        while rest.first() == Some(&' ') {
+            rest.remove(0);
+        }
+    }
+    pieces.push(rest.into_iter().collect());
+    pieces
+}
+
+/// The node column's lines for one row: the node's line and its detail lines, each wrapped to
+/// `width` characters (when given) with the tree's bars repeated on every continuation line,
+/// so that a long condition never breaks the tree apart.
+fn node_cell(row: &TreeRow, paint: &Paint, width: Option<usize>) -> String {
     let mut label = row.label.clone();
     if let Some(sub) = &row.subplan {
-        label = format!("{} {label}", paint.accent(&format!("[{sub}]")));
+        label = format!("[{sub}] {label}");
+    }
+    let marks = if row.findings.is_empty() {
+        String::new()
+    } else {
+        let marks: Vec<String> = row.findings.iter().map(|n| format!("[{n}]")).collect();
+        format!(" {}", marks.join(""))
+    };
+    let continuation = format!("{}  ", row.detail_prefix);
+    let fit = |prefix: &str, text: &str| -> Vec<String> {
+        match width {
+            Some(w) => {
+                // However deep the node, a few characters of text per line.
+                let first = w.saturating_sub(prefix.chars().count()).max(12);
+                let mut pieces = wrap(text, first);
+                if pieces.len() > 1 {
+                    let rest = pieces.split_off(1).join(" ");
+                    let width = w.saturating_sub(continuation.chars().count()).max(12);
+                    pieces.extend(wrap(&rest, width));
+                }
+                pieces
+            }
+            None => vec![text.to_owned()],
+        }
+    };
+    let mut lines = Vec::new();
+    let label_text = format!("{label}{marks}");
+    for (i, piece) in fit(&row.prefix, &label_text).into_iter().enumerate() {
+        let prefix = if i == 0 { &row.prefix } else { &continuation };
+        lines.push(format!(
+            "{}{}",
+            paint.dim(prefix),
+            paint_label(&piece, row, paint)
+        ));
+    }
+    for detail in &row.details {
+        for (i, piece) in fit(&row.detail_prefix, detail).into_iter().enumerate() {
+            let prefix = if i == 0 {
+                &row.detail_prefix
+            } else {
+                &continuation
+            };
+            lines.push(format!("{}{}", paint.dim(prefix), paint.dim(&piece)));
+        }
+    }
+    lines.join("\n")
+}
+
+/// Colours the subplan name and the finding marks within a piece of a node's line.
+fn paint_label(piece: &str, row: &TreeRow, paint: &Paint) -> String {
+    let mut text = piece.to_owned();
+    if let Some(sub) = &row.subplan {
+        let tag = format!("[{sub}]");
+        if text.starts_with(&tag) {
+            text = format!("{}{}", paint.accent(&tag), &text[tag.len()..]);
+        }
     }
     if !row.findings.is_empty() {
         let marks: Vec<String> = row.findings.iter().map(|n| format!("[{n}]")).collect();
-        label.push(' ');
-        label.push_str(&paint.warn(&marks.join("")));
+        let marks = marks.join("");
+        if let Some(head) = text.strip_suffix(&marks) {
+            text = format!("{head}{}", paint.warn(&marks));
+        }
     }
-    let mut cell = format!("{}{}", paint.dim(&row.prefix), label);
-    for detail in &row.details {
-        cell.push('\n');
-        cell.push_str(&paint.dim(&row.detail_prefix));
-        cell.push_str(&paint.dim(detail));
-    }
-    cell
+    text
 }
 
-/// Writes the plan tree as a table of figures.
+/// Writes the plan tree as a table of figures. On a terminal the node column is wrapped here,
+/// to what the figure columns leave of its width, and comfy-table does no wrapping of its own:
+/// its wrapping breaks a cell's lines without the tree's bars, and the tree falls apart.
 pub fn write_tree(
     out: &mut dyn Write,
     analysis: &Analysis,
@@ -114,56 +215,100 @@ pub fn write_tree(
     let paint = Paint::new(options.color);
     let analyzed = analysis.plan.is_analyzed();
     let buffers = analysis.plan.has_buffers();
+    let timed = has_node_times(analysis);
     let mut headers = vec!["node"];
     if analyzed {
         headers.extend(["rows", "est rows", "loops"]);
         if buffers {
             headers.extend(["pages", "read"]);
         }
-        headers.push("self time");
+        if timed {
+            headers.push("self time");
+        }
     } else {
         headers.extend(["est rows", "cost"]);
     }
-    let mut table = new_table(&headers, options);
-    for row in rows(analysis) {
+    // The figure cells first, unpainted, to know how wide they are.
+    let tree = rows(analysis);
+    let mut figure_rows: Vec<Vec<(String, bool)>> = Vec::with_capacity(tree.len());
+    for row in &tree {
         let node = &analysis.plan.nodes[row.id];
         let m = &analysis.metrics.nodes[row.id];
-        let mut cells = vec![Cell::new(node_cell(&row, &paint))];
         let est = node.plan_rows.map(count).unwrap_or_default();
+        let mut cells: Vec<(String, bool)> = Vec::new();
         if analyzed {
             if m.never_executed {
-                cells.push(Cell::new(paint.dim("never executed")));
-                cells.push(Cell::new(est));
-                cells.push(Cell::new("0"));
+                cells.push(("never executed".into(), false));
+                cells.push((est, false));
+                cells.push(("0".into(), false));
                 if buffers {
-                    cells.push(Cell::new(""));
-                    cells.push(Cell::new(""));
+                    cells.push((String::new(), false));
+                    cells.push((String::new(), false));
                 }
-                cells.push(Cell::new(""));
+                if timed {
+                    cells.push((String::new(), false));
+                }
             } else {
                 let rows_text = node.actual.map(|a| count(a.rows)).unwrap_or_default();
-                let rows_text = if crate::plan::findings::significant_misestimate(m) {
-                    paint.warn(&rows_text)
-                } else {
-                    rows_text
-                };
-                cells.push(Cell::new(rows_text));
-                cells.push(Cell::new(est));
-                cells.push(Cell::new(m.loops.map(count).unwrap_or_default()));
+                let warn = crate::plan::findings::significant_misestimate(m);
+                cells.push((rows_text, warn));
+                cells.push((est, false));
+                cells.push((m.loops.map(count).unwrap_or_default(), false));
                 if buffers {
                     let b = node.buffers;
-                    cells.push(Cell::new(
+                    cells.push((
                         b.map(|b| count(b.pages_touched())).unwrap_or_default(),
+                        false,
                     ));
-                    cells.push(Cell::new(
+                    cells.push((
                         b.map(|b| count(b.shared_read_blocks)).unwrap_or_default(),
+                        false,
                     ));
                 }
-                cells.push(Cell::new(m.exclusive_ms.map(ms).unwrap_or_default()));
+                if timed {
+                    cells.push((m.exclusive_ms.map(ms).unwrap_or_default(), false));
+                }
             }
         } else {
-            cells.push(Cell::new(est));
-            cells.push(Cell::new(node.total_cost.map(cost).unwrap_or_default()));
+            cells.push((est, false));
+            cells.push((node.total_cost.map(cost).unwrap_or_default(), false));
+        }
+        figure_rows.push(cells);
+    }
+    let node_width = options.width.map(|total| {
+        // Each column is padded by a space on either side.
+        let figures: usize = (1..headers.len())
+            .map(|col| {
+                let widest = figure_rows
+                    .iter()
+                    .map(|cells| cells[col - 1].0.chars().count())
+                    .max()
+                    .unwrap_or(0);
+                widest.max(headers[col].chars().count()) + 2
+            })
+            .sum();
+        usize::from(total)
+            .saturating_sub(figures + 2)
+            .max(MIN_NODE_WIDTH)
+    });
+    let mut table = new_table(
+        &headers,
+        &TextOptions {
+            width: None,
+            ..*options
+        },
+    );
+    for (row, figures) in tree.iter().zip(figure_rows) {
+        let mut cells = vec![Cell::new(node_cell(row, &paint, node_width))];
+        for (i, (text, warn)) in figures.into_iter().enumerate() {
+            let text = if warn {
+                paint.warn(&text)
+            } else if analyzed && i == 0 && text == "never executed" {
+                paint.dim(&text)
+            } else {
+                text
+            };
+            cells.push(Cell::new(text));
         }
         table.add_row(cells);
     }
@@ -257,9 +402,46 @@ pub fn unified_tree_diff(comparison: &Comparison) -> String {
         .to_string()
 }
 
-/// The headline of a comparison: what happened to pages touched, the figure that decides.
+/// The headline of a comparison: what happened to pages touched, the figure that decides; the
+/// estimated cost when a plan was not measured.
 pub fn headline(comparison: &Comparison) -> String {
     let t = &comparison.diff.totals;
+    let measured = (
+        comparison.before.plan.is_analyzed(),
+        comparison.after.plan.is_analyzed(),
+    );
+    let estimated = || match (t.total_cost.before, t.total_cost.after) {
+        (Some(b), Some(a)) => format!(
+            "estimated cost {} → {} ({})",
+            cost(b),
+            cost(a),
+            change(Some(b), Some(a), "cheaper", "dearer")
+        ),
+        _ => "no estimated cost to compare".into(),
+    };
+    match measured {
+        (false, false) => {
+            return format!(
+                "estimates only: neither plan was measured (EXPLAIN without ANALYZE); {}",
+                estimated()
+            );
+        }
+        (true, false) => {
+            return format!(
+                "only the before plan was measured; the after plan has estimates only (EXPLAIN \
+                 without ANALYZE), so only estimates compare: {}",
+                estimated()
+            );
+        }
+        (false, true) => {
+            return format!(
+                "only the after plan was measured; the before plan has estimates only (EXPLAIN \
+                 without ANALYZE), so only estimates compare: {}",
+                estimated()
+            );
+        }
+        (true, true) => {}
+    }
     match (t.pages_touched.before, t.pages_touched.after) {
         (Some(b), Some(a)) => format!(
             "pages touched {} → {} ({})",
@@ -274,7 +456,7 @@ pub fn headline(comparison: &Comparison) -> String {
                 ms(a),
                 change(Some(b), Some(a), "faster", "slower")
             ),
-            _ => "estimates only: neither plan was measured (EXPLAIN without ANALYZE)".into(),
+            _ => "no measured figure is in both plans".into(),
         },
     }
 }
@@ -291,16 +473,16 @@ pub enum Figure {
 }
 
 impl Figure {
-    fn show(self, value: Option<f64>) -> String {
+    pub fn show(self, value: Option<f64>) -> String {
         match (self, value) {
             (_, None) => "—".into(),
             (Figure::Time, Some(v)) => ms(v),
             (Figure::Count, Some(v)) => count(v),
-            (Figure::Cost, Some(v)) => format!("{v:.2}"),
+            (Figure::Cost, Some(v)) => cost(v),
         }
     }
 
-    fn words(self) -> (&'static str, &'static str) {
+    pub fn words(self) -> (&'static str, &'static str) {
         match self {
             Figure::Time => ("faster", "slower"),
             Figure::Count => ("fewer", "more"),
@@ -347,18 +529,33 @@ pub fn write_totals_table(
     options: &TextOptions,
 ) -> io::Result<()> {
     let t = &comparison.diff.totals;
-    write_pairs_table(
-        out,
-        &[
-            ("execution time", t.execution_ms, Figure::Time),
-            ("planning time", t.planning_ms, Figure::Time),
-            ("pages touched", t.pages_touched, Figure::Count),
-            ("  shared hit", t.shared_hit_blocks, Figure::Count),
-            ("  shared read", t.shared_read_blocks, Figure::Count),
-            ("temp blocks", t.temp_blocks, Figure::Count),
-        ],
-        options,
-    )
+    let mut rows = vec![
+        ("execution time", t.execution_ms, Figure::Time),
+        ("planning time", t.planning_ms, Figure::Time),
+        ("pages touched", t.pages_touched, Figure::Count),
+        ("  shared hit", t.shared_hit_blocks, Figure::Count),
+        ("  shared read", t.shared_read_blocks, Figure::Count),
+        ("temp blocks", t.temp_blocks, Figure::Count),
+    ];
+    if !both_measured(comparison) {
+        rows.extend(estimate_rows(comparison));
+    }
+    write_pairs_table(out, &rows, options)
+}
+
+/// Whether both plans were measured (EXPLAIN ANALYZE): otherwise the estimates are the only
+/// figures both have, and the totals show them.
+pub fn both_measured(comparison: &Comparison) -> bool {
+    comparison.before.plan.is_analyzed() && comparison.after.plan.is_analyzed()
+}
+
+/// The estimated totals of a comparison: the root's cost and rows.
+pub fn estimate_rows(comparison: &Comparison) -> [(&'static str, crate::plan::Pair, Figure); 2] {
+    let t = &comparison.diff.totals;
+    [
+        ("estimated cost", t.total_cost, Figure::Cost),
+        ("estimated rows", t.estimated_rows, Figure::Count),
+    ]
 }
 
 /// The classified changes, one per line.
@@ -433,4 +630,63 @@ pub fn write_diff(
         writeln!(out, "{line}")?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::parse_plan;
+
+    fn fixture(path: &str) -> Analysis {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        Analysis::of(parse_plan(&std::fs::read_to_string(path).unwrap()).unwrap())
+    }
+
+    /// On a terminal of 80 or 100 columns the tree fits, and every line of the node column,
+    /// wrapped ones included, starts with the tree's bars, so the tree stays readable.
+    #[test]
+    fn the_tree_fits_a_terminal_with_its_bars_on_every_line() {
+        for width in [80u16, 100] {
+            let analysis = fixture("fixtures/story/before.pg16.json");
+            let options = TextOptions {
+                color: false,
+                width: Some(width),
+            };
+            let mut out = Vec::new();
+            write_tree(&mut out, &analysis, &options).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            for line in text.lines() {
+                assert!(
+                    line.chars().count() <= usize::from(width),
+                    "{width}: {line:?}"
+                );
+            }
+            // The scan's filter is deepest: each of its lines carries the bars above it.
+            let filter: Vec<&str> = text
+                .lines()
+                .skip_while(|l| !l.contains("Filter:"))
+                .take_while(|l| !l.contains("Rows Removed"))
+                .collect();
+            assert!(!filter.is_empty(), "{text}");
+            for line in &filter {
+                assert!(
+                    line.starts_with("            "),
+                    "{width}: {line:?}\n{text}"
+                );
+            }
+            let lines: Vec<&str> = text.lines().collect();
+            assert!(lines[1].starts_with(" Limit"), "{text}");
+            assert!(
+                lines.iter().any(|l| l.contains("└─ Parallel Seq Scan")),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces() {
+        assert_eq!(wrap("Filter: (a = 1)", 100), ["Filter: (a = 1)"]);
+        assert_eq!(wrap("aaaa bbbb cccc", 9), ["aaaa bbbb", "cccc"]);
+        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+    }
 }

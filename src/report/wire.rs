@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::plan::diff::Pair;
-use crate::plan::{Analysis, Comparison, Finding, Node, NodeId};
+use crate::plan::{Analysis, Buffers, Comparison, Finding, Node, NodeId};
 
 /// The version of the JSON documents pgplan writes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -29,6 +29,8 @@ pub struct PlanDoc {
     pub planning_ms: Option<f64>,
     pub execution_ms: Option<f64>,
     pub totals: TotalsDoc,
+    /// The `Planning` buffer counters (BUFFERS, PostgreSQL 13+), or null.
+    pub planning_buffers: Option<BuffersDoc>,
     /// `Query Text`, when the plan came from auto_explain.
     pub query_text: Option<String>,
     /// `Settings` (EXPLAIN's SETTINGS option).
@@ -40,9 +42,43 @@ pub struct PlanDoc {
     pub other: Map<String, Value>,
 }
 
+/// A set of buffer counters, as EXPLAIN reports them.
+#[derive(Debug, Serialize)]
+pub struct BuffersDoc {
+    pub shared_hit_blocks: f64,
+    pub shared_read_blocks: f64,
+    pub shared_dirtied_blocks: f64,
+    pub shared_written_blocks: f64,
+    pub local_hit_blocks: f64,
+    pub local_read_blocks: f64,
+    pub local_dirtied_blocks: f64,
+    pub local_written_blocks: f64,
+    pub temp_read_blocks: f64,
+    pub temp_written_blocks: f64,
+}
+
+impl From<&Buffers> for BuffersDoc {
+    fn from(b: &Buffers) -> Self {
+        BuffersDoc {
+            shared_hit_blocks: b.shared_hit_blocks,
+            shared_read_blocks: b.shared_read_blocks,
+            shared_dirtied_blocks: b.shared_dirtied_blocks,
+            shared_written_blocks: b.shared_written_blocks,
+            local_hit_blocks: b.local_hit_blocks,
+            local_read_blocks: b.local_read_blocks,
+            local_dirtied_blocks: b.local_dirtied_blocks,
+            local_written_blocks: b.local_written_blocks,
+            temp_read_blocks: b.temp_read_blocks,
+            temp_written_blocks: b.temp_written_blocks,
+        }
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct TotalsDoc {
     pub pages_touched: Option<f64>,
+    /// Pages read from outside shared buffers (shared read blocks).
+    pub pages_read: Option<f64>,
     pub shared_hit_blocks: Option<f64>,
     pub shared_read_blocks: Option<f64>,
     pub shared_dirtied_blocks: Option<f64>,
@@ -50,6 +86,9 @@ pub struct TotalsDoc {
     pub temp_blocks: Option<f64>,
     pub io_ms: Option<f64>,
     pub planning_pages_touched: Option<f64>,
+    /// The root's estimated cost and rows.
+    pub total_cost: Option<f64>,
+    pub estimated_rows: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -73,20 +112,36 @@ pub struct NodeDoc {
     pub schema: Option<String>,
     pub alias: Option<String>,
     pub index: Option<String>,
+    pub cte_name: Option<String>,
+    pub function_name: Option<String>,
+    pub join_type: Option<String>,
+    /// Aggregate or SetOp `Strategy` (Plain, Sorted, Hashed, Mixed).
+    pub strategy: Option<String>,
+    pub partial_mode: Option<String>,
+    pub scan_direction: Option<String>,
+    /// ModifyTable `Operation`.
+    pub operation: Option<String>,
+    pub parallel_aware: bool,
+    pub async_capable: Option<bool>,
     pub startup_cost: Option<f64>,
     pub total_cost: Option<f64>,
+    pub plan_width: Option<f64>,
     /// `Plan Rows`: estimated rows per loop.
     pub estimated_rows: Option<f64>,
     /// `Actual Rows`: rows per loop, as reported (two decimals from PostgreSQL 18 on).
     pub actual_rows: Option<f64>,
     pub loops: Option<f64>,
     pub never_executed: bool,
+    /// Per loop, as reported; null under TIMING OFF and for a node that never ran.
     pub actual_startup_ms: Option<f64>,
     pub actual_total_ms: Option<f64>,
+    /// Null under TIMING OFF and for a node that never ran (not run is not fast).
     pub inclusive_ms: Option<f64>,
     pub exclusive_ms: Option<f64>,
     pub actual_rows_total: Option<f64>,
     pub estimated_rows_total: Option<f64>,
+    /// Rows the node handled over all loops: returned, plus removed by its own filters.
+    pub rows_handled: Option<f64>,
     pub rows_removed_by_filter_total: Option<f64>,
     pub rows_removed_by_join_filter_total: Option<f64>,
     pub rows_removed_by_index_recheck_total: Option<f64>,
@@ -101,15 +156,27 @@ pub struct NodeDoc {
     pub shared_written_blocks: Option<f64>,
     pub local_hit_blocks: Option<f64>,
     pub local_read_blocks: Option<f64>,
+    pub local_dirtied_blocks: Option<f64>,
+    pub local_written_blocks: Option<f64>,
     pub temp_read_blocks: Option<f64>,
     pub temp_written_blocks: Option<f64>,
     /// The same counters for this node alone (its children's subtracted).
     pub exclusive_shared_hit_blocks: Option<f64>,
     pub exclusive_shared_read_blocks: Option<f64>,
+    pub exclusive_shared_dirtied_blocks: Option<f64>,
+    pub exclusive_shared_written_blocks: Option<f64>,
     pub exclusive_temp_blocks: Option<f64>,
+    /// Shared I/O timings (`I/O Read/Write Time`, `Shared I/O Read/Write Time` from 17).
     pub io_read_ms: Option<f64>,
     pub io_write_ms: Option<f64>,
+    /// Local I/O timings (PostgreSQL 17+).
+    pub local_io_read_ms: Option<f64>,
+    pub local_io_write_ms: Option<f64>,
+    /// Temp I/O timings (PostgreSQL 15+).
+    pub temp_io_read_ms: Option<f64>,
+    pub temp_io_write_ms: Option<f64>,
     pub wal_records: Option<f64>,
+    pub wal_full_page_images: Option<f64>,
     pub wal_bytes: Option<f64>,
     /// Actual against estimated rows per loop, ≥ 1; null when the node did not run.
     pub misestimate_factor: Option<f64>,
@@ -121,9 +188,14 @@ pub struct NodeDoc {
     pub sort_method: Option<String>,
     pub sort_space_used_kb: Option<f64>,
     pub sort_space_type: Option<String>,
+    pub hash_buckets: Option<f64>,
+    pub original_hash_buckets: Option<f64>,
     pub hash_batches: Option<f64>,
     pub original_hash_batches: Option<f64>,
     pub peak_memory_usage_kb: Option<f64>,
+    /// A hash aggregate's `HashAgg Batches` and `Disk Usage` (PostgreSQL 13+).
+    pub hashagg_batches: Option<f64>,
+    pub disk_usage_kb: Option<f64>,
     pub filter: Option<String>,
     pub join_filter: Option<String>,
     pub index_cond: Option<String>,
@@ -176,6 +248,7 @@ fn node_doc(id: NodeId, node: &Node, analysis: &Analysis) -> NodeDoc {
     let m = &analysis.metrics.nodes[id];
     let b = node.buffers;
     let xb = m.exclusive_buffers;
+    let ran = node.actual.filter(|a| a.loops > 0.0);
     NodeDoc {
         id,
         parent: node.parent,
@@ -187,18 +260,30 @@ fn node_doc(id: NodeId, node: &Node, analysis: &Analysis) -> NodeDoc {
         schema: node.schema.clone(),
         alias: node.alias.clone(),
         index: node.index_name.clone(),
+        cte_name: node.cte_name.clone(),
+        function_name: node.function_name.clone(),
+        join_type: node.join_type.clone(),
+        strategy: node.strategy.clone(),
+        partial_mode: node.partial_mode.clone(),
+        scan_direction: node.scan_direction.clone(),
+        operation: node.operation.clone(),
+        parallel_aware: node.parallel_aware,
+        async_capable: node.async_capable,
         startup_cost: node.startup_cost,
         total_cost: node.total_cost,
+        plan_width: node.plan_width,
         estimated_rows: node.plan_rows,
         actual_rows: node.actual.map(|a| a.rows),
         loops: node.actual.map(|a| a.loops),
         never_executed: m.never_executed,
-        actual_startup_ms: node.actual.map(|a| a.startup_ms),
-        actual_total_ms: node.actual.map(|a| a.total_ms),
+        // A node that never ran reports zeros: not a measurement.
+        actual_startup_ms: ran.and_then(|a| a.startup_ms),
+        actual_total_ms: ran.and_then(|a| a.total_ms),
         inclusive_ms: m.inclusive_ms,
         exclusive_ms: m.exclusive_ms,
         actual_rows_total: m.actual_rows_total,
         estimated_rows_total: m.estimated_rows_total,
+        rows_handled: m.rows_handled,
         rows_removed_by_filter_total: m.rows_removed_by_filter_total,
         rows_removed_by_join_filter_total: m.rows_removed_by_join_filter_total,
         rows_removed_by_index_recheck_total: m.rows_removed_by_index_recheck_total,
@@ -212,14 +297,23 @@ fn node_doc(id: NodeId, node: &Node, analysis: &Analysis) -> NodeDoc {
         shared_written_blocks: b.map(|b| b.shared_written_blocks),
         local_hit_blocks: b.map(|b| b.local_hit_blocks),
         local_read_blocks: b.map(|b| b.local_read_blocks),
+        local_dirtied_blocks: b.map(|b| b.local_dirtied_blocks),
+        local_written_blocks: b.map(|b| b.local_written_blocks),
         temp_read_blocks: b.map(|b| b.temp_read_blocks),
         temp_written_blocks: b.map(|b| b.temp_written_blocks),
         exclusive_shared_hit_blocks: xb.map(|b| b.shared_hit_blocks),
         exclusive_shared_read_blocks: xb.map(|b| b.shared_read_blocks),
+        exclusive_shared_dirtied_blocks: xb.map(|b| b.shared_dirtied_blocks),
+        exclusive_shared_written_blocks: xb.map(|b| b.shared_written_blocks),
         exclusive_temp_blocks: xb.map(|b| b.temp_blocks()),
         io_read_ms: node.io.shared_read_ms,
         io_write_ms: node.io.shared_write_ms,
+        local_io_read_ms: node.io.local_read_ms,
+        local_io_write_ms: node.io.local_write_ms,
+        temp_io_read_ms: node.io.temp_read_ms,
+        temp_io_write_ms: node.io.temp_write_ms,
         wal_records: node.wal.and_then(|w| w.records),
+        wal_full_page_images: node.wal.and_then(|w| w.full_page_images),
         wal_bytes: node.wal.and_then(|w| w.bytes),
         misestimate_factor: m.misestimate.map(|e| e.factor),
         misestimate_direction: m.misestimate.map(|e| match e.direction {
@@ -232,9 +326,13 @@ fn node_doc(id: NodeId, node: &Node, analysis: &Analysis) -> NodeDoc {
         sort_method: node.sort_method.clone(),
         sort_space_used_kb: node.sort_space_used_kb,
         sort_space_type: node.sort_space_type.clone(),
+        hash_buckets: node.hash_buckets,
+        original_hash_buckets: node.original_hash_buckets,
         hash_batches: node.hash_batches,
         original_hash_batches: node.original_hash_batches,
         peak_memory_usage_kb: node.peak_memory_usage_kb,
+        hashagg_batches: node.hashagg_batches,
+        disk_usage_kb: node.disk_usage_kb,
         filter: node.filter.clone(),
         join_filter: node.join_filter.clone(),
         index_cond: node.index_cond.clone(),
@@ -255,8 +353,10 @@ impl PlanDoc {
             buffers: plan.has_buffers(),
             planning_ms: plan.planning_ms,
             execution_ms: plan.execution_ms,
+            planning_buffers: plan.planning_buffers.as_ref().map(BuffersDoc::from),
             totals: TotalsDoc {
                 pages_touched: t.pages_touched,
+                pages_read: t.pages_read,
                 shared_hit_blocks: t.shared_hit_blocks,
                 shared_read_blocks: t.shared_read_blocks,
                 shared_dirtied_blocks: t.shared_dirtied_blocks,
@@ -264,6 +364,8 @@ impl PlanDoc {
                 temp_blocks: t.temp_blocks,
                 io_ms: t.io_ms,
                 planning_pages_touched: t.planning_pages_touched,
+                total_cost: t.total_cost,
+                estimated_rows: t.estimated_rows,
             },
             query_text: plan.query_text.clone(),
             settings: plan
@@ -329,6 +431,9 @@ pub struct DiffTotalsDoc {
     pub shared_read_blocks: PairDoc,
     pub temp_blocks: PairDoc,
     pub io_ms: PairDoc,
+    /// The root's estimated cost and rows.
+    pub total_cost: PairDoc,
+    pub estimated_rows: PairDoc,
 }
 
 #[derive(Debug, Serialize)]
@@ -362,6 +467,8 @@ impl DiffBody {
                 shared_read_blocks: t.shared_read_blocks.into(),
                 temp_blocks: t.temp_blocks.into(),
                 io_ms: t.io_ms.into(),
+                total_cost: t.total_cost.into(),
+                estimated_rows: t.estimated_rows.into(),
             },
             changes: comparison
                 .diff
