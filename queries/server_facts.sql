@@ -7,7 +7,9 @@
 SELECT current_setting('server_version_num') AS version_num,
        split_part(current_setting('server_version'), ' ', 1) AS version,
        pg_is_in_recovery() AS in_recovery,
-       current_setting('transaction_read_only') AS read_only,
+       -- What a fresh transaction would be (libpq's read-write check), not this READ ONLY one.
+       CASE WHEN pg_is_in_recovery() THEN 'on'
+            ELSE current_setting('default_transaction_read_only') END AS read_only,
        current_user::text AS current_user,
        current_database()::text AS database,
        (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) AS superuser,

@@ -221,15 +221,37 @@ impl Pki {
 /// A server with TLS and pg_hba.conf rules that tell the modes apart:
 /// plain_only may not use TLS, tls_only must, pw_user needs a password, cert_user a certificate.
 async fn tls_server(major: u32, pki: &Pki) -> Cluster {
-    let options = ClusterOptions::new(common::binaries(major))
+    tls_server_with(
+        major,
+        &pki.server_cert_pem,
+        &pki.server_key_pem,
+        &pki.ca_pem,
+        &[],
+    )
+    .await
+}
+
+/// [`tls_server`] with any certificate and key, and extra server settings.
+async fn tls_server_with(
+    major: u32,
+    cert_pem: &str,
+    key_pem: &str,
+    ca_pem: &str,
+    settings: &[(&str, &str)],
+) -> Cluster {
+    let mut options = ClusterOptions::new(common::binaries(major));
+    for (name, value) in settings {
+        options = options.setting(name, value);
+    }
+    let options = options
         .setting("ssl", "on")
         .setting("ssl_cert_file", "server.crt")
         .setting("ssl_key_file", "server.key")
         .setting("ssl_ca_file", "ca.crt")
         .setting("password_encryption", "scram-sha-256")
-        .data_file("server.crt", pki.server_cert_pem.clone(), 0o644)
-        .data_file("server.key", pki.server_key_pem.clone(), 0o600)
-        .data_file("ca.crt", pki.ca_pem.clone(), 0o644)
+        .data_file("server.crt", cert_pem.to_owned(), 0o644)
+        .data_file("server.key", key_pem.to_owned(), 0o600)
+        .data_file("ca.crt", ca_pem.to_owned(), 0o644)
         .hba("hostssl all plain_only 127.0.0.1/32 reject")
         .hba("hostnossl all tls_only 127.0.0.1/32 reject")
         .hba("host all pw_user 127.0.0.1/32 scram-sha-256")
@@ -738,4 +760,601 @@ async fn target_session_attrs_pick_the_right_node() {
         let _ = PathBuf::new();
     })
     .await;
+}
+
+/// A certificate made by the PostgreSQL documentation's recipe: `openssl req -new -x509 -nodes
+/// -subj /CN=localhost`, self-signed with `CA:TRUE` and no subjectAltName, given to the client as
+/// its own root. Returns (certificate PEM, key PEM).
+fn openssl_self_signed(dir: &Path) -> (String, String) {
+    let cert = dir.join("self.crt");
+    let key = dir.join("self.key");
+    let status = Command::new("openssl")
+        .args([
+            "req",
+            "-new",
+            "-x509",
+            "-days",
+            "365",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("running openssl");
+    assert!(status.success(), "openssl req failed");
+    std::fs::set_permissions(&cert, std::fs::Permissions::from_mode(0o644)).unwrap();
+    (
+        std::fs::read_to_string(&cert).unwrap(),
+        std::fs::read_to_string(&key).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_self_signed_certificate_is_its_own_root() {
+    for_each_version("self_signed", |major| async move {
+        let home = tempfile::tempdir().unwrap();
+        let (cert, key) = openssl_self_signed(home.path());
+        let server = tls_server_with(major, &cert, &key, &cert, &[]).await;
+        let port = server.port().to_string();
+        let root = home.path().join("self.crt").display().to_string();
+        let run = |host: &str, extra: &str| {
+            pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "--format",
+                    "json",
+                    "-d",
+                    &format!("host={host} port={port} user=postgres dbname=postgres sslrootcert={root} {extra}"),
+                ],
+                &[],
+            )
+        };
+        let encrypted = |out: &Output| info_json(out)["tls"]["encrypted"].as_bool().unwrap();
+        // psql connects in each of these modes with the certificate as its own root.
+        assert!(encrypted(&run("127.0.0.1", "sslmode=require")));
+        assert!(encrypted(&run("127.0.0.1", "sslmode=verify-ca")));
+        // verify-full: no subjectAltName, so the Common Name is the name checked (libpq).
+        assert!(encrypted(&run("localhost", "sslmode=verify-full")));
+        assert_fails_with(&run("127.0.0.1", "sslmode=verify-full"), "verify-full");
+    })
+    .await;
+}
+
+/// A TCP listener that accepts connections and never says a word, as a hung server or a
+/// firewall that swallows packets after the handshake.
+fn silent_listener() -> (u16, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        // Hold every accepted socket open until the test process ends.
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+            if held.len() > 64 {
+                break;
+            }
+        }
+    });
+    (port, handle)
+}
+
+#[test]
+fn connect_timeout_bounds_the_whole_attempt() {
+    let (port, _listener) = silent_listener();
+    let port = port.to_string();
+    let home = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = pgplan(
+        home.path(),
+        &["info", "-h", "127.0.0.1", "-p", &port, "-U", "postgres"],
+        &[("PGCONNECT_TIMEOUT", "2"), ("PGSSLMODE", "prefer")],
+    );
+    let took = started.elapsed();
+    assert_fails_with(&out, "timeout expired");
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(8),
+        "took {took:?}"
+    );
+    // Values below 2 become 2, as in libpq; each retry gets its own timeout.
+    let started = Instant::now();
+    let out = pgplan(
+        home.path(),
+        &["info", "-h", "127.0.0.1", "-p", &port, "--retries", "1"],
+        &[("PGCONNECT_TIMEOUT", "1"), ("PGSSLMODE", "disable")],
+    );
+    let took = started.elapsed();
+    assert_fails_with(&out, "timeout expired");
+    assert!(stderr(&out).contains("retry 1 of 1"), "{}", stderr(&out));
+    assert!(
+        took >= Duration::from_millis(3900) && took < Duration::from_secs(12),
+        "took {took:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_stay_within_their_total_time_without_a_connect_timeout() {
+    let (port, _listener) = silent_listener();
+    let home = tempfile::tempdir().unwrap();
+    let env = Environment::new(
+        [("HOME".to_owned(), home.path().display().to_string())]
+            .into_iter()
+            .collect(),
+        Some(home.path().to_path_buf()),
+        "postgres",
+    );
+    let params = resolve(
+        &ConnRequest {
+            dbname: Some(format!("host=127.0.0.1 port={port} sslmode=disable")),
+            ..ConnRequest::default()
+        },
+        &env,
+    )
+    .unwrap();
+    let mut retry = pgplan::db::retry::RetryPolicy::new(5);
+    retry.budget = Duration::from_secs(3);
+    let options = ConnectOptions {
+        retry,
+        ..ConnectOptions::default()
+    };
+    let started = Instant::now();
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        connect(&params, &options, |_, _, _| {}),
+    )
+    .await
+    .expect("the retry budget bounds attempts that never get an answer");
+    assert!(result.is_err());
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn verbose_prints_sources_on_stderr_before_connecting() {
+    // A port nobody listens on: the connection fails, the sources are still shown.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+        .to_string();
+    let home = tempfile::tempdir().unwrap();
+    let query = home.path().join("query.sql");
+    std::fs::write(&query, "SELECT a FROM t WHERE a = 1").unwrap();
+    let query = query.display().to_string();
+    let compare = vec![
+        "compare",
+        query.as_str(),
+        "--index",
+        "CREATE INDEX ON t (a)",
+    ];
+    for command in [vec!["info"], compare, vec!["audit"]] {
+        let mut args = vec!["-v"];
+        args.extend(command.iter().copied());
+        args.extend(["-h", "127.0.0.1", "-p", &port]);
+        let out = pgplan(
+            home.path(),
+            &args,
+            &[("PGUSER", "someone"), ("PGPASSWORD", PASSWORD)],
+        );
+        // audit reports an unreachable node as a partial result (3), the others exit 2.
+        let expected = if command[0] == "audit" { 3 } else { 2 };
+        assert_eq!(
+            out.status.code(),
+            Some(expected),
+            "{command:?}: {}",
+            stderr(&out)
+        );
+        let err = stderr(&out);
+        // The sources go to stderr; stdout carries only the command's report (audit's partial
+        // one names the failed node).
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains("PGUSER"),
+            "{command:?} wrote sources to stdout:\n{stdout}"
+        );
+        for needle in [
+            "port",
+            &port,
+            "command-line flag",
+            "PGUSER",
+            "password",
+            "PGPASSWORD",
+        ] {
+            assert!(
+                err.contains(needle),
+                "{command:?}: stderr lacks {needle:?}:\n{err}"
+            );
+        }
+        // The sources come before the failure.
+        let sources_at = err.find("PGUSER").unwrap();
+        let failure_at = err
+            .find("could not connect")
+            .expect("the failure is reported");
+        assert!(sources_at < failure_at, "{err}");
+        no_secret(&out);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn channel_binding_and_client_side_authentication_failures() {
+    for_each_version("channel_binding", |major| async move {
+        let pki = Pki::new();
+        let server = tls_server(major, &pki).await;
+        let home = tempfile::tempdir().unwrap();
+        let port = server.port().to_string();
+        let run = |extra: &str| {
+            pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "--format",
+                    "json",
+                    "--retries",
+                    "2",
+                    "-d",
+                    &format!("host=127.0.0.1 port={port} user=pw_user dbname=postgres {extra}"),
+                ],
+                &[("PGPASSWORD", PASSWORD)],
+            )
+        };
+        // Without TLS there is nothing to bind to: an authentication failure, never retried.
+        let out = run("sslmode=disable channel_binding=require");
+        assert_fails_with(&out, "authentication failed for user \"pw_user\"");
+        assert!(stderr(&out).contains("channel binding"), "{}", stderr(&out));
+        assert!(!stderr(&out).contains("retry"), "{}", stderr(&out));
+        // Over TLS, SCRAM with channel binding works as with psql.
+        let out = run("sslmode=require channel_binding=require");
+        assert_eq!(info_json(&out)["user"], "pw_user");
+        assert!(info_json(&out)["tls"]["encrypted"].as_bool().unwrap());
+        no_secret(&out);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tls_protocol_versions_are_honoured() {
+    for_each_version("tls_versions", |major| async move {
+        let pki = Pki::new();
+        let tls12_only = tls_server_with(
+            major,
+            &pki.server_cert_pem,
+            &pki.server_key_pem,
+            &pki.ca_pem,
+            &[("ssl_max_protocol_version", "TLSv1.2")],
+        )
+        .await;
+        let modern = tls_server(major, &pki).await;
+        let home = tempfile::tempdir().unwrap();
+        let run = |server: &Cluster, extra: &str| {
+            pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "--format",
+                    "json",
+                    "-d",
+                    &format!(
+                        "host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=require {extra}",
+                        server.port()
+                    ),
+                ],
+                &[],
+            )
+        };
+        let version = |out: &Output| info_json(out)["tls"]["version"].as_str().unwrap().to_owned();
+        assert_eq!(version(&run(&tls12_only, "")), "TLSv1.2");
+        assert_eq!(version(&run(&modern, "")), "TLSv1.3");
+        assert_eq!(version(&run(&modern, "ssl_max_protocol_version=TLSv1.2")), "TLSv1.2");
+        assert_eq!(version(&run(&modern, "ssl_min_protocol_version=TLSv1.3")), "TLSv1.3");
+        assert_fails_with(&run(&tls12_only, "ssl_min_protocol_version=TLSv1.3"), "TLS");
+        // TLSv1 and TLSv1.1 cannot be spoken at all: asked for, they are refused up front.
+        assert_fails_with(
+            &run(&modern, "ssl_max_protocol_version=TLSv1.1"),
+            "ssl_max_protocol_version",
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn direct_tls_negotiation() {
+    for_each_version("sslnegotiation", |major| async move {
+        let pki = Pki::new();
+        let server = tls_server(major, &pki).await;
+        let home = tempfile::tempdir().unwrap();
+        let ca = pki.path("ca.crt");
+        let out = pgplan(
+            home.path(),
+            &[
+                "info",
+                "--format",
+                "json",
+                "--retries",
+                "2",
+                "-d",
+                &format!(
+                    "host=localhost port={} user=postgres dbname=postgres sslmode=verify-full \
+                     sslrootcert={ca} sslnegotiation=direct",
+                    server.port()
+                ),
+            ],
+            &[],
+        );
+        if major >= 17 {
+            assert!(info_json(&out)["tls"]["encrypted"].as_bool().unwrap());
+        } else {
+            // Servers before 17 read the TLS hello as a broken startup packet.
+            assert_fails_with(&out, "PostgreSQL 17");
+            assert!(!stderr(&out).contains("retry"), "{}", stderr(&out));
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sslmode_does_not_apply_to_unix_sockets() {
+    for_each_version("socket_sslmode", |major| async move {
+        let db = TestDb::create(major, "socket_sslmode").await;
+        let home = tempfile::tempdir().unwrap();
+        let sock = db.cluster.socket_dir().display().to_string();
+        let port = db.cluster.port().to_string();
+        // A global verify-full with no root certificate anywhere, and certificate files that do
+        // not exist: libpq ignores all of it for a socket.
+        let out = pgplan(
+            home.path(),
+            &["info", "--format", "json"],
+            &[
+                ("PGHOST", &sock),
+                ("PGPORT", &port),
+                ("PGUSER", "postgres"),
+                ("PGDATABASE", &db.name),
+                ("PGSSLMODE", "verify-full"),
+                ("PGSSLROOTCERT", "/nonexistent/root.crt"),
+                ("PGSSLCERT", "/nonexistent/client.crt"),
+                ("PGSSLKEY", "/nonexistent/client.key"),
+            ],
+        );
+        let doc = info_json(&out);
+        assert_eq!(doc["database"], db.name.as_str());
+        assert_eq!(doc["tls"]["encrypted"], false);
+        // A TCP host in the same list still gets the checks.
+        let out = pgplan(
+            home.path(),
+            &["info"],
+            &[
+                ("PGHOST", "127.0.0.1"),
+                ("PGPORT", &port),
+                ("PGUSER", "postgres"),
+                ("PGSSLMODE", "verify-full"),
+                ("PGSSLROOTCERT", "/nonexistent/root.crt"),
+            ],
+        );
+        assert_fails_with(&out, "/nonexistent/root.crt");
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn password_hints_name_the_real_cause() {
+    for_each_version("password_hints", |major| async move {
+        let pki = Pki::new();
+        let server = tls_server(major, &pki).await;
+        let home = tempfile::tempdir().unwrap();
+        let port = server.port().to_string();
+        let env = [
+            ("PGHOST", "127.0.0.1"),
+            ("PGPORT", port.as_str()),
+            ("PGUSER", "pw_user"),
+            ("PGDATABASE", "postgres"),
+        ];
+        let run = |extra: &[(&'static str, &str)]| {
+            let mut all: Vec<(&str, &str)> = env.to_vec();
+            all.extend_from_slice(extra);
+            pgplan(home.path(), &["info"], &all)
+        };
+        let out = run(&[("PGPASSWORD", "wrong")]);
+        assert_fails_with(&out, "the password came from PGPASSWORD");
+        assert!(!stderr(&out).contains("from from"), "{}", stderr(&out));
+
+        let pgpass = home.path().join(".pgpass");
+        let out = run(&[]);
+        assert_fails_with(&out, "does not exist");
+        assert!(
+            stderr(&out).contains(&pgpass.display().to_string()),
+            "{}",
+            stderr(&out)
+        );
+
+        std::fs::write(&pgpass, format!("otherhost:*:*:*:{PASSWORD}\n")).unwrap();
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let out = run(&[]);
+        assert_fails_with(&out, "ignored");
+        assert!(stderr(&out).contains("0640"), "{}", stderr(&out));
+
+        std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let out = run(&[]);
+        assert_fails_with(&out, "has no line for");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn application_name_given_wins_inside_transactions() {
+    for_each_version("application_name", |major| async move {
+        let db = TestDb::create(major, "application_name").await;
+        let home = tempfile::tempdir().unwrap();
+        let limits = Limits::read_only_defaults();
+        let show = async |conn: &mut Connection| {
+            conn.read_only(&limits, async |client| {
+                Ok(client
+                    .query_one("SHOW application_name", &[])
+                    .await
+                    .unwrap()
+                    .get::<_, String>(0))
+            })
+            .await
+            .unwrap()
+        };
+        let mut named = library_connect(
+            &format!("{} application_name=nightly", db.conninfo()),
+            home.path(),
+        )
+        .await;
+        assert_eq!(show(&mut named).await, "nightly");
+        let mut default = library_connect(&db.conninfo(), home.path()).await;
+        assert_eq!(show(&mut default).await, "pgplan");
+        drop(named);
+        drop(default);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// One version is enough to show each variable is read; they connect to a real server.
+fn env_test_version() -> Option<u32> {
+    common::versions().last().copied()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_rest_of_the_libpq_environment() {
+    let Some(major) = env_test_version() else {
+        return;
+    };
+    let db = TestDb::create(major, "environment").await;
+    let home = tempfile::tempdir().unwrap();
+    let port = db.cluster.port().to_string();
+    let base = [
+        ("PGPORT", port.as_str()),
+        ("PGUSER", "postgres"),
+        ("PGDATABASE", db.name.as_str()),
+    ];
+    let run = |extra: &[(&str, &str)]| {
+        let mut all: Vec<(&str, &str)> = base.to_vec();
+        all.extend_from_slice(extra);
+        pgplan(home.path(), &["-v", "info", "--format", "json"], &all)
+    };
+    let source_of = |doc: &Value, param: &str| {
+        doc["connection_sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["parameter"] == param)
+            .map(|s| {
+                (
+                    s["value"].as_str().unwrap().to_owned(),
+                    s["source"].as_str().unwrap().to_owned(),
+                )
+            })
+            .unwrap_or_else(|| panic!("no source for {param}"))
+    };
+
+    // PGHOSTADDR alone: TCP to that address, no name resolution.
+    let doc = info_json(&run(&[("PGHOSTADDR", "127.0.0.1")]));
+    assert!(
+        doc["target"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{doc}"
+    );
+    assert!(source_of(&doc, "hostaddr").1.contains("PGHOSTADDR"));
+
+    // PGCONNECT_TIMEOUT: read, shown, and a working server is reached within it.
+    let doc = info_json(&run(&[
+        ("PGHOSTADDR", "127.0.0.1"),
+        ("PGCONNECT_TIMEOUT", "5"),
+    ]));
+    assert_eq!(
+        source_of(&doc, "connect_timeout"),
+        ("5 s".to_owned(), "environment PGCONNECT_TIMEOUT".to_owned())
+    );
+
+    // PGOPTIONS reaches the server: a read-only default makes the session read-only.
+    let read_only_opts = "-c default_transaction_read_only=on";
+    let doc = info_json(&run(&[
+        ("PGHOSTADDR", "127.0.0.1"),
+        ("PGOPTIONS", read_only_opts),
+    ]));
+    assert_eq!(doc["read_only"], true);
+    let doc = info_json(&run(&[("PGHOSTADDR", "127.0.0.1")]));
+    assert_eq!(doc["read_only"], false);
+
+    // PGTARGETSESSIONATTRS is checked against the server's answer.
+    let out = pgplan(
+        home.path(),
+        &["info"],
+        &[
+            ("PGHOSTADDR", "127.0.0.1"),
+            ("PGPORT", &port),
+            ("PGUSER", "postgres"),
+            ("PGTARGETSESSIONATTRS", "read-only"),
+        ],
+    );
+    assert_fails_with(&out, "target_session_attrs=read-only");
+    let doc = info_json(&run(&[
+        ("PGHOSTADDR", "127.0.0.1"),
+        ("PGOPTIONS", read_only_opts),
+        ("PGTARGETSESSIONATTRS", "read-only"),
+    ]));
+    assert_eq!(doc["read_only"], true);
+
+    // PGSYSCONFDIR: the system-wide service file.
+    let sysconf = home.path().join("sysconf");
+    std::fs::create_dir(&sysconf).unwrap();
+    std::fs::write(
+        sysconf.join("pg_service.conf"),
+        format!(
+            "[sys_service]\nhostaddr=127.0.0.1\nport={port}\nuser=postgres\ndbname={}\n",
+            db.name
+        ),
+    )
+    .unwrap();
+    let out = pgplan(
+        home.path(),
+        &["-v", "info", "--format", "json"],
+        &[
+            ("PGSYSCONFDIR", sysconf.to_str().unwrap()),
+            ("PGSERVICE", "sys_service"),
+        ],
+    );
+    let doc = info_json(&out);
+    assert_eq!(doc["database"], db.name.as_str());
+    assert!(source_of(&doc, "port").1.contains("sys_service"));
+    db.drop_db().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn client_certificate_from_the_environment() {
+    let Some(major) = env_test_version() else {
+        return;
+    };
+    let pki = Pki::new();
+    let server = tls_server(major, &pki).await;
+    let home = tempfile::tempdir().unwrap();
+    let port = server.port().to_string();
+    let ca = pki.path("ca.crt");
+    let cert = pki.path("client.crt");
+    let key = pki.path("client.key");
+    let out = pgplan(
+        home.path(),
+        &["info", "--format", "json"],
+        &[
+            ("PGHOST", "localhost"),
+            ("PGPORT", &port),
+            ("PGUSER", "cert_user"),
+            ("PGDATABASE", "postgres"),
+            ("PGSSLMODE", "verify-full"),
+            ("PGSSLROOTCERT", &ca),
+            ("PGSSLCERT", &cert),
+            ("PGSSLKEY", &key),
+        ],
+    );
+    assert_eq!(info_json(&out)["user"], "cert_user");
 }

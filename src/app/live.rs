@@ -3,7 +3,7 @@
 //! exiting.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -25,8 +25,18 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("starting the async runtime")
 }
 
+/// `-v`, for every command that connects.
+static VERBOSITY: AtomicU8 = AtomicU8::new(0);
+
+/// Sets the `-v` level for the run (once, before any command connects).
+pub fn set_verbosity(level: u8) {
+    VERBOSITY.store(level, Ordering::Relaxed);
+}
+
 /// Resolves connection parameters as psql would from these arguments and the environment, and
-/// prints the resolver's warnings (an ignored password file, ...) on stderr.
+/// prints the resolver's warnings (an ignored password file, ...) on stderr. With `-v` it also
+/// prints where each parameter came from, before anything connects, so a connection that fails
+/// can be debugged from what was tried.
 pub fn resolve(conn: &ConnArgs) -> Result<ConnParams> {
     let request = ConnRequest {
         dbname: conn.dbname.clone(),
@@ -39,7 +49,25 @@ pub fn resolve(conn: &ConnArgs) -> Result<ConnParams> {
     for warning in &params.warnings {
         eprintln!("pgplan: warning: {warning}");
     }
+    if VERBOSITY.load(Ordering::Relaxed) > 0 {
+        eprint!("{}", sources_text(&params));
+    }
     Ok(params)
+}
+
+/// Each connection parameter, its value (passwords as `********`) and its source, a line each.
+fn sources_text(params: &ConnParams) -> String {
+    let rows = params.explain_sources();
+    let width = rows
+        .iter()
+        .map(|(name, _, _)| name.len())
+        .max()
+        .unwrap_or(0);
+    let mut text = format!("pgplan: connecting to {}\n", params.redacted());
+    for (name, value, source) in rows {
+        text.push_str(&format!("pgplan:   {name:<width$} = {value}  ({source})\n"));
+    }
+    text
 }
 
 /// Connects with the retry policy from `--retries`, telling stderr about each retry; the

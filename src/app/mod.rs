@@ -18,6 +18,7 @@ use crate::report::TextOptions;
 /// Runs the command and returns its exit code; errors are reported by the caller (exit 2).
 pub fn run(cli: Cli) -> Result<u8> {
     let text = text_options(cli.color);
+    live::set_verbosity(cli.verbose);
     match cli.command {
         Command::Explain(args) => offline::explain(args, &text),
         Command::Diff(args) => offline::diff(args, &text),

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use rand::seq::SliceRandom;
 use tokio_postgres::config::{ChannelBinding as PgChannelBinding, SslMode as PgSslMode};
 use tokio_postgres::tls::NoTls;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::conninfo::{
     ChannelBinding, ConnParams, HostSpec, LoadBalanceHosts, SslMode, SslNegotiation,
@@ -17,9 +16,10 @@ use super::conninfo::{
 };
 use super::error::describe;
 use super::facts::{ServerFacts, read_facts};
+use super::pgpass::{self, PasswordFile};
 use super::retry::RetryPolicy;
 use super::session::{Limits, set_local_statements};
-use super::tls::{RootCerts, TlsRequest, client_config, mode_name};
+use super::tls::{MakeTls, RootCerts, TlsRequest, client_config, mode_name};
 
 /// Why a connection could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -31,14 +31,13 @@ pub enum ConnectError {
         /// Every host, port or socket path tried.
         tried: Vec<String>,
     },
-    #[error(
-        "authentication failed for user \"{user}\" on {target}: {cause}\nhint: the password came from {password_source}"
-    )]
+    #[error("authentication failed for user \"{user}\" on {target}: {cause}\nhint: {hint}")]
     Authentication {
         target: String,
         user: String,
         cause: String,
-        password_source: String,
+        /// Where the password came from, or why there was none; or what else to change.
+        hint: String,
     },
     #[error(
         "database \"{database}\" does not exist on {target}\nhint: list databases with psql -l, or name another with -d"
@@ -91,7 +90,7 @@ impl ConnectError {
 #[derive(Clone)]
 enum Tls {
     None,
-    Rustls(Box<MakeRustlsConnect>),
+    Rustls(MakeTls),
 }
 
 /// An open connection with the facts read from it.
@@ -102,6 +101,9 @@ pub struct Connection {
     pub target: String,
     /// Whether the connection is encrypted.
     pub encrypted: bool,
+    /// Set again in every transaction (`SET LOCAL`), so it shows through a transaction-mode
+    /// pooler whose server connection was started by someone else.
+    pub application_name: String,
     cancel: tokio_postgres::CancelToken,
     tls: Tls,
     task: tokio::task::JoinHandle<()>,
@@ -129,7 +131,7 @@ impl CancelHandle {
     pub async fn cancel(&self) {
         let _ = match &self.tls {
             Tls::None => self.token.cancel_query(NoTls).await,
-            Tls::Rustls(tls) => self.token.cancel_query((**tls).clone()).await,
+            Tls::Rustls(tls) => self.token.cancel_query(tls.clone()).await,
         };
     }
 }
@@ -217,14 +219,18 @@ impl Default for ConnectOptions {
     }
 }
 
-/// Reads the facts inside a transaction with pgplan's limits set locally, so even this first
-/// query cannot wait forever behind a lock. The transaction is not READ ONLY: the facts include
-/// whether a fresh transaction is read-only.
+/// Reads the facts inside a read-only transaction with pgplan's limits set locally, so even this
+/// first query cannot wait forever behind a lock. (Whether a fresh transaction would be
+/// read-only is read from `default_transaction_read_only` and recovery, not from this one.)
 async fn facts_within_limits(
     client: &tokio_postgres::Client,
     limits: &Limits,
+    application_name: &str,
 ) -> Result<ServerFacts, String> {
-    let setup = format!("BEGIN; {}", set_local_statements(limits, 0, false));
+    let setup = format!(
+        "BEGIN READ ONLY; {}",
+        set_local_statements(limits, 0, false, application_name)
+    );
     client
         .batch_execute(&setup)
         .await
@@ -271,6 +277,8 @@ fn tls_request(params: &ConnParams) -> TlsRequest {
             (Some(cert), Some(key)) => Some((cert.value.clone(), key.value.clone())),
             _ => None,
         },
+        min_version: params.ssl_min_protocol_version.as_ref().map(|v| v.value),
+        max_version: params.ssl_max_protocol_version.as_ref().map(|v| v.value),
     }
 }
 
@@ -337,18 +345,31 @@ fn base_config(params: &ConnParams, host: &HostSpec) -> tokio_postgres::Config {
     config
 }
 
-fn password_source(params: &ConnParams, host: &HostSpec) -> String {
-    match &host.password {
-        Some(p) => p.source.describe("password"),
-        None => match &params.passfile {
-            Some(file) => format!(
-                "nowhere: none was given (-d, PGPASSWORD) and {} has no line for this host, port, \
-                 database and user",
-                file.value.display()
-            ),
-            None => "nowhere: none was given (-d, PGPASSWORD, ~/.pgpass)".into(),
-        },
+/// Where the password came from, or why there was none: the password file missing, ignored
+/// (libpq's permission rule) or without a matching line are three different fixes.
+fn password_hint(params: &ConnParams, host: &HostSpec) -> String {
+    if let Some(p) = &host.password {
+        return format!("the password came {}", p.source.describe("password"));
     }
+    let Some(file) = &params.passfile else {
+        return "no password was sent: none was given (-d, PGPASSWORD, ~/.pgpass)".into();
+    };
+    let path = file.value.display();
+    let why = match pgpass::load(&file.value) {
+        PasswordFile::Missing => format!("password file {path} does not exist"),
+        PasswordFile::Ignored { warning } => warning,
+        PasswordFile::Loaded { .. } => format!(
+            "password file {path} has no line for this host, port, database and user ({}:{}:{}:{})",
+            host.host
+                .clone()
+                .or_else(|| host.hostaddr.map(|a| a.to_string()))
+                .unwrap_or_else(|| "localhost".into()),
+            host.port,
+            params.dbname.value,
+            params.user.value
+        ),
+    };
+    format!("no password was sent: none was given (-d, PGPASSWORD) and {why}")
 }
 
 /// Walks an error's sources looking for a TLS failure.
@@ -385,7 +406,7 @@ fn classify(
                 target,
                 user: params.user.value.clone(),
                 cause,
-                password_source: password_source(params, host),
+                hint: password_hint(params, host),
             },
             "3D000" => ConnectError::NoDatabase {
                 target,
@@ -411,7 +432,41 @@ fn classify(
             target,
             user: params.user.value.clone(),
             cause: "the server asked for a password".into(),
-            password_source: password_source(params, host),
+            hint: password_hint(params, host),
+        };
+    }
+    // Failures the client itself decides during authentication (tokio-postgres's
+    // Kind::Authentication): the server answered, so trying again cannot help.
+    if let Some(cause) = text.strip_prefix("authentication error: ") {
+        let hint = if cause.contains("channel binding") {
+            format!(
+                "channel_binding=require ({}) needs SCRAM authentication over TLS: use \
+                 sslmode=require or stronger, and a scram-sha-256 password on the server",
+                params.channel_binding.source.describe("channel_binding")
+            )
+        } else {
+            password_hint(params, host)
+        };
+        return ConnectError::Authentication {
+            target,
+            user: params.user.value.clone(),
+            cause: cause.to_owned(),
+            hint,
+        };
+    }
+    // A server before 17 reads a TLS hello as a broken startup packet and hangs up.
+    if params.sslnegotiation.value == SslNegotiation::Direct
+        && (tls_cause(&error).is_some() || text.contains("connection closed"))
+    {
+        return ConnectError::Tls {
+            target,
+            sslmode: mode_name(params.sslmode.value),
+            cause: tls_cause(&error).unwrap_or(text),
+            hint: format!(
+                "sslnegotiation=direct ({}) needs PostgreSQL 17 or later on the server; \
+                 use sslnegotiation=postgres for older servers",
+                params.sslnegotiation.source.describe("sslnegotiation")
+            ),
         };
     }
     if let Some(cause) = tls_cause(&error) {
@@ -454,7 +509,7 @@ async fn attempt(
             ))
         }
         Tls::Rustls(make) => {
-            let (client, connection) = config.connect((**make).clone()).await?;
+            let (client, connection) = config.connect(make.clone()).await?;
             // With sslmode=prefer the server may have declined TLS; the facts query tells.
             Ok((
                 client,
@@ -476,9 +531,7 @@ async fn connect_host(
     let mut config = base_config(params, host);
     // libpq never negotiates TLS over a Unix socket: the kernel already authenticates both ends.
     let rustls = match (host.is_socket, tls_config) {
-        (false, Some(cfg)) => Some(Tls::Rustls(Box::new(MakeRustlsConnect::new(
-            (**cfg).clone(),
-        )))),
+        (false, Some(cfg)) => Some(Tls::Rustls(MakeTls::new(cfg.clone()))),
         _ => None,
     };
     match (params.sslmode.value, rustls) {
@@ -559,9 +612,15 @@ async fn connect_once(
                 .into(),
         ));
     }
-    let tls_config = client_config(&tls_request(params))
-        .map_err(|e| ConnectError::Setup(e.to_string()))?
-        .map(Arc::new);
+    // libpq ignores sslmode and the certificate files for Unix sockets, so a global
+    // PGSSLMODE=verify-full must not stop local connections for want of a root certificate.
+    let tls_config = if params.hosts.iter().any(|host| !host.is_socket) {
+        client_config(&tls_request(params))
+            .map_err(|e| ConnectError::Setup(e.to_string()))?
+            .map(Arc::new)
+    } else {
+        None
+    };
     let mut hosts: Vec<&HostSpec> = params.hosts.iter().collect();
     if params.load_balance_hosts.value == LoadBalanceHosts::Random {
         hosts.shuffle(&mut rand::rng());
@@ -581,10 +640,34 @@ async fn connect_once(
             if !tried.contains(&display) {
                 tried.push(display);
             }
-            let (client, task, tls) = match connect_host(params, host, &tls_config).await {
+            // libpq's connect_timeout bounds each host's whole attempt: TCP, TLS, startup and
+            // authentication. Unset or 0 waits as long as it takes.
+            let attempt = connect_host(params, host, &tls_config);
+            let outcome = match &params.connect_timeout {
+                Some(timeout) => tokio::time::timeout(timeout.value, attempt)
+                    .await
+                    .map_err(|_| timeout.value),
+                None => Ok(attempt.await),
+            };
+            let result = match outcome {
+                Ok(result) => result.map_err(|e| classify(e, params, host, &tried)),
+                Err(limit) => Err(ConnectError::Unreachable {
+                    target: target_display(host, params),
+                    cause: format!(
+                        "timeout expired (connect_timeout={} s, {})",
+                        limit.as_secs(),
+                        params
+                            .connect_timeout
+                            .as_ref()
+                            .map(|t| t.source.describe("connect_timeout"))
+                            .unwrap_or_default()
+                    ),
+                    tried: tried.clone(),
+                }),
+            };
+            let (client, task, tls) = match result {
                 Ok(ok) => ok,
-                Err(e) => {
-                    let error = classify(e, params, host, &tried);
+                Err(error) => {
                     // Only unreachable hosts move on to the next one; a server that answered
                     // and refused has said something the user must see.
                     if !matches!(error, ConnectError::Unreachable { .. }) {
@@ -600,17 +683,18 @@ async fn connect_once(
                     tls: tls.clone(),
                 });
             }
-            let facts = match facts_within_limits(&client, limits).await {
-                Ok(facts) => facts,
-                Err(e) => {
-                    task.abort();
-                    return Err(ConnectError::Server {
-                        target: target_display(host, params),
-                        cause: e,
-                        transient: false,
-                    });
-                }
-            };
+            let facts =
+                match facts_within_limits(&client, limits, &params.application_name.value).await {
+                    Ok(facts) => facts,
+                    Err(e) => {
+                        task.abort();
+                        return Err(ConnectError::Server {
+                            target: target_display(host, params),
+                            cause: e,
+                            transient: false,
+                        });
+                    }
+                };
             let role_check = if standby_only && !facts.in_recovery {
                 Err("prefer-standby: looking for a standby first".to_owned())
             } else {
@@ -630,6 +714,7 @@ async fn connect_once(
                 client,
                 target: target_display(host, params),
                 encrypted,
+                application_name: params.application_name.value.clone(),
                 facts,
                 tls,
                 task,
@@ -664,7 +749,33 @@ pub async fn connect(
     let started = Instant::now();
     let mut attempt_number = 0;
     loop {
-        match connect_once(params, options.cancel.as_ref(), &options.limits).await {
+        let once = connect_once(params, options.cancel.as_ref(), &options.limits);
+        // With retries, the total time bound also holds for an attempt that never gets an
+        // answer (no connect_timeout): it ends when the budget is spent.
+        let result = if options.retry.retries > 0 {
+            let left = options.retry.budget.saturating_sub(started.elapsed());
+            match tokio::time::timeout(left, once).await {
+                Ok(result) => result,
+                Err(_) => {
+                    return Err(ConnectError::Unreachable {
+                        target: params
+                            .hosts
+                            .first()
+                            .map(|host| target_display(host, params))
+                            .unwrap_or_default(),
+                        cause: format!(
+                            "timeout expired: no answer within the {} s that --retries allows \
+                             in all (set connect_timeout to bound each attempt)",
+                            options.retry.budget.as_secs()
+                        ),
+                        tried: params.hosts.iter().map(host_display).collect(),
+                    });
+                }
+            }
+        } else {
+            once.await
+        };
+        match result {
             Ok(connection) => return Ok(connection),
             Err(error) if error.is_transient() => {
                 attempt_number += 1;

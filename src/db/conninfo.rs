@@ -2131,7 +2131,10 @@ fn interpret(
         )?,
     };
 
-    let tls = if sslmode.value == SslMode::Disable {
+    // libpq ignores sslmode and the certificate files for Unix-socket hosts: only a list with a
+    // TCP host needs them found and checked.
+    let tcp_host = slots.iter().any(|slot| !slot.spec.is_socket);
+    let tls = if sslmode.value == SslMode::Disable || !tcp_host {
         TlsFiles {
             sslrootcert: None,
             sslcert: None,
@@ -3606,10 +3609,33 @@ mod tests {
         );
     }
 
+    /// A request for a TCP host: sslmode and the certificate files apply only to those.
+    fn tcp_request() -> ConnRequest {
+        ConnRequest {
+            host: Some("db.example.com".into()),
+            ..ConnRequest::default()
+        }
+    }
+
+    #[test]
+    fn unix_sockets_ignore_sslmode_and_certificate_files() {
+        let fx = Fixture::new();
+        // No root certificate anywhere, missing client files: nothing matters for a socket.
+        let params = ok(fx.resolve_d(
+            "host=/tmp sslmode=verify-full sslrootcert=/nonexistent/ca.pem \
+             sslcert=/nonexistent/client.crt sslkey=/nonexistent/client.key",
+        ));
+        assert_eq!((params.sslrootcert, params.sslcert), (None, None));
+        assert!(params.warnings.is_empty(), "{:?}", params.warnings);
+        // A TCP host in the list brings the checks back.
+        let text = err(fx.resolve_d("host=/tmp,db.example.com sslmode=verify-full")).to_string();
+        assert!(text.starts_with("root certificate file"), "{text}");
+    }
+
     #[test]
     fn system_roots_and_direct_negotiation() {
         let fx = Fixture::new();
-        let params = ok(fx.resolve_d("sslrootcert=system"));
+        let params = ok(fx.resolve_d("host=db.example.com sslrootcert=system"));
         assert_eq!(
             params.sslmode,
             Setting::new(SslMode::VerifyFull, Source::Default)
@@ -3618,11 +3644,12 @@ mod tests {
             params.sslrootcert.map(|s| s.value).as_deref(),
             Some("system")
         );
-        let text = err(fx.resolve_d("sslrootcert=system sslmode=require")).to_string();
+        let text =
+            err(fx.resolve_d("host=db.example.com sslrootcert=system sslmode=require")).to_string();
         assert!(text.starts_with("weak sslmode \"require\""), "{text}");
-        let text = err(fx.resolve_d("sslnegotiation=direct")).to_string();
+        let text = err(fx.resolve_d("host=db.example.com sslnegotiation=direct")).to_string();
         assert!(text.contains("sslnegotiation=direct"), "{text}");
-        let params = ok(fx.resolve_d("sslnegotiation=direct sslmode=require"));
+        let params = ok(fx.resolve_d("host=db.example.com sslnegotiation=direct sslmode=require"));
         assert_eq!(params.sslnegotiation.value, SslNegotiation::Direct);
     }
 
@@ -3632,7 +3659,7 @@ mod tests {
     fn default_certificate_files_are_used_only_when_present() {
         let fx = Fixture::new();
         let root = fx.write("home/.postgresql/root.crt", "ca", 0o644);
-        let params = ok(fx.resolve(&ConnRequest::default()));
+        let params = ok(fx.resolve(&tcp_request()));
         assert_eq!(
             params.sslrootcert,
             Some(Setting::new(
@@ -3643,38 +3670,44 @@ mod tests {
         assert_eq!(params.sslcert, None);
 
         let cert = fx.write("home/.postgresql/postgresql.crt", "cert", 0o644);
-        let text = err(fx.resolve(&ConnRequest::default())).to_string();
+        let text = err(fx.resolve(&tcp_request())).to_string();
         assert!(
             text.starts_with("certificate present, but not private key file"),
             "{text}"
         );
 
         let key = fx.write("home/.postgresql/postgresql.key", "key", 0o644);
-        let text = err(fx.resolve(&ConnRequest::default())).to_string();
+        let text = err(fx.resolve(&tcp_request())).to_string();
         assert!(text.contains("has group or world access"), "{text}");
 
         fs::set_permissions(&key, fs::Permissions::from_mode(0o600)).expect("chmod");
-        let params = ok(fx.resolve(&ConnRequest::default()));
+        let params = ok(fx.resolve(&tcp_request()));
         assert_eq!(params.sslcert.map(|s| s.value), Some(cert));
         assert_eq!(params.sslkey.map(|s| s.value), Some(key));
 
         // sslcertmode=disable never sends one; sslmode=disable looks at no file at all.
-        assert_eq!(ok(fx.resolve_d("sslcertmode=disable")).sslcert, None);
-        let params = ok(fx.resolve_d("sslmode=disable"));
+        assert_eq!(
+            ok(fx.resolve_d("host=db.example.com sslcertmode=disable")).sslcert,
+            None
+        );
+        let params = ok(fx.resolve_d("host=db.example.com sslmode=disable"));
         assert_eq!((params.sslrootcert, params.sslcert), (None, None));
     }
 
     #[test]
     fn verify_modes_need_a_root_certificate() {
         let fx = Fixture::new();
-        let text = err(fx.resolve_d("sslmode=verify-ca")).to_string();
+        let text = err(fx.resolve_d("host=db.example.com sslmode=verify-ca")).to_string();
         assert!(text.starts_with("root certificate file"), "{text}");
         assert!(text.contains("sslrootcert=system"), "{text}");
-        let text =
-            err(fx.resolve_d("sslmode=verify-full sslrootcert=/nonexistent/ca.pem")).to_string();
+        let text = err(
+            fx.resolve_d("host=db.example.com sslmode=verify-full sslrootcert=/nonexistent/ca.pem")
+        )
+        .to_string();
         assert!(text.contains("/nonexistent/ca.pem"), "{text}");
         // Below verify-ca a missing explicit root is only a warning (libpq carries on).
-        let params = ok(fx.resolve_d("sslmode=require sslrootcert=/nonexistent/ca.pem"));
+        let params =
+            ok(fx.resolve_d("host=db.example.com sslmode=require sslrootcert=/nonexistent/ca.pem"));
         assert_eq!(params.sslrootcert, None);
         assert!(
             params
@@ -3685,7 +3718,7 @@ mod tests {
         let mut env = fx.env();
         env.home = None;
         let request = ConnRequest {
-            dbname: Some("sslmode=verify-full".into()),
+            dbname: Some("host=db.example.com sslmode=verify-full".into()),
             ..ConnRequest::default()
         };
         let text = resolve(&request, &env).expect_err("no home").to_string();
@@ -3698,10 +3731,10 @@ mod tests {
         let cert = fx.write("c/client.crt", "cert", 0o644);
         let key = fx.write("c/client.key", "key", 0o600);
         let input = format!("sslcert={} sslkey={}", cert.display(), key.display());
-        let params = ok(fx.resolve_d(&input));
+        let params = ok(fx.resolve_d(&format!("host=db.example.com {input}")));
         assert_eq!(params.sslcert, Some(Setting::new(cert, Source::ConnString)));
         assert_eq!(params.sslkey, Some(Setting::new(key, Source::ConnString)));
-        let params = ok(fx.resolve_d("sslcert=/nonexistent/client.crt"));
+        let params = ok(fx.resolve_d("host=db.example.com sslcert=/nonexistent/client.crt"));
         assert_eq!(params.sslcert, None);
         assert!(
             params
@@ -3712,7 +3745,7 @@ mod tests {
         let dir_key = fx.path("c");
         let cert = fx.path("c/client.crt");
         let text = err(fx.resolve_d(&format!(
-            "sslcert={} sslkey={}",
+            "host=db.example.com sslcert={} sslkey={}",
             cert.display(),
             dir_key.display()
         )))

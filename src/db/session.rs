@@ -82,17 +82,31 @@ fn ms_literal(d: Duration) -> String {
     format!("'{}ms'", d.as_millis())
 }
 
-/// The `SET LOCAL` statements every transaction starts with.
-pub fn set_local_statements(limits: &Limits, major: u32, write_capable: bool) -> String {
+/// `'text'` as a string literal; standard_conforming_strings is set on before it is used, so
+/// only quotes need doubling.
+fn string_literal(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// The `SET LOCAL` statements every transaction starts with. `application_name` is the
+/// connection's own (the user's, else pgplan's default), set again so it shows through a
+/// transaction-mode pooler.
+pub fn set_local_statements(
+    limits: &Limits,
+    major: u32,
+    write_capable: bool,
+    application_name: &str,
+) -> String {
     let mut sql = format!(
         "SET LOCAL statement_timeout = {}; \
          SET LOCAL lock_timeout = {}; \
          SET LOCAL idle_in_transaction_session_timeout = {}; \
-         SET LOCAL application_name = 'pgplan'; \
-         SET LOCAL standard_conforming_strings = on;",
+         SET LOCAL standard_conforming_strings = on; \
+         SET LOCAL application_name = {};",
         ms_literal(limits.statement_timeout),
         ms_literal(limits.lock_timeout),
         ms_literal(limits.idle_in_transaction_timeout),
+        string_literal(application_name),
     );
     // PostgreSQL 14+: notice a vanished client while a long statement (an index build) runs,
     // and abort it then, rather than when the statement ends.
@@ -137,7 +151,12 @@ impl Connection {
         };
         let setup = format!(
             "{begin}; {}",
-            set_local_statements(limits, self.facts.major(), !read_only)
+            set_local_statements(
+                limits,
+                self.facts.major(),
+                !read_only,
+                &self.application_name
+            )
         );
         if let Err(e) = self.client.batch_execute(&setup).await {
             let _ = self.client.batch_execute("ROLLBACK").await;
@@ -159,18 +178,23 @@ mod tests {
 
     #[test]
     fn every_setting_is_transaction_local() {
-        let sql = set_local_statements(&Limits::compare_defaults(), 16, true);
+        let sql = set_local_statements(&Limits::compare_defaults(), 16, true, "pgplan");
         for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             assert!(statement.starts_with("SET LOCAL "), "{statement}");
         }
         assert!(sql.contains("statement_timeout = '300000ms'"));
         assert!(sql.contains("client_connection_check_interval"));
+        assert!(sql.contains("application_name = 'pgplan'"));
         assert!(
-            !set_local_statements(&Limits::compare_defaults(), 13, true)
+            set_local_statements(&Limits::compare_defaults(), 16, true, "it's mine")
+                .contains("application_name = 'it''s mine'")
+        );
+        assert!(
+            !set_local_statements(&Limits::compare_defaults(), 13, true, "pgplan")
                 .contains("client_connection_check_interval")
         );
         assert!(
-            !set_local_statements(&Limits::read_only_defaults(), 16, false)
+            !set_local_statements(&Limits::read_only_defaults(), 16, false, "pgplan")
                 .contains("client_connection_check_interval")
         );
     }
