@@ -414,6 +414,16 @@ async fn tls_in_every_sslmode() {
     .await;
 }
 
+/// The environment that points at the TLS test server as `pw_user`, who needs a password.
+fn password_user_env(port: &str) -> [(&'static str, &str); 4] {
+    [
+        ("PGHOST", "127.0.0.1"),
+        ("PGPORT", port),
+        ("PGUSER", "pw_user"),
+        ("PGDATABASE", "postgres"),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn passwords_from_every_source_and_never_shown() {
     for_each_version("passwords", |major| async move {
@@ -421,12 +431,7 @@ async fn passwords_from_every_source_and_never_shown() {
         let server = tls_server(major, &pki).await;
         let home = tempfile::tempdir().unwrap();
         let port = server.port().to_string();
-        let base = [
-            ("PGHOST", "127.0.0.1"),
-            ("PGPORT", port.as_str()),
-            ("PGUSER", "pw_user"),
-            ("PGDATABASE", "postgres"),
-        ];
+        let base = password_user_env(&port);
         let with = |extra: &[(&'static str, &str)]| {
             let mut env: Vec<(&str, &str)> = base.to_vec();
             env.extend_from_slice(extra);
@@ -1151,12 +1156,7 @@ async fn password_hints_name_the_real_cause() {
         let server = tls_server(major, &pki).await;
         let home = tempfile::tempdir().unwrap();
         let port = server.port().to_string();
-        let env = [
-            ("PGHOST", "127.0.0.1"),
-            ("PGPORT", port.as_str()),
-            ("PGUSER", "pw_user"),
-            ("PGDATABASE", "postgres"),
-        ];
+        let env = password_user_env(&port);
         let run = |extra: &[(&'static str, &str)]| {
             let mut all: Vec<(&str, &str)> = env.to_vec();
             all.extend_from_slice(extra);
