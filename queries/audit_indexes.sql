@@ -2,7 +2,8 @@
 -- numbers, expression texts, operator classes, collations, DESC/NULLS options, predicate),
 -- flags, the constraint it backs, size, planner figures and this node's scan counters.
 -- Returns one row per index: index_oid, table_oid, schema_name, table_name, index_name,
--- access_method, the indis* flags, partitioned (relkind 'I'), partition_child, key_column_count,
+-- access_method, the indis* flags, indnullsnotdistinct (false before 15), indimmediate,
+-- partitioned (relkind 'I'), partition_child, key_column_count,
 -- attnums, opclasses, collations, options, expression_definitions (per column, null for plain
 -- columns, whose names come from audit_columns.sql; deparsing only expressions keeps this fast),
 -- predicate, constraint_name, constraint_type, reloptions, relpages, reltuples, size_bytes
@@ -10,7 +11,7 @@
 -- last_idx_scan_epoch, invalid_definition (pg_get_indexdef, invalid indexes only). The counters
 -- come from the pg_stat_get_* functions pg_stat_all_indexes is built on, called directly.
 -- Parameters: as audit_tables.sql ($1 schemas, $2 excluded schemas, $3/$4 tables).
--- Placeholder filled per version by db::catalog: {{last_idx_scan}}.
+-- Placeholders filled per version by db::catalog: {{last_idx_scan}}, {{indnullsnotdistinct}}.
 -- Minimum server version: 13. Readable by any role.
 SELECT i.indexrelid AS index_oid,
        i.indrelid AS table_oid,
@@ -19,6 +20,7 @@ SELECT i.indexrelid AS index_oid,
        c.relname::text AS index_name,
        am.amname::text AS access_method,
        i.indisunique, i.indisprimary, i.indisexclusion, i.indisreplident,
+       {{indnullsnotdistinct}} AS indnullsnotdistinct, i.indimmediate,
        i.indisvalid, i.indisready, i.indislive,
        c.relkind = 'I' AS partitioned,
        c.relispartition AS partition_child,

@@ -225,6 +225,72 @@ async fn indexes_unused_duplicate_redundant_and_foreign_keys() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn duplicates_keep_what_constraints_and_replication_need() {
+    for_each_version("audit_dup_protected", |major| async move {
+        let db = TestDb::create(major, "audit_dup_protected").await;
+        // r_id_unique is the older of two identical unique indexes, which alone would keep it:
+        // only protection keeps the replica identity's r_ri instead.
+        db.run(
+            "CREATE TABLE r (id int NOT NULL, v int, d int, n int);
+             INSERT INTO r SELECT i, i, i, i FROM generate_series(1, 2000) i;
+             CREATE UNIQUE INDEX r_id_unique ON r (id);
+             CREATE UNIQUE INDEX r_ri ON r (id);
+             ALTER TABLE r REPLICA IDENTITY USING INDEX r_ri;
+             ALTER TABLE r ADD CONSTRAINT r_v_key UNIQUE (v);
+             ALTER TABLE r ADD CONSTRAINT r_v_key2 UNIQUE (v);
+             ALTER TABLE r ADD CONSTRAINT r_d_deferrable UNIQUE (d) DEFERRABLE;
+             CREATE UNIQUE INDEX r_d_unique ON r (d);
+             ANALYZE r;",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let dup = find(&report, Check::DuplicateIndex, "r_id_unique");
+        assert!(
+            dup.message
+                .contains("keep r_ri because it backs the replica identity"),
+            "{}",
+            dup.message
+        );
+        assert_eq!(
+            dup.fix.as_deref(),
+            Some("DROP INDEX CONCURRENTLY public.r_id_unique;")
+        );
+        absent(&report, Check::DuplicateIndex, "r_ri");
+        // Two unique constraints on one column: both protected, reported with no DROP.
+        let both = report
+            .findings
+            .iter()
+            .find(|f| {
+                f.check == Check::DuplicateIndex
+                    && matches!(f.index.as_deref(), Some("r_v_key" | "r_v_key2"))
+            })
+            .unwrap_or_else(|| panic!("no protected duplicate:\n{}", dump(&report)));
+        assert_eq!(both.fix, None, "{}", both.message);
+        assert!(
+            both.message.contains("both are protected"),
+            "{}",
+            both.message
+        );
+        // A deferrable constraint's index and an immediate one are not duplicates.
+        absent(&report, Check::DuplicateIndex, "r_d_unique");
+        absent(&report, Check::DuplicateIndex, "r_d_deferrable");
+        if major >= 15 {
+            db.run(
+                "CREATE TABLE nn (a int);
+                 CREATE UNIQUE INDEX nn_a ON nn (a);
+                 CREATE UNIQUE INDEX nn_a_nnd ON nn (a) NULLS NOT DISTINCT;",
+            )
+            .await;
+            let report = audit_db(&db, &quick()).await;
+            absent(&report, Check::DuplicateIndex, "nn_a");
+            absent(&report, Check::DuplicateIndex, "nn_a_nnd");
+        }
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn invalid_indexes_and_builds_in_progress() {
     for_each_version("audit_invalid", |major| async move {
         let db = TestDb::private(major, "audit_invalid").await;
@@ -807,6 +873,8 @@ async fn a_primary_and_its_standby() {
             Check::DeadTuples,
             Check::StaleStatistics,
             Check::UnusedIndex,
+            Check::XminHorizon,
+            Check::ReplicationSlot,
         ] {
             assert!(
                 standby_only
@@ -998,9 +1066,21 @@ async fn a_node_that_is_down_makes_the_audit_partial() {
         let error = report.nodes[1].error.as_deref().unwrap();
         assert!(!error.is_empty());
         assert_eq!(report.nodes[1].role, None);
-        // The reachable node's results still come out.
+        // The reachable node's results still come out; an index unused on it may be used on
+        // the node that is down, so it is only info, naming that node, with no DROP to run.
         let unused = find(&report, Check::UnusedIndex, "t_v");
-        assert_eq!(unused.severity, Severity::Warning);
+        assert_eq!(unused.severity, Severity::Info, "{}", unused.message);
+        assert!(
+            unused.message.contains("host=down could not be read"),
+            "{}",
+            unused.message
+        );
+        let fix = unused.fix.as_deref().unwrap();
+        assert!(
+            fix.lines()
+                .all(|l| l.starts_with("--") || !l.contains("DROP")),
+            "{fix}"
+        );
         let doc = serde_json::to_value(pgplan::report::wire_audit::audit_doc(&report)).unwrap();
         assert_eq!(doc["nodes"][1]["name"], "host=down");
         assert!(doc["nodes"][1]["error"].is_string());

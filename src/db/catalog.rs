@@ -70,7 +70,7 @@ pub enum CatalogError {
 /// Every version difference of the audit statements, in one place: the statement text for this
 /// server, with each `{{placeholder}}` replaced by the column that exists there or a typed NULL.
 pub fn statement_for(sql: &str, version_num: u32) -> String {
-    let columns: [(&str, &str); 3] = [
+    let columns: [(&str, &str); 4] = [
         // pg_stat_all_indexes.last_idx_scan (pg_stat_get_lastscan) appeared in 16.
         (
             "{{last_idx_scan}}",
@@ -88,6 +88,16 @@ pub fn statement_for(sql: &str, version_num: u32) -> String {
                 "(SELECT cp.stats_reset FROM pg_stat_checkpointer cp)"
             } else {
                 "NULL::timestamptz"
+            },
+        ),
+        // pg_index.indnullsnotdistinct (UNIQUE NULLS NOT DISTINCT) appeared in 15; before, every
+        // unique index treats NULLs as distinct.
+        (
+            "{{indnullsnotdistinct}}",
+            if version_num >= 150_000 {
+                "i.indnullsnotdistinct"
+            } else {
+                "false"
             },
         ),
         // pg_replication_slots.inactive_since appeared in 17.
@@ -555,6 +565,9 @@ fn index(row: &Row, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Index
         primary: flag(row, W, "indisprimary")?,
         exclusion: flag(row, W, "indisexclusion")?,
         replica_identity: flag(row, W, "indisreplident")?,
+        nulls_not_distinct: flag(row, W, "indnullsnotdistinct")?,
+        // Absent means immediate: only a DEFERRABLE constraint's index has it false.
+        immediate: get::<bool>(row, W, "indimmediate")?.unwrap_or(true),
         valid: flag(row, W, "indisvalid")?,
         ready: flag(row, W, "indisready")?,
         live: flag(row, W, "indislive")?,

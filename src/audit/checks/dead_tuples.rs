@@ -6,7 +6,7 @@
 //! Dead tuple counts exist only on the primary; a standby reads zeros.
 
 use crate::audit::snapshot::TableKind;
-use crate::audit::{Check, Context, Finding, Output, Severity};
+use crate::audit::{Check, Context, Finding, Output, Severity, WindowSource};
 
 use super::xmin_horizon::holders;
 use super::{
@@ -27,10 +27,13 @@ pub fn run(ctx: &Context, out: &mut Output) {
         skip_standby(out, Check::DeadTuples);
         return;
     };
+    if super::skip_without_counters(out, Check::DeadTuples, [&primary]) {
+        return;
+    }
     let settings = &primary.snapshot.settings;
     let holders = holders(ctx);
     for table in &primary.snapshot.tables {
-        if table.kind == TableKind::Partitioned || !ctx.big_enough(table.table_bytes) {
+        if table.kind == TableKind::Partitioned || !ctx.table_big_enough(table) {
             continue;
         }
         let s = &table.stats;
@@ -71,7 +74,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
             Some(t) => {
                 message.push_str(&format!("; last vacuumed {} ago", age_words(t.age_seconds)))
             }
-            None => message.push_str("; no vacuum recorded since the statistics were reset"),
+            None => message.push_str(&no_vacuum_words(ctx)),
         }
         if !holders.is_empty() {
             // A vacuum that ran while the horizon was held could not remove these rows.
@@ -98,6 +101,23 @@ pub fn run(ctx: &Context, out: &mut Output) {
             finding = finding.evidence("last_vacuum_age_seconds", t.age_seconds);
         }
         out.findings.push(finding);
+    }
+}
+
+/// "No vacuum on record", said as far as the evidence goes: since an explicit reset or a
+/// discard of the statistics when one is recorded, else without claiming a reset.
+fn no_vacuum_words(ctx: &Context) -> String {
+    match ctx.primary.and_then(|p| p.window) {
+        Some(w) if w.source == WindowSource::DatabaseReset => format!(
+            "; no vacuum recorded since the statistics were reset {} ago",
+            age_words(w.seconds())
+        ),
+        Some(w) if w.source == WindowSource::StatisticsDiscarded => format!(
+            "; no vacuum recorded since the statistics were discarded {} ago (crash recovery or \
+             first start)",
+            age_words(w.seconds())
+        ),
+        _ => "; no vacuum on record".into(),
     }
 }
 
@@ -178,5 +198,122 @@ mod tests {
         assert_eq!(super::super::vacuum_trigger(&t, &settings), 50.0 + 1e7);
         t.reltuples = -1.0;
         assert_eq!(super::super::vacuum_trigger(&t, &settings), 50.0);
+    }
+
+    #[test]
+    fn min_size_never_hides_a_table_pg_class_has_not_measured() {
+        let mut p = primary();
+        // Bulk-loaded with autovacuum off, never vacuumed or analyzed: relpages 0.
+        let mut never = table(10, "never_vacuumed");
+        never.relpages = 0;
+        never.reltuples = -1.0;
+        never.relallvisible = 0;
+        never.heap_bytes = Some(0);
+        never.table_bytes = Some(0);
+        never.reloptions = vec!["autovacuum_enabled=f".into()];
+        never.stats.n_live_tup = Some(100_000);
+        never.stats.n_dead_tup = Some(100_000);
+        never.stats.last_autovacuum = None;
+        // Measured when it was small, then loaded: its pages grew with its rows.
+        let mut grown = table(11, "grown");
+        grown.relpages = 10;
+        grown.reltuples = 1000.0;
+        grown.table_bytes = Some(10 * 8192);
+        grown.reloptions = vec!["autovacuum_enabled=false".into()];
+        grown.stats.n_live_tup = Some(100_000);
+        grown.stats.n_dead_tup = Some(100_000);
+        // Truly small: left out.
+        let mut small = table(12, "small");
+        small.relpages = 10;
+        small.reltuples = 1000.0;
+        small.table_bytes = Some(10 * 8192);
+        small.reloptions = vec!["autovacuum_enabled=false".into()];
+        small.stats.n_live_tup = Some(1000);
+        small.stats.n_dead_tup = Some(1500);
+        p.tables = vec![never, grown, small];
+        let options = crate::audit::AuditOptions {
+            min_size_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let report = run_with(vec![("p", p)], &options);
+        let mut tables: Vec<&str> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::DeadTuples)
+            .filter_map(|f| f.table.as_deref())
+            .collect();
+        tables.sort();
+        assert_eq!(
+            tables,
+            ["grown", "never_vacuumed"],
+            "{:#?}",
+            report.findings
+        );
+    }
+
+    #[test]
+    fn never_vacuumed_is_worded_by_the_evidence() {
+        let dead = |p: &mut crate::audit::NodeSnapshot| {
+            let mut t = table(10, "t");
+            t.reloptions = vec!["autovacuum_enabled=F".into()];
+            t.stats.n_dead_tup = Some(150_000);
+            t.stats.last_autovacuum = None;
+            p.tables = vec![t];
+        };
+        let message = |p| {
+            let report = audit_nodes(vec![("p", p)]);
+            report
+                .findings
+                .iter()
+                .find(|f| f.check == Check::DeadTuples)
+                .map(|f| f.message.clone())
+                .unwrap()
+        };
+        // Only the server start is known: no reset to speak of.
+        let mut p = primary();
+        p.database.shared_stats_reset = None;
+        dead(&mut p);
+        let m = message(p);
+        assert!(m.contains("no vacuum on record"), "{m}");
+        assert!(!m.contains("reset"), "{m}");
+        // "F" is false to PostgreSQL.
+        assert!(m.contains("autovacuum_enabled = false"), "{m}");
+        let mut p = primary();
+        p.database.stats_reset = Some(ts(3600.0));
+        dead(&mut p);
+        let m = message(p);
+        assert!(
+            m.contains("since the statistics were reset 60 min ago"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn counter_checks_are_skipped_without_track_counts() {
+        let mut p = primary();
+        p.settings.track_counts = false;
+        let t = table(10, "t");
+        let mut i = index(100, &t, "t_a", vec![col(2, "a")]);
+        i.scans = Some(0);
+        p.indexes = vec![i];
+        p.tables = vec![t];
+        let report = audit_nodes(vec![("host=p", p)]);
+        for check in [
+            Check::UnusedIndex,
+            Check::DeadTuples,
+            Check::StaleStatistics,
+            Check::VisibilityMap,
+        ] {
+            assert!(
+                report
+                    .skipped
+                    .iter()
+                    .any(|s| s.check == check
+                        && s.reason.starts_with("track_counts is off on host=p")),
+                "{check:?}: {:?}",
+                report.skipped
+            );
+            assert!(report.findings.iter().all(|f| f.check != check));
+        }
     }
 }

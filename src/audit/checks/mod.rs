@@ -50,6 +50,33 @@ pub fn skip_standby(out: &mut Output, check: Check) {
     );
 }
 
+/// Skips a check that counts on the statistics counters when a node it reads has
+/// `track_counts` off: nothing is counted there (scans, dead tuples, modifications stay frozen),
+/// so a clean result or an "unused" would be false. True when skipped.
+pub fn skip_without_counters<'a>(
+    out: &mut Output,
+    check: Check,
+    nodes: impl IntoIterator<Item = &'a super::Node<'a>>,
+) -> bool {
+    let off: Vec<&str> = nodes
+        .into_iter()
+        .filter(|n| !n.snapshot.settings.track_counts)
+        .map(|n| n.name)
+        .collect();
+    if off.is_empty() {
+        return false;
+    }
+    out.skip(
+        check,
+        format!(
+            "track_counts is off on {}: the statistics counters this check reads are not \
+             kept there",
+            off.join(", ")
+        ),
+    );
+    true
+}
+
 /// An age in words: "45 s", "12 min", "3.5 h", "9.2 days".
 pub fn age_words(seconds: f64) -> String {
     let s = seconds.max(0.0);
@@ -241,6 +268,8 @@ pub mod fixture {
             primary: false,
             exclusion: false,
             replica_identity: false,
+            nulls_not_distinct: false,
+            immediate: true,
             valid: true,
             ready: true,
             live: true,

@@ -22,11 +22,14 @@ pub fn run(ctx: &Context, out: &mut Output) {
         skip_standby(out, Check::StaleStatistics);
         return;
     };
+    if super::skip_without_counters(out, Check::StaleStatistics, [&primary]) {
+        return;
+    }
     let settings = &primary.snapshot.settings;
     let major = primary.snapshot.server.major();
     for table in &primary.snapshot.tables {
         // Autovacuum never analyzes a partitioned table itself; its partitions are judged here.
-        if table.kind == TableKind::Partitioned || !ctx.big_enough(table.table_bytes) {
+        if table.kind == TableKind::Partitioned || !ctx.table_big_enough(table) {
             continue;
         }
         let s = &table.stats;

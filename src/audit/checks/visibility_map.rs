@@ -20,10 +20,14 @@ pub const MIN_ALL_VISIBLE_SHARE: f64 = 0.5;
 const INDEX_ONLY_METHODS: &[&str] = &["btree", "gist", "spgist"];
 
 pub fn run(ctx: &Context, out: &mut Output) {
+    // The finding needs index scans to have happened, which only the counters show.
+    if super::skip_without_counters(out, Check::VisibilityMap, &ctx.nodes) {
+        return;
+    }
     for table in &ctx.reference.snapshot.tables {
         if table.kind != TableKind::Table
             || table.relpages < MIN_PAGES
-            || !ctx.big_enough(table.table_bytes)
+            || !ctx.table_big_enough(table)
         {
             continue;
         }

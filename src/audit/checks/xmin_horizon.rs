@@ -246,6 +246,16 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
 }
 
 pub fn run(ctx: &Context, out: &mut Output) {
+    if ctx.primary.is_none() {
+        // What a standby shows (its sessions, through hot_standby_feedback) is still reported,
+        // but most holders live on the primary.
+        out.skip(
+            Check::XminHorizon,
+            "standby: the primary was not audited, so its sessions, replication slots, prepared \
+             transactions and the feedback of its other standbys were not seen; only what the \
+             audited standbys hold back through hot_standby_feedback was read",
+        );
+    }
     for holder in holders(ctx) {
         let mut finding = Finding::new(
             Check::XminHorizon,
@@ -369,5 +379,18 @@ mod tests {
             .unwrap();
         assert_eq!(f.severity, Severity::Critical);
         assert!(f.message.contains("through hot_standby_feedback"));
+    }
+
+    #[test]
+    fn standby_only_is_skipped_for_the_primarys_holders() {
+        let report = audit_nodes(vec![("s", standby())]);
+        assert!(
+            report
+                .skipped
+                .iter()
+                .any(|s| s.check == Check::XminHorizon && s.reason.starts_with("standby:")),
+            "{:?}",
+            report.skipped
+        );
     }
 }
