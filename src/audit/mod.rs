@@ -619,20 +619,24 @@ impl<'a> Context<'a> {
     }
 
     /// How many times more rows the table holds now than `pg_class` last recorded, from the
-    /// primary's live and dead tuple counters; `None` when `pg_class` cannot tell the size at
-    /// all: `relpages` is 0 (or `reltuples` -1 on 14+) until the first VACUUM, ANALYZE or
-    /// CREATE INDEX, so a table bulk-loaded with autovacuum off reads as empty.
+    /// primary's live and dead tuple counters; `None` when `pg_class` has not measured the table
+    /// at all: `reltuples` is -1 (14+) until the first VACUUM, ANALYZE or CREATE INDEX, and
+    /// `relpages` 0 while the counters show rows (a table bulk-loaded with autovacuum off reads
+    /// as empty).
     fn growth_since_pg_class(&self, table: &Table) -> Option<f64> {
-        // A partitioned table has no storage: relpages is always 0, its size its partitions'.
-        if table.relpages <= 0 || table.reltuples < 0.0 {
-            return None;
-        }
         let rows_now = self
             .primary_table(&table.schema, &table.name)
             .map(|t| {
                 t.stats.n_live_tup.unwrap_or(0).max(0) + t.stats.n_dead_tup.unwrap_or(0).max(0)
             })
             .unwrap_or(0) as f64;
+        // A partitioned table has no storage (relpages always 0): its size is its partitions'.
+        if table.kind == snapshot::TableKind::Partitioned
+            || table.reltuples < 0.0
+            || (table.relpages <= 0 && rows_now > 0.0)
+        {
+            return None;
+        }
         Some(if table.reltuples > 0.0 {
             (rows_now / table.reltuples).max(1.0)
         } else {
@@ -641,7 +645,7 @@ impl<'a> Context<'a> {
     }
 
     /// `--min-size` for a table. Sizes come from `relpages` (reading the files would lock every
-    /// relation), scaled by the rows added since; a table whose size `pg_class` cannot tell is
+    /// relation), scaled by the rows counted since; a table `pg_class` has not measured is
     /// never left out, so a never-vacuumed table cannot hide its dead tuples.
     pub fn table_big_enough(&self, table: &Table) -> bool {
         match self.growth_since_pg_class(table) {
@@ -651,8 +655,7 @@ impl<'a> Context<'a> {
     }
 
     /// `--min-size` for an index, the same way: its `relpages` scaled by its table's growth,
-    /// and never left out when its table's size is unknown or the index was built empty (a
-    /// btree's metapage alone).
+    /// never left out when its table has not been measured.
     pub fn index_big_enough(&self, index: &Index) -> bool {
         if index.partitioned {
             return self.big_enough(index.size_bytes);
@@ -662,10 +665,8 @@ impl<'a> Context<'a> {
             None => Some(1.0),
         };
         match growth {
-            Some(growth) if index.relpages > 1 => {
-                self.big_enough(index.size_bytes.map(|b| (b as f64 * growth) as i64))
-            }
-            _ => true,
+            Some(growth) => self.big_enough(index.size_bytes.map(|b| (b as f64 * growth) as i64)),
+            None => true,
         }
     }
 
