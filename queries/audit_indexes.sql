@@ -8,7 +8,8 @@
 -- columns, whose names come from audit_columns.sql; deparsing only expressions keeps this fast),
 -- predicate, constraint_name, constraint_type, reloptions, relpages, reltuples, size_bytes
 -- (relpages × block_size, see audit_tables.sql), idx_scan, idx_tup_read, idx_tup_fetch,
--- last_idx_scan_epoch, invalid_definition (pg_get_indexdef, invalid indexes only). The counters
+-- last_idx_scan_epoch, invalid_definition (pg_get_indexdef, invalid indexes only),
+-- parent_index_oid (the partitioned index a partition's index is attached to). The counters
 -- come from the pg_stat_get_* functions pg_stat_all_indexes is built on, called directly.
 -- Parameters: as audit_tables.sql ($1 schemas, $2 excluded schemas, $3/$4 tables).
 -- Placeholders filled per version by db::catalog: {{last_idx_scan}}, {{indnullsnotdistinct}}.
@@ -45,7 +46,10 @@ SELECT i.indexrelid AS index_oid,
        pg_stat_get_tuples_returned(i.indexrelid) AS idx_tup_read,
        pg_stat_get_tuples_fetched(i.indexrelid) AS idx_tup_fetch,
        extract(epoch FROM {{last_idx_scan}})::float8 AS last_idx_scan_epoch,
-       CASE WHEN NOT i.indisvalid THEN pg_get_indexdef(i.indexrelid) END AS invalid_definition
+       CASE WHEN NOT i.indisvalid THEN pg_get_indexdef(i.indexrelid) END AS invalid_definition,
+       CASE WHEN c.relispartition THEN
+         (SELECT inh.inhparent FROM pg_inherits inh WHERE inh.inhrelid = i.indexrelid LIMIT 1)
+       END AS parent_index_oid
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
 JOIN pg_class t ON t.oid = i.indrelid

@@ -592,6 +592,47 @@ async fn stale_statistics_after_a_bulk_load() {
         assert_eq!(never.severity, Severity::Warning, "{}", never.message);
         assert!(never.message.contains("no ANALYZE recorded"), "{}", never.message);
         absent(&report, Check::StaleStatistics, "settled");
+
+        // What pg_restore leaves: CREATE INDEX set reltuples, nothing was analyzed, and no
+        // statistics reset explains it.
+        db.run(
+            "CREATE TABLE restored (id int) WITH (autovacuum_enabled = false);
+             INSERT INTO restored SELECT i FROM generate_series(1, 5000) i;
+             CREATE INDEX restored_id ON restored (id);
+             CREATE TABLE pt (id int, v int) PARTITION BY RANGE (id);
+             CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (0) TO (100000);
+             CREATE TABLE pt_analyzed (id int, v int) PARTITION BY RANGE (id);
+             CREATE TABLE pt_analyzed_1 PARTITION OF pt_analyzed FOR VALUES FROM (0) TO (100000);
+             INSERT INTO pt SELECT i, i FROM generate_series(1, 5000) i;
+             INSERT INTO pt_analyzed SELECT i, i FROM generate_series(1, 5000) i;",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT n_tup_ins = 5000 FROM pg_stat_user_tables WHERE relname = 'pt_1'",
+        )
+        .await;
+        db.run("ANALYZE pt_1; ANALYZE pt_analyzed;").await;
+        wait_until(
+            &db,
+            "SELECT n_mod_since_analyze >= 5000 FROM pg_stat_user_tables WHERE relname = 'restored'",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT n_live_tup > 0 AND last_analyze IS NOT NULL FROM pg_stat_user_tables
+             WHERE relname = 'pt_1'",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let restored = find(&report, Check::StaleStatistics, "restored");
+        assert_eq!(restored.severity, Severity::Warning, "{}", restored.message);
+        assert!(restored.message.contains("it was never analyzed"), "{}", restored.message);
+        // Autovacuum never analyzes a partitioned table itself.
+        let pt = find(&report, Check::StaleStatistics, "pt");
+        assert_eq!(pt.severity, Severity::Info, "{}", pt.message);
+        assert!(pt.fix.as_deref().unwrap().contains("ANALYZE "), "{:?}", pt.fix);
+        absent(&report, Check::StaleStatistics, "pt_analyzed");
         db.drop_db().await;
     })
     .await;

@@ -184,6 +184,27 @@ pub struct Table {
     pub frozen_xid_age: Option<i64>,
     pub multixact_age: Option<i64>,
     pub stats: TableStats,
+    /// A partition's parent table.
+    pub parent_oid: Option<u32>,
+    /// A partitioned table: whether `pg_stats` shows the inherited statistics that only an
+    /// ANALYZE of the parent itself writes (autovacuum never does). None for other tables.
+    pub inherited_statistics: Option<bool>,
+    /// Its TOAST table, which autovacuum processes as a table of its own.
+    pub toast: Option<ToastTable>,
+}
+
+/// A table's TOAST table (`pg_toast.pg_toast_<oid>`): its own figures, storage options (where
+/// `toast.autovacuum_*` set on the owner end up) and counters.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToastTable {
+    pub oid: u32,
+    pub name: String,
+    pub relpages: i64,
+    pub reltuples: f64,
+    /// The TOAST table's own reloptions: `toast.autovacuum_enabled=false` on the owner is
+    /// `autovacuum_enabled=false` here.
+    pub reloptions: Vec<String>,
+    pub stats: TableStats,
 }
 
 /// `pg_stat_all_tables`: zeros (or nulls) on a standby, which counts none of this.
@@ -292,6 +313,8 @@ pub struct Index {
     /// `indnullsnotdistinct` (15+; false before): a unique index that treats NULLs as equal, so
     /// it rejects rows a plain unique index on the same keys accepts.
     pub nulls_not_distinct: bool,
+    /// Attached to this partitioned index (a partition's index).
+    pub parent_index_oid: Option<u32>,
     /// `indimmediate`: uniqueness is checked at once. False for a DEFERRABLE constraint's index,
     /// which foreign keys cannot reference and `ON CONFLICT` cannot use as an arbiter.
     pub immediate: bool,

@@ -508,6 +508,31 @@ fn table(row: &Row, now: f64) -> Result<Table, CatalogError> {
             analyze_count: get(row, W, "analyze_count")?,
             autoanalyze_count: get(row, W, "autoanalyze_count")?,
         },
+        parent_oid: get(row, W, "parent_oid")?,
+        inherited_statistics: get(row, W, "inherited_statistics")?,
+        toast: match get::<u32>(row, W, "toast_oid")? {
+            None => None,
+            Some(toast_oid) => Some(ToastTable {
+                oid: toast_oid,
+                name: text(row, W, "toast_name")?,
+                relpages: get(row, W, "toast_relpages")?.unwrap_or(0),
+                reltuples: get(row, W, "toast_reltuples")?.unwrap_or(-1.0),
+                reloptions: array::<String>(row, W, "toast_reloptions")?
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                stats: TableStats {
+                    n_live_tup: get(row, W, "toast_n_live_tup")?,
+                    n_dead_tup: get(row, W, "toast_n_dead_tup")?,
+                    n_ins_since_vacuum: get(row, W, "toast_n_ins_since_vacuum")?,
+                    last_vacuum: time(row, W, "toast_last_vacuum_epoch", now)?,
+                    last_autovacuum: time(row, W, "toast_last_autovacuum_epoch", now)?,
+                    vacuum_count: get(row, W, "toast_vacuum_count")?,
+                    autovacuum_count: get(row, W, "toast_autovacuum_count")?,
+                    ..TableStats::default()
+                },
+            }),
+        },
     })
 }
 
@@ -589,6 +614,7 @@ fn index(row: &Row, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Index
         tuples_fetched: get(row, W, "idx_tup_fetch")?,
         last_scan: time(row, W, "last_idx_scan_epoch", now)?,
         definition: get(row, W, "invalid_definition")?,
+        parent_index_oid: get(row, W, "parent_index_oid")?,
     })
 }
 

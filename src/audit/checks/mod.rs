@@ -242,6 +242,9 @@ pub mod fixture {
                 analyze_count: Some(0),
                 autoanalyze_count: Some(1),
             },
+            parent_oid: None,
+            inherited_statistics: None,
+            toast: None,
         }
     }
 
@@ -288,6 +291,7 @@ pub mod fixture {
             tuples_fetched: Some(5),
             last_scan: None,
             definition: None,
+            parent_index_oid: None,
         }
     }
 
