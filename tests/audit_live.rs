@@ -502,6 +502,115 @@ async fn dead_tuples_and_the_session_holding_the_horizon() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tables_pg_class_has_not_measured_toast_tables_and_counters_off() {
+    for_each_version("audit_unmeasured", |major| async move {
+        let db = TestDb::create(major, "audit_unmeasured").await;
+        db.run(
+            "CREATE TABLE bulk (id int, v text) WITH (autovacuum_enabled = false);
+             INSERT INTO bulk SELECT i, 'x' FROM generate_series(1, 50000) i;
+             DELETE FROM bulk WHERE id > 10000;
+             CREATE TABLE docs (id int, body text)
+               WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+             ALTER TABLE docs ALTER body SET STORAGE EXTERNAL;
+             INSERT INTO docs SELECT i, repeat('b', 3000) FROM generate_series(1, 3000) i;
+             UPDATE docs SET body = repeat('c', 3000);
+             UPDATE docs SET body = repeat('d', 3000);",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT n_dead_tup >= 40000 FROM pg_stat_user_tables WHERE relname = 'bulk'",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT n_dead_tup >= 6000 FROM pg_stat_all_tables
+             WHERE relid = (SELECT reltoastrelid FROM pg_class WHERE relname = 'docs')",
+        )
+        .await;
+        let toast_name = db
+            .value(
+                "SELECT t.relname FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid
+                 WHERE c.relname = 'docs'",
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            db.value("SELECT relpages FROM pg_class WHERE relname = 'bulk'")
+                .await
+                .as_deref(),
+            Some("0")
+        );
+
+        // Never vacuumed or analyzed: pg_class says 0 pages, yet --min-size must not hide it.
+        let options = AuditOptions {
+            min_size_bytes: 1 << 20,
+            ..quick()
+        };
+        let report = audit_db(&db, &options).await;
+        let bulk = find(&report, Check::DeadTuples, "bulk");
+        assert_eq!(bulk.evidence_value("dead_tuples"), Some(40000.0));
+        assert!(
+            bulk.message.contains("autovacuum is disabled on the table"),
+            "{}",
+            bulk.message
+        );
+        assert!(bulk.evidence_value("inserts_since_vacuum").unwrap() >= 50000.0);
+
+        // The TOAST table's dead rows, on the TOAST table, naming its owner.
+        let toast = find(&report, Check::DeadTuples, &toast_name);
+        assert_eq!(toast.schema.as_deref(), Some("pg_toast"));
+        assert!(
+            toast
+                .message
+                .contains(&format!("TOAST table pg_toast.{toast_name} of public.docs")),
+            "{}",
+            toast.message
+        );
+        assert!(
+            toast
+                .fix
+                .as_deref()
+                .unwrap()
+                .ends_with("ALTER TABLE public.docs RESET (toast.autovacuum_enabled);"),
+            "{:?}",
+            toast.fix
+        );
+
+        // track_counts off: the counter checks say so instead of reporting nothing.
+        db.run(&format!(
+            "ALTER DATABASE {} SET track_counts = off",
+            db.name
+        ))
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        for check in [
+            Check::UnusedIndex,
+            Check::DeadTuples,
+            Check::StaleStatistics,
+            Check::VisibilityMap,
+        ] {
+            assert!(
+                report
+                    .skipped
+                    .iter()
+                    .any(|k| k.check == check && k.reason.starts_with("track_counts is off")),
+                "{} not skipped:\n{}",
+                check.as_str(),
+                dump(&report)
+            );
+            assert!(
+                !report.findings.iter().any(|f| f.check == check),
+                "{}",
+                dump(&report)
+            );
+        }
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn prepared_transactions_hold_the_horizon_until_finished() {
     for_each_version("audit_prepared", |major| async move {
         let db = TestDb::private(major, "audit_prepared").await;

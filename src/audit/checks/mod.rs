@@ -137,6 +137,23 @@ pub fn vacuum_trigger(table: &Table, settings: &Settings) -> f64 {
     }
 }
 
+/// 13+: the insert trigger for autovacuum: `autovacuum_vacuum_insert_threshold +
+/// autovacuum_vacuum_insert_scale_factor × reltuples` against `n_ins_since_vacuum`, storage
+/// options first. None before 13 and when the threshold is -1 (disabled) for this table. (18
+/// scales by the unfrozen part of the table only, so there this is an upper bound.)
+pub fn insert_trigger(table: &Table, settings: &Settings) -> Option<f64> {
+    let base = table
+        .reloption_f64("autovacuum_vacuum_insert_threshold")
+        .or(settings.autovacuum_vacuum_insert_threshold)?;
+    if base < 0.0 {
+        return None;
+    }
+    let scale = table
+        .reloption_f64("autovacuum_vacuum_insert_scale_factor")
+        .or(settings.autovacuum_vacuum_insert_scale_factor)?;
+    Some(base + scale * reltuples_for_triggers(table))
+}
+
 /// The autoanalyze trigger: `autovacuum_analyze_threshold + autovacuum_analyze_scale_factor ×
 /// reltuples`, against `n_mod_since_analyze`.
 pub fn analyze_trigger(table: &Table, settings: &Settings) -> f64 {
