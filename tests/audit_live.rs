@@ -388,6 +388,47 @@ async fn invalid_indexes_and_builds_in_progress() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_invalid_partitioned_index() {
+    for_each_version("audit_invalid_partitioned", |major| async move {
+        let db = TestDb::create(major, "audit_invalid_partitioned").await;
+        db.run(
+            "CREATE TABLE pt (x int) PARTITION BY RANGE (x);
+             CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (0) TO (10);
+             CREATE TABLE pt_2 PARTITION OF pt FOR VALUES FROM (10) TO (20);
+             CREATE INDEX pt_x ON ONLY pt (x);
+             CREATE INDEX pt_1_x ON pt_1 (x);
+             ALTER INDEX pt_x ATTACH PARTITION pt_1_x;
+             CREATE INDEX pt_whole ON pt (x);",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let f = find(&report, Check::InvalidIndex, "pt_x");
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.message.contains("(public.pt_2)"), "{}", f.message);
+        let fix = f.fix.clone().unwrap();
+        assert!(
+            fix.ends_with("ALTER INDEX public.pt_x ATTACH PARTITION public.pt_2_pt_x;"),
+            "{fix}"
+        );
+        absent(&report, Check::InvalidIndex, "pt_whole");
+        // The fix, run as given, makes the index valid.
+        for statement in fix.lines().filter(|l| !l.starts_with("--")) {
+            db.run(statement).await;
+        }
+        assert_eq!(
+            db.value("SELECT indisvalid FROM pg_index WHERE indexrelid = 'pt_x'::regclass")
+                .await
+                .as_deref(),
+            Some("t")
+        );
+        let report = audit_db(&db, &quick()).await;
+        absent(&report, Check::InvalidIndex, "pt_x");
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn dead_tuples_and_the_session_holding_the_horizon() {
     for_each_version("audit_dead", |major| async move {
         let db = TestDb::private(major, "audit_dead").await;
