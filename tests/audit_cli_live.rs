@@ -129,6 +129,16 @@ async fn every_format_scope_option_and_exit_code() {
                 .iter()
                 .all(|f| f["table"] == "things")
         );
+        // The stand-alone horizon threshold is an option; a bad duration is a usage error.
+        let out = audit(&["-d", &d, "--format", "json", "--horizon-min-age", "30s"]);
+        assert_ne!(
+            out.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = audit(&["-d", &d, "--horizon-min-age", "soon"]);
+        assert_eq!(out.status.code(), Some(2));
         let doc = json(&audit(&["-d", &d, "--format", "json", "--min-size", "1GB"]));
         assert!(
             findings(&doc, "duplicate_index").is_empty(),

@@ -8,7 +8,7 @@
 use crate::audit::snapshot::{Settings, Table, TableKind, ToastTable};
 use crate::audit::{Check, Context, Finding, Output, Severity, WindowSource};
 
-use super::xmin_horizon::{Holder, holders};
+use super::xmin_horizon::{Holder, holders, oldest_holders};
 use super::{
     age_words, autovacuum_off_reason, count_words, insert_trigger, latest, qualified, skip_standby,
     vacuum_trigger,
@@ -32,7 +32,10 @@ pub fn run(ctx: &Context, out: &mut Output) {
         return;
     }
     let settings = &primary.snapshot.settings;
-    let holders = holders(ctx);
+    let holders = Holders {
+        past_thresholds: holders(ctx),
+        oldest: oldest_holders(ctx),
+    };
     for table in &primary.snapshot.tables {
         if table.kind == TableKind::Partitioned {
             continue;
@@ -53,6 +56,13 @@ pub fn run(ctx: &Context, out: &mut Output) {
             }
         }
     }
+}
+
+/// The holders of the xmin horizon: those old enough to be findings of their own, and whatever
+/// holds the oldest xmin now, however young.
+struct Holders {
+    past_thresholds: Vec<Holder>,
+    oldest: Vec<Holder>,
 }
 
 /// The TOAST table as autovacuum sees it: its own figures and counters, and its own storage
@@ -97,7 +107,7 @@ fn judge(
     ctx: &Context,
     table: &Table,
     owner: Option<&Table>,
-    holders: &[Holder],
+    holders: &Holders,
 ) -> Option<Finding> {
     let settings = &ctx.primary?.snapshot.settings;
     let major = ctx.primary?.snapshot.server.major();
@@ -176,25 +186,53 @@ fn judge(
         Some(_) => finding.on_table(table).subject("toast"),
         None => finding.on_table(table),
     };
-    if !holders.is_empty() {
+    let past = &holders.past_thresholds;
+    if !past.is_empty() {
         // A vacuum that ran while the horizon was held could not remove these rows.
-        let names: Vec<String> = holders.iter().take(3).map(|h| h.summary()).collect();
+        let names: Vec<String> = past.iter().take(3).map(|h| h.summary()).collect();
         finding.message.push_str(&format!(
             "; the xmin horizon is held back by {}{}, so vacuum cannot remove rows that died \
              after that",
             names.join("; "),
-            if holders.len() > 3 {
-                format!(" and {} more", holders.len() - 3)
+            if past.len() > 3 {
+                format!(" and {} more", past.len() - 3)
             } else {
                 String::new()
             }
         ));
+    } else {
+        // Nothing is old enough to be a finding of its own, yet the oldest xmin is what the
+        // last vacuum could not clean past when it was already held then (or when no vacuum is
+        // on record to tell).
+        let before_vacuum: Vec<&Holder> = holders
+            .oldest
+            .iter()
+            .filter(|h| match (h.age_seconds, last_vacuum) {
+                (Some(held), Some(vacuum)) => held >= vacuum.age_seconds,
+                _ => true,
+            })
+            .collect();
+        if let Some(first) = before_vacuum.first() {
+            let names: Vec<String> = before_vacuum.iter().map(|h| h.summary()).collect();
+            finding.message.push_str(&format!(
+                "; the oldest xmin is held by {}{}",
+                names.join("; "),
+                if last_vacuum.is_some() {
+                    ", since before the last vacuum, which could not remove rows that died after it"
+                } else {
+                    ""
+                }
+            ));
+            if let Some(x) = first.age_xids {
+                finding = finding.evidence("oldest_xmin_age_xids", x as f64);
+            }
+        }
     }
     finding = finding
         .evidence("dead_tuples", dead as f64)
         .evidence("live_tuples", live as f64)
         .evidence("autovacuum_trigger_tuples", trigger)
-        .evidence("horizon_holders", holders.len() as f64)
+        .evidence("horizon_holders", past.len() as f64)
         .fix(fix);
     if let Some(t) = last_vacuum {
         finding = finding.evidence("last_vacuum_age_seconds", t.age_seconds);
@@ -487,5 +525,52 @@ mod tests {
             "{:#?}",
             report.findings
         );
+    }
+
+    #[test]
+    fn dead_rows_after_a_vacuum_name_the_oldest_xmin_whatever_its_age() {
+        use crate::audit::snapshot::Standby;
+        let mut p = primary();
+        let mut t = table(10, "churn");
+        t.reltuples = 10_000.0;
+        t.stats.n_live_tup = Some(10_000);
+        t.stats.n_dead_tup = Some(50_000);
+        t.stats.last_autovacuum = Some(ts(30.0));
+        p.tables = vec![t];
+        // A young session and standby feedback below the stand-alone thresholds.
+        p.sessions = vec![Session {
+            pid: 77,
+            state: Some("active".into()),
+            xact_age_seconds: Some(60.0),
+            xmin_age_xids: Some(900),
+            ..Default::default()
+        }];
+        p.standbys = vec![Standby {
+            pid: 5,
+            application_name: Some("replica1".into()),
+            xmin_age_xids: Some(40_000),
+            ..Default::default()
+        }];
+        let report = audit_nodes(vec![("p", p)]);
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.check != Check::XminHorizon)
+        );
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::DeadTuples)
+            .unwrap();
+        assert!(
+            f.message
+                .contains("the oldest xmin is held by standby replica1"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("40,000"), "{}", f.message);
+        assert_eq!(f.evidence_value("oldest_xmin_age_xids"), Some(40_000.0));
+        assert_eq!(f.evidence_value("horizon_holders"), Some(0.0));
     }
 }

@@ -74,7 +74,30 @@ fn severity_for(
 
 /// Every holder of the horizon worth naming, on every combined node.
 pub fn holders(ctx: &Context) -> Vec<Holder> {
-    let min = ctx.options.horizon_min_age.as_secs_f64();
+    collect(ctx, true)
+}
+
+/// Whatever holds the oldest xmin right now, however young: where vacuum ran and left dead
+/// rows behind, this is the reason, thresholds or not. Ties (the same xmin age) are all named.
+pub fn oldest_holders(ctx: &Context) -> Vec<Holder> {
+    let all = collect(ctx, false);
+    let Some(oldest) = all.iter().filter_map(|h| h.age_xids).max() else {
+        return Vec::new();
+    };
+    all.into_iter()
+        .filter(|h| h.age_xids == Some(oldest))
+        .collect()
+}
+
+/// The holders on every combined node; with `thresholds`, only those old enough to be a
+/// finding of their own (`--horizon-min-age`, and 1M transactions for slots and feedback).
+fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
+    let min = if thresholds {
+        ctx.options.horizon_min_age.as_secs_f64()
+    } else {
+        0.0
+    };
+    let min_xids = if thresholds { FEEDBACK_MIN_AGE_XIDS } else { 0 };
     let mut found = Vec::new();
     for node in &ctx.nodes {
         let snapshot = node.snapshot;
@@ -138,7 +161,7 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
         for slot in &snapshot.replication_slots {
             let age_xids = slot.xmin_age_xids.or(slot.catalog_xmin_age_xids);
             let Some(xids) = age_xids else { continue };
-            if slot.active && xids < FEEDBACK_MIN_AGE_XIDS {
+            if slot.active && xids < min_xids {
                 continue;
             }
             let what = if slot.xmin_age_xids.is_some() {
@@ -214,7 +237,7 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
             let Some(xids) = standby.xmin_age_xids else {
                 continue;
             };
-            if xids < FEEDBACK_MIN_AGE_XIDS {
+            if xids < min_xids {
                 continue;
             }
             let name = standby
