@@ -78,15 +78,24 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
 }
 
 /// Whatever holds the oldest xmin right now, however young: where vacuum ran and left dead
-/// rows behind, this is the reason, thresholds or not. Ties (the same xmin age) are all named.
+/// rows behind, this is the reason, thresholds or not. Ties (the same xmin age) are all named,
+/// the longest-held first: a session whose snapshot was taken while another transaction ran
+/// inherits that transaction's xmin, and the older one is where it comes from.
 pub fn oldest_holders(ctx: &Context) -> Vec<Holder> {
     let all = collect(ctx, false);
     let Some(oldest) = all.iter().filter_map(|h| h.age_xids).max() else {
         return Vec::new();
     };
-    all.into_iter()
+    let mut tied: Vec<Holder> = all
+        .into_iter()
         .filter(|h| h.age_xids == Some(oldest))
-        .collect()
+        .collect();
+    tied.sort_by(|a, b| {
+        b.age_seconds
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&a.age_seconds.unwrap_or(f64::INFINITY))
+    });
+    tied
 }
 
 /// The holders on every combined node; with `thresholds`, only those old enough to be a
