@@ -232,16 +232,6 @@ fn drop_sql(ctx: &Context, index: &Index) -> (Option<String>, Option<String>) {
             )),
         );
     }
-    if let Some(c) = &index.constraint {
-        return (
-            Some(format!(
-                "ALTER TABLE {} DROP CONSTRAINT {};",
-                qualified(&index.schema, &index.table),
-                crate::sql::quote_ident(&c.name)
-            )),
-            Some("it backs a constraint, so the constraint is what to drop".into()),
-        );
-    }
     if index.partitioned {
         // DROP INDEX CONCURRENTLY does not work on a partitioned index.
         return (
