@@ -2,15 +2,17 @@
 -- numbers, expression texts, operator classes, collations, DESC/NULLS options, predicate),
 -- flags, the constraint it backs, size, planner figures and this node's scan counters.
 -- Returns one row per index: index_oid, table_oid, schema_name, table_name, index_name,
--- access_method, the indis* flags, partitioned (relkind 'I'), partition_child, key_column_count,
+-- access_method, the indis* flags, indnullsnotdistinct (false before 15), indimmediate,
+-- partitioned (relkind 'I'), partition_child, key_column_count,
 -- attnums, opclasses, collations, options, expression_definitions (per column, null for plain
 -- columns, whose names come from audit_columns.sql; deparsing only expressions keeps this fast),
 -- predicate, constraint_name, constraint_type, reloptions, relpages, reltuples, size_bytes
 -- (relpages × block_size, see audit_tables.sql), idx_scan, idx_tup_read, idx_tup_fetch,
--- last_idx_scan_epoch, invalid_definition (pg_get_indexdef, invalid indexes only). The counters
+-- last_idx_scan_epoch, invalid_definition (pg_get_indexdef, invalid indexes only),
+-- parent_index_oid (the partitioned index a partition's index is attached to). The counters
 -- come from the pg_stat_get_* functions pg_stat_all_indexes is built on, called directly.
 -- Parameters: as audit_tables.sql ($1 schemas, $2 excluded schemas, $3/$4 tables).
--- Placeholder filled per version by db::catalog: {{last_idx_scan}}.
+-- Placeholders filled per version by db::catalog: {{last_idx_scan}}, {{indnullsnotdistinct}}.
 -- Minimum server version: 13. Readable by any role.
 SELECT i.indexrelid AS index_oid,
        i.indrelid AS table_oid,
@@ -19,6 +21,7 @@ SELECT i.indexrelid AS index_oid,
        c.relname::text AS index_name,
        am.amname::text AS access_method,
        i.indisunique, i.indisprimary, i.indisexclusion, i.indisreplident,
+       {{indnullsnotdistinct}} AS indnullsnotdistinct, i.indimmediate,
        i.indisvalid, i.indisready, i.indislive,
        c.relkind = 'I' AS partitioned,
        c.relispartition AS partition_child,
@@ -43,7 +46,10 @@ SELECT i.indexrelid AS index_oid,
        pg_stat_get_tuples_returned(i.indexrelid) AS idx_tup_read,
        pg_stat_get_tuples_fetched(i.indexrelid) AS idx_tup_fetch,
        extract(epoch FROM {{last_idx_scan}})::float8 AS last_idx_scan_epoch,
-       CASE WHEN NOT i.indisvalid THEN pg_get_indexdef(i.indexrelid) END AS invalid_definition
+       CASE WHEN NOT i.indisvalid THEN pg_get_indexdef(i.indexrelid) END AS invalid_definition,
+       CASE WHEN c.relispartition THEN
+         (SELECT inh.inhparent FROM pg_inherits inh WHERE inh.inhrelid = i.indexrelid LIMIT 1)
+       END AS parent_index_oid
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
 JOIN pg_class t ON t.oid = i.indrelid

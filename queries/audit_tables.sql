@@ -3,6 +3,13 @@
 -- Returns one row per table: table_oid, schema_name, table_name, kind (r, m, p), persistence,
 -- relpages, reltuples, relallvisible, reloptions, heap_bytes, table_bytes, frozen_xid_age,
 -- multixact_age, the counters pg_stat_all_tables shows, and last_* times as epoch seconds.
+-- Also parent_oid (a partition's parent, from pg_inherits), inherited_statistics (a partitioned
+-- table: whether pg_stats shows the inherited statistics only ANALYZE of the parent writes; null
+-- for other tables), and its TOAST table: toast_oid, toast_name, toast_relpages, toast_reltuples,
+-- toast_reloptions (the toast.* options live there) and the TOAST table's own counters
+-- (toast_n_live_tup, toast_n_dead_tup, toast_n_ins_since_vacuum, toast_last_vacuum_epoch,
+-- toast_last_autovacuum_epoch, toast_vacuum_count, toast_autovacuum_count): autovacuum handles a
+-- TOAST table as a table of its own.
 -- Sizes are relpages × block_size (heap, plus its TOAST table for table_bytes) as of the last
 -- VACUUM, ANALYZE or CREATE INDEX: pg_relation_size() would open and lock every relation (over
 -- a second for 60,000 relations on a fresh connection, and a wait behind any DDL's lock).
@@ -41,7 +48,26 @@ SELECT c.oid AS table_oid,
        pg_stat_get_vacuum_count(c.oid) AS vacuum_count,
        pg_stat_get_autovacuum_count(c.oid) AS autovacuum_count,
        pg_stat_get_analyze_count(c.oid) AS analyze_count,
-       pg_stat_get_autoanalyze_count(c.oid) AS autoanalyze_count
+       pg_stat_get_autoanalyze_count(c.oid) AS autoanalyze_count,
+       CASE WHEN c.relispartition THEN
+         (SELECT inh.inhparent FROM pg_inherits inh WHERE inh.inhrelid = c.oid LIMIT 1)
+       END AS parent_oid,
+       CASE WHEN c.relkind = 'p' THEN
+         EXISTS (SELECT 1 FROM pg_stats st
+                 WHERE st.schemaname = n.nspname AND st.tablename = c.relname AND st.inherited)
+       END AS inherited_statistics,
+       toast.oid AS toast_oid,
+       toast.relname::text AS toast_name,
+       toast.relpages::int8 AS toast_relpages,
+       toast.reltuples::float8 AS toast_reltuples,
+       coalesce(toast.reloptions, '{}')::text[] AS toast_reloptions,
+       pg_stat_get_live_tuples(toast.oid) AS toast_n_live_tup,
+       pg_stat_get_dead_tuples(toast.oid) AS toast_n_dead_tup,
+       pg_stat_get_ins_since_vacuum(toast.oid) AS toast_n_ins_since_vacuum,
+       extract(epoch FROM pg_stat_get_last_vacuum_time(toast.oid))::float8 AS toast_last_vacuum_epoch,
+       extract(epoch FROM pg_stat_get_last_autovacuum_time(toast.oid))::float8 AS toast_last_autovacuum_epoch,
+       pg_stat_get_vacuum_count(toast.oid) AS toast_vacuum_count,
+       pg_stat_get_autovacuum_count(toast.oid) AS toast_autovacuum_count
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_class toast ON toast.oid = c.reltoastrelid

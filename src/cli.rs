@@ -253,6 +253,10 @@ pub struct AuditArgs {
     /// Below this much counting time, unused-index findings are only informational.
     #[arg(long, value_parser = parse_duration, default_value = "7d", value_name = "DURATION")]
     pub min_stats_age: Duration,
+    /// A session or prepared transaction holding the xmin horizon this long is a finding of
+    /// its own (whatever its age, the oldest holder is named where dead rows cannot be removed).
+    #[arg(long, value_parser = parse_duration, default_value = "5min", value_name = "DURATION")]
+    pub horizon_min_age: Duration,
     /// Write the report to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,

@@ -129,6 +129,16 @@ async fn every_format_scope_option_and_exit_code() {
                 .iter()
                 .all(|f| f["table"] == "things")
         );
+        // The stand-alone horizon threshold is an option; a bad duration is a usage error.
+        let out = audit(&["-d", &d, "--format", "json", "--horizon-min-age", "30s"]);
+        assert_ne!(
+            out.status.code(),
+            Some(2),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = audit(&["-d", &d, "--horizon-min-age", "soon"]);
+        assert_eq!(out.status.code(), Some(2));
         let doc = json(&audit(&["-d", &d, "--format", "json", "--min-size", "1GB"]));
         assert!(
             findings(&doc, "duplicate_index").is_empty(),
@@ -195,6 +205,8 @@ async fn a_primary_its_standby_and_a_node_that_is_down() {
         let down = Cluster::start(common::default_options(common::binaries(major))).unwrap();
         let down_conninfo = down.conninfo("postgres");
         drop(down);
+        // Another cluster's server: readable, but not a standby of this primary.
+        let other = Cluster::start(common::default_options(common::binaries(major))).unwrap();
 
         let out = audit(&[
             "-d", &primary.conninfo("postgres"),
@@ -216,6 +228,21 @@ async fn a_primary_its_standby_and_a_node_that_is_down() {
         .unwrap();
         assert!(prom.lines().any(|l| l.starts_with("pgplan_audit_node_up") && l.ends_with(" 0")), "{prom}");
         assert!(prom.lines().any(|l| l.starts_with("pgplan_audit_node_up") && l.ends_with(" 1")), "{prom}");
+
+        // No node readable at all: a connection error, as psql's.
+        let out = audit(&["-d", &down_conninfo, "--format", "json"]);
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        // A node of another cluster is left out, with the reason, and the audit is partial.
+        let out = audit(&[
+            "-d", &primary.conninfo("postgres"),
+            "-d", &other.conninfo("postgres"),
+            "--format", "json", "--fail-on", "critical",
+        ]);
+        assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+        let doc = json(&out);
+        assert!(doc["nodes"][1]["excluded"].as_str().unwrap().contains("system identifier"), "{doc:#}");
+        assert_eq!(doc["summary"]["nodes_excluded"], 1);
+        drop(other);
 
         // A standby alone: table statistics are skipped, never reported clean.
         let doc = json(&audit(&["-d", &standby.conninfo("postgres"), "--format", "json"]));

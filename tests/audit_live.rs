@@ -225,6 +225,72 @@ async fn indexes_unused_duplicate_redundant_and_foreign_keys() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn duplicates_keep_what_constraints_and_replication_need() {
+    for_each_version("audit_dup_protected", |major| async move {
+        let db = TestDb::create(major, "audit_dup_protected").await;
+        // r_id_unique is the older of two identical unique indexes, which alone would keep it:
+        // only protection keeps the replica identity's r_ri instead.
+        db.run(
+            "CREATE TABLE r (id int NOT NULL, v int, d int, n int);
+             INSERT INTO r SELECT i, i, i, i FROM generate_series(1, 2000) i;
+             CREATE UNIQUE INDEX r_id_unique ON r (id);
+             CREATE UNIQUE INDEX r_ri ON r (id);
+             ALTER TABLE r REPLICA IDENTITY USING INDEX r_ri;
+             ALTER TABLE r ADD CONSTRAINT r_v_key UNIQUE (v);
+             ALTER TABLE r ADD CONSTRAINT r_v_key2 UNIQUE (v);
+             ALTER TABLE r ADD CONSTRAINT r_d_deferrable UNIQUE (d) DEFERRABLE;
+             CREATE UNIQUE INDEX r_d_unique ON r (d);
+             ANALYZE r;",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let dup = find(&report, Check::DuplicateIndex, "r_id_unique");
+        assert!(
+            dup.message
+                .contains("keep r_ri because it backs the replica identity"),
+            "{}",
+            dup.message
+        );
+        assert_eq!(
+            dup.fix.as_deref(),
+            Some("DROP INDEX CONCURRENTLY public.r_id_unique;")
+        );
+        absent(&report, Check::DuplicateIndex, "r_ri");
+        // Two unique constraints on one column: both protected, reported with no DROP.
+        let both = report
+            .findings
+            .iter()
+            .find(|f| {
+                f.check == Check::DuplicateIndex
+                    && matches!(f.index.as_deref(), Some("r_v_key" | "r_v_key2"))
+            })
+            .unwrap_or_else(|| panic!("no protected duplicate:\n{}", dump(&report)));
+        assert_eq!(both.fix, None, "{}", both.message);
+        assert!(
+            both.message.contains("both are protected"),
+            "{}",
+            both.message
+        );
+        // A deferrable constraint's index and an immediate one are not duplicates.
+        absent(&report, Check::DuplicateIndex, "r_d_unique");
+        absent(&report, Check::DuplicateIndex, "r_d_deferrable");
+        if major >= 15 {
+            db.run(
+                "CREATE TABLE nn (a int);
+                 CREATE UNIQUE INDEX nn_a ON nn (a);
+                 CREATE UNIQUE INDEX nn_a_nnd ON nn (a) NULLS NOT DISTINCT;",
+            )
+            .await;
+            let report = audit_db(&db, &quick()).await;
+            absent(&report, Check::DuplicateIndex, "nn_a");
+            absent(&report, Check::DuplicateIndex, "nn_a_nnd");
+        }
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn invalid_indexes_and_builds_in_progress() {
     for_each_version("audit_invalid", |major| async move {
         let db = TestDb::private(major, "audit_invalid").await;
@@ -316,6 +382,47 @@ async fn invalid_indexes_and_builds_in_progress() {
             Some("REINDEX INDEX CONCURRENTLY public.users_id_email;")
         );
         drop(client);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_invalid_partitioned_index() {
+    for_each_version("audit_invalid_partitioned", |major| async move {
+        let db = TestDb::create(major, "audit_invalid_partitioned").await;
+        db.run(
+            "CREATE TABLE pt (x int) PARTITION BY RANGE (x);
+             CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (0) TO (10);
+             CREATE TABLE pt_2 PARTITION OF pt FOR VALUES FROM (10) TO (20);
+             CREATE INDEX pt_x ON ONLY pt (x);
+             CREATE INDEX pt_1_x ON pt_1 (x);
+             ALTER INDEX pt_x ATTACH PARTITION pt_1_x;
+             CREATE INDEX pt_whole ON pt (x);",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let f = find(&report, Check::InvalidIndex, "pt_x");
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.message.contains("(public.pt_2)"), "{}", f.message);
+        let fix = f.fix.clone().unwrap();
+        assert!(
+            fix.ends_with("ALTER INDEX public.pt_x ATTACH PARTITION public.pt_2_pt_x;"),
+            "{fix}"
+        );
+        absent(&report, Check::InvalidIndex, "pt_whole");
+        // The fix, run as given, makes the index valid.
+        for statement in fix.lines().filter(|l| !l.starts_with("--")) {
+            db.run(statement).await;
+        }
+        assert_eq!(
+            db.value("SELECT indisvalid FROM pg_index WHERE indexrelid = 'pt_x'::regclass")
+                .await
+                .as_deref(),
+            Some("t")
+        );
+        let report = audit_db(&db, &quick()).await;
+        absent(&report, Check::InvalidIndex, "pt_x");
         db.drop_db().await;
     })
     .await;
@@ -421,6 +528,33 @@ async fn dead_tuples_and_the_session_holding_the_horizon() {
             dump(&report)
         );
 
+        // A vacuum now cannot remove the rows; with the default thresholds the holder is too
+        // young to be a finding of its own, yet the dead rows still name it.
+        db.run("VACUUM churn").await;
+        wait_until(
+            &db,
+            "SELECT vacuum_count >= 2 FROM pg_stat_user_tables WHERE relname = 'churn'",
+        )
+        .await;
+        let report = audit_db(&db, &AuditOptions::default()).await;
+        assert!(
+            !report
+                .findings
+                .iter()
+                .any(|f| f.check == Check::XminHorizon),
+            "{}",
+            dump(&report)
+        );
+        let dead = find(&report, Check::DeadTuples, "churn");
+        assert!(
+            dead.message.contains(&format!(
+                "the oldest xmin is held by session pid {holder_pid} "
+            )) && dead.message.contains("since before the last vacuum"),
+            "{}",
+            dead.message
+        );
+        assert!(dead.evidence_value("oldest_xmin_age_xids").unwrap() >= 1.0);
+
         holder.batch_execute("ROLLBACK").await.unwrap();
         let report = audit_db(&db, &quick()).await;
         assert!(
@@ -430,6 +564,115 @@ async fn dead_tuples_and_the_session_holding_the_horizon() {
             dump(&report)
         );
         drop(young);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tables_pg_class_has_not_measured_toast_tables_and_counters_off() {
+    for_each_version("audit_unmeasured", |major| async move {
+        let db = TestDb::create(major, "audit_unmeasured").await;
+        db.run(
+            "CREATE TABLE bulk (id int, v text) WITH (autovacuum_enabled = false);
+             INSERT INTO bulk SELECT i, 'x' FROM generate_series(1, 50000) i;
+             DELETE FROM bulk WHERE id > 10000;
+             CREATE TABLE docs (id int, body text)
+               WITH (autovacuum_enabled = false, toast.autovacuum_enabled = false);
+             ALTER TABLE docs ALTER body SET STORAGE EXTERNAL;
+             INSERT INTO docs SELECT i, repeat('b', 3000) FROM generate_series(1, 3000) i;
+             UPDATE docs SET body = repeat('c', 3000);
+             UPDATE docs SET body = repeat('d', 3000);",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT n_dead_tup >= 40000 FROM pg_stat_user_tables WHERE relname = 'bulk'",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT n_dead_tup >= 6000 FROM pg_stat_all_tables
+             WHERE relid = (SELECT reltoastrelid FROM pg_class WHERE relname = 'docs')",
+        )
+        .await;
+        let toast_name = db
+            .value(
+                "SELECT t.relname FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid
+                 WHERE c.relname = 'docs'",
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            db.value("SELECT relpages FROM pg_class WHERE relname = 'bulk'")
+                .await
+                .as_deref(),
+            Some("0")
+        );
+
+        // Never vacuumed or analyzed: pg_class says 0 pages, yet --min-size must not hide it.
+        let options = AuditOptions {
+            min_size_bytes: 1 << 20,
+            ..quick()
+        };
+        let report = audit_db(&db, &options).await;
+        let bulk = find(&report, Check::DeadTuples, "bulk");
+        assert_eq!(bulk.evidence_value("dead_tuples"), Some(40000.0));
+        assert!(
+            bulk.message.contains("autovacuum is disabled on the table"),
+            "{}",
+            bulk.message
+        );
+        assert!(bulk.evidence_value("inserts_since_vacuum").unwrap() >= 50000.0);
+
+        // The TOAST table's dead rows, on the TOAST table, naming its owner.
+        let toast = find(&report, Check::DeadTuples, &toast_name);
+        assert_eq!(toast.schema.as_deref(), Some("pg_toast"));
+        assert!(
+            toast
+                .message
+                .contains(&format!("TOAST table pg_toast.{toast_name} of public.docs")),
+            "{}",
+            toast.message
+        );
+        assert!(
+            toast
+                .fix
+                .as_deref()
+                .unwrap()
+                .ends_with("ALTER TABLE public.docs RESET (toast.autovacuum_enabled);"),
+            "{:?}",
+            toast.fix
+        );
+
+        // track_counts off: the counter checks say so instead of reporting nothing.
+        db.run(&format!(
+            "ALTER DATABASE {} SET track_counts = off",
+            db.name
+        ))
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        for check in [
+            Check::UnusedIndex,
+            Check::DeadTuples,
+            Check::StaleStatistics,
+            Check::VisibilityMap,
+        ] {
+            assert!(
+                report
+                    .skipped
+                    .iter()
+                    .any(|k| k.check == check && k.reason.starts_with("track_counts is off")),
+                "{} not skipped:\n{}",
+                check.as_str(),
+                dump(&report)
+            );
+            assert!(
+                !report.findings.iter().any(|f| f.check == check),
+                "{}",
+                dump(&report)
+            );
+        }
         db.drop_db().await;
     })
     .await;
@@ -526,6 +769,47 @@ async fn stale_statistics_after_a_bulk_load() {
         assert_eq!(never.severity, Severity::Warning, "{}", never.message);
         assert!(never.message.contains("no ANALYZE recorded"), "{}", never.message);
         absent(&report, Check::StaleStatistics, "settled");
+
+        // What pg_restore leaves: CREATE INDEX set reltuples, nothing was analyzed, and no
+        // statistics reset explains it.
+        db.run(
+            "CREATE TABLE restored (id int) WITH (autovacuum_enabled = false);
+             INSERT INTO restored SELECT i FROM generate_series(1, 5000) i;
+             CREATE INDEX restored_id ON restored (id);
+             CREATE TABLE pt (id int, v int) PARTITION BY RANGE (id);
+             CREATE TABLE pt_1 PARTITION OF pt FOR VALUES FROM (0) TO (100000);
+             CREATE TABLE pt_analyzed (id int, v int) PARTITION BY RANGE (id);
+             CREATE TABLE pt_analyzed_1 PARTITION OF pt_analyzed FOR VALUES FROM (0) TO (100000);
+             INSERT INTO pt SELECT i, i FROM generate_series(1, 5000) i;
+             INSERT INTO pt_analyzed SELECT i, i FROM generate_series(1, 5000) i;",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT n_tup_ins = 5000 FROM pg_stat_user_tables WHERE relname = 'pt_1'",
+        )
+        .await;
+        db.run("ANALYZE pt_1; ANALYZE pt_analyzed;").await;
+        wait_until(
+            &db,
+            "SELECT n_mod_since_analyze >= 5000 FROM pg_stat_user_tables WHERE relname = 'restored'",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT n_live_tup > 0 AND last_analyze IS NOT NULL FROM pg_stat_user_tables
+             WHERE relname = 'pt_1'",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let restored = find(&report, Check::StaleStatistics, "restored");
+        assert_eq!(restored.severity, Severity::Warning, "{}", restored.message);
+        assert!(restored.message.contains("it was never analyzed"), "{}", restored.message);
+        // Autovacuum never analyzes a partitioned table itself.
+        let pt = find(&report, Check::StaleStatistics, "pt");
+        assert_eq!(pt.severity, Severity::Info, "{}", pt.message);
+        assert!(pt.fix.as_deref().unwrap().contains("ANALYZE "), "{:?}", pt.fix);
+        absent(&report, Check::StaleStatistics, "pt_analyzed");
         db.drop_db().await;
     })
     .await;
@@ -807,6 +1091,8 @@ async fn a_primary_and_its_standby() {
             Check::DeadTuples,
             Check::StaleStatistics,
             Check::UnusedIndex,
+            Check::XminHorizon,
+            Check::ReplicationSlot,
         ] {
             assert!(
                 standby_only
@@ -998,9 +1284,21 @@ async fn a_node_that_is_down_makes_the_audit_partial() {
         let error = report.nodes[1].error.as_deref().unwrap();
         assert!(!error.is_empty());
         assert_eq!(report.nodes[1].role, None);
-        // The reachable node's results still come out.
+        // The reachable node's results still come out; an index unused on it may be used on
+        // the node that is down, so it is only info, naming that node, with no DROP to run.
         let unused = find(&report, Check::UnusedIndex, "t_v");
-        assert_eq!(unused.severity, Severity::Warning);
+        assert_eq!(unused.severity, Severity::Info, "{}", unused.message);
+        assert!(
+            unused.message.contains("host=down could not be read"),
+            "{}",
+            unused.message
+        );
+        let fix = unused.fix.as_deref().unwrap();
+        assert!(
+            fix.lines()
+                .all(|l| l.starts_with("--") || !l.contains("DROP")),
+            "{fix}"
+        );
         let doc = serde_json::to_value(pgplan::report::wire_audit::audit_doc(&report)).unwrap();
         assert_eq!(doc["nodes"][1]["name"], "host=down");
         assert!(doc["nodes"][1]["error"].is_string());

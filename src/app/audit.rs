@@ -92,7 +92,7 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     let audit_options = AuditOptions {
         min_size_bytes: args.min_size,
         min_stats_age: args.min_stats_age,
-        ..AuditOptions::default()
+        horizon_min_age: args.horizon_min_age,
     };
     let limits = Limits::read_only_defaults()
         .with(args.session.statement_timeout, args.session.lock_timeout);

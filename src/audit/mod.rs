@@ -467,9 +467,17 @@ pub struct AuditReport {
 }
 
 impl AuditReport {
-    /// 3 when any node failed (partial), else 1 when a finding is at least `fail_on`, else 0.
+    /// 2 when no node could be read at all (a connection error, as psql exits 2); 3 when some
+    /// node failed or was left out as another cluster's (partial); else 1 when a finding is at
+    /// least `fail_on`, else 0.
     pub fn exit_code(&self, fail_on: Severity) -> u8 {
-        if self.nodes.iter().any(|n| n.error.is_some()) {
+        if !self.nodes.is_empty() && self.nodes.iter().all(|n| n.error.is_some()) {
+            crate::exit::ERROR
+        } else if self
+            .nodes
+            .iter()
+            .any(|n| n.error.is_some() || n.excluded.is_some())
+        {
             crate::exit::PARTIAL
         } else if self.findings.iter().any(|f| f.severity >= fail_on) {
             crate::exit::FINDINGS
@@ -516,6 +524,9 @@ pub struct Context<'a> {
     pub nodes: Vec<Node<'a>>,
     /// Standbys the primary reports streaming to it, beyond those audited.
     pub standbys_not_audited: usize,
+    /// Nodes of this database the user named that could not be read: their index scans (a
+    /// standby's own read traffic) were not seen in this run.
+    pub nodes_not_read: Vec<&'a str>,
     /// Index rows per node by (schema, index name), in `nodes` order.
     usage: HashMap<&'a str, HashMap<&'a str, Vec<Option<&'a Index>>>>,
     pub tables_by_oid: HashMap<u32, &'a Table>,
@@ -569,6 +580,7 @@ impl<'a> Context<'a> {
             primary,
             nodes,
             standbys_not_audited,
+            nodes_not_read: Vec::new(),
             usage,
             tables_by_oid,
             primary_tables,
@@ -604,6 +616,58 @@ impl<'a> Context<'a> {
 
     pub fn big_enough(&self, bytes: Option<i64>) -> bool {
         bytes.unwrap_or(0).max(0) as u64 >= self.options.min_size_bytes
+    }
+
+    /// How many times more rows the table holds now than `pg_class` last recorded, from the
+    /// primary's live and dead tuple counters; `None` when `pg_class` has not measured the table
+    /// at all: `reltuples` is -1 (14+) until the first VACUUM, ANALYZE or CREATE INDEX, and
+    /// `relpages` 0 while the counters show rows (a table bulk-loaded with autovacuum off reads
+    /// as empty).
+    fn growth_since_pg_class(&self, table: &Table) -> Option<f64> {
+        let rows_now = self
+            .primary_table(&table.schema, &table.name)
+            .map(|t| {
+                t.stats.n_live_tup.unwrap_or(0).max(0) + t.stats.n_dead_tup.unwrap_or(0).max(0)
+            })
+            .unwrap_or(0) as f64;
+        // A partitioned table has no storage (relpages always 0): its size is its partitions'.
+        if table.kind == snapshot::TableKind::Partitioned
+            || table.reltuples < 0.0
+            || (table.relpages <= 0 && rows_now > 0.0)
+        {
+            return None;
+        }
+        Some(if table.reltuples > 0.0 {
+            (rows_now / table.reltuples).max(1.0)
+        } else {
+            1.0
+        })
+    }
+
+    /// `--min-size` for a table. Sizes come from `relpages` (reading the files would lock every
+    /// relation), scaled by the rows counted since; a table `pg_class` has not measured is
+    /// never left out, so a never-vacuumed table cannot hide its dead tuples.
+    pub fn table_big_enough(&self, table: &Table) -> bool {
+        match self.growth_since_pg_class(table) {
+            None => true,
+            Some(growth) => self.big_enough(table.table_bytes.map(|b| (b as f64 * growth) as i64)),
+        }
+    }
+
+    /// `--min-size` for an index, the same way: its `relpages` scaled by its table's growth,
+    /// never left out when its table has not been measured.
+    pub fn index_big_enough(&self, index: &Index) -> bool {
+        if index.partitioned {
+            return self.big_enough(index.size_bytes);
+        }
+        let growth = match self.tables_by_oid.get(&index.table_oid) {
+            Some(table) => self.growth_since_pg_class(table),
+            None => Some(1.0),
+        };
+        match growth {
+            Some(growth) => self.big_enough(index.size_bytes.map(|b| (b as f64 * growth) as i64)),
+            None => true,
+        }
     }
 
     /// The shortest counting window among the combined nodes (the one that may have missed the
@@ -806,7 +870,7 @@ fn audit_database(
              server given twice, or a split brain; their index scans were added up"
         ));
     }
-    let Some(ctx) = Context::new(options, combined) else {
+    let Some(mut ctx) = Context::new(options, combined) else {
         for check in Check::ALL {
             report.skipped.push(Skipped {
                 database: database.clone(),
@@ -816,6 +880,11 @@ fn audit_database(
         }
         return report;
     };
+    ctx.nodes_not_read = nodes
+        .iter()
+        .filter(|n| n.outcome.is_err())
+        .map(|n| n.name.as_str())
+        .collect();
     if ctx.standbys_not_audited > 0 {
         report.notes.push(format!(
             "the primary reports {} standby(s) streaming from it that were not audited: their \
@@ -886,7 +955,7 @@ fn belongs_with(reference: &NodeSnapshot, node: &NodeSnapshot) -> Belongs {
 fn object_figures(ctx: &Context, database: &str) -> ObjectFigures {
     let mut figures = ObjectFigures::default();
     for table in &ctx.reference.snapshot.tables {
-        if !ctx.big_enough(table.table_bytes) || table.kind == snapshot::TableKind::Partitioned {
+        if !ctx.table_big_enough(table) || table.kind == snapshot::TableKind::Partitioned {
             continue;
         }
         let stats = ctx
@@ -912,7 +981,7 @@ fn object_figures(ctx: &Context, database: &str) -> ObjectFigures {
         });
     }
     for index in &ctx.reference.snapshot.indexes {
-        if index.partitioned || !ctx.big_enough(index.size_bytes) {
+        if index.partitioned || !ctx.index_big_enough(index) {
             continue;
         }
         let scans = ctx
@@ -1169,6 +1238,55 @@ mod tests {
                 .all(|s| s.reason != "no node could be read")
         );
         assert_eq!(report.exit_code(Severity::Warning), crate::exit::PARTIAL);
+    }
+
+    #[test]
+    fn no_node_read_is_a_connection_error_and_another_cluster_is_partial() {
+        let down = |name: &str| NodeResult {
+            name: name.into(),
+            outcome: Err("connection refused".into()),
+        };
+        let none = audit(&[down("host=a"), down("host=b")], &AuditOptions::default());
+        assert_eq!(none.exit_code(Severity::Warning), crate::exit::ERROR);
+        assert_eq!(none.exit_code(Severity::Critical), crate::exit::ERROR);
+
+        let some = audit(
+            &[
+                ok("host=a dbname=app", with_duplicate("app")),
+                down("host=b"),
+            ],
+            &AuditOptions::default(),
+        );
+        assert_eq!(some.exit_code(Severity::Critical), crate::exit::PARTIAL);
+
+        // Another cluster's node is left out: the audit covers less than was asked for.
+        let mut other = with_duplicate("app");
+        other.server.system_identifier = Some("7000000000000000009".into());
+        other.indexes.clear();
+        let mut first = with_duplicate("app");
+        first.indexes.truncate(1);
+        let mixed = audit(
+            &[
+                ok("host=a dbname=app", first),
+                ok("host=z dbname=app", other),
+            ],
+            &AuditOptions::default(),
+        );
+        assert!(mixed.nodes[1].excluded.is_some());
+        assert!(
+            mixed
+                .findings
+                .iter()
+                .all(|f| f.severity < Severity::Warning)
+        );
+        assert_eq!(mixed.exit_code(Severity::Warning), crate::exit::PARTIAL);
+        assert!(
+            mixed.notes.iter().any(
+                |n| n.contains("host=z dbname=app left out") && n.contains("system identifier")
+            ),
+            "{:?}",
+            mixed.notes
+        );
     }
 
     #[test]

@@ -184,6 +184,27 @@ pub struct Table {
     pub frozen_xid_age: Option<i64>,
     pub multixact_age: Option<i64>,
     pub stats: TableStats,
+    /// A partition's parent table.
+    pub parent_oid: Option<u32>,
+    /// A partitioned table: whether `pg_stats` shows the inherited statistics that only an
+    /// ANALYZE of the parent itself writes (autovacuum never does). None for other tables.
+    pub inherited_statistics: Option<bool>,
+    /// Its TOAST table, which autovacuum processes as a table of its own.
+    pub toast: Option<ToastTable>,
+}
+
+/// A table's TOAST table (`pg_toast.pg_toast_<oid>`): its own figures, storage options (where
+/// `toast.autovacuum_*` set on the owner end up) and counters.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ToastTable {
+    pub oid: u32,
+    pub name: String,
+    pub relpages: i64,
+    pub reltuples: f64,
+    /// The TOAST table's own reloptions: `toast.autovacuum_enabled=false` on the owner is
+    /// `autovacuum_enabled=false` here.
+    pub reloptions: Vec<String>,
+    pub stats: TableStats,
 }
 
 /// `pg_stat_all_tables`: zeros (or nulls) on a standby, which counts none of this.
@@ -219,14 +240,28 @@ impl Table {
         self.reloption(name).and_then(|v| v.parse().ok())
     }
 
-    /// `autovacuum_enabled=false` on the table.
+    /// `autovacuum_enabled=false` on the table (in any spelling the server accepts).
     pub fn autovacuum_disabled_by_reloption(&self) -> bool {
-        self.reloption("autovacuum_enabled").is_some_and(|v| {
-            matches!(
-                v.to_ascii_lowercase().as_str(),
-                "false" | "off" | "no" | "0"
-            )
-        })
+        self.reloption("autovacuum_enabled").and_then(parse_bool) == Some(false)
+    }
+}
+
+/// A boolean as PostgreSQL's `parse_bool` reads it (reloptions keep the text as written):
+/// case-insensitive, any unique prefix of true, false, yes, no, and on, off (at least two
+/// letters, "o" alone being ambiguous), or exactly 1 or 0.
+pub fn parse_bool(text: &str) -> Option<bool> {
+    let lower = text.to_ascii_lowercase();
+    let prefix_of = |word: &str| !lower.is_empty() && word.starts_with(lower.as_str());
+    match lower.as_bytes().first()? {
+        b't' if prefix_of("true") => Some(true),
+        b'f' if prefix_of("false") => Some(false),
+        b'y' if prefix_of("yes") => Some(true),
+        b'n' if prefix_of("no") => Some(false),
+        b'o' if lower.len() >= 2 && prefix_of("on") => Some(true),
+        b'o' if lower.len() >= 2 && prefix_of("off") => Some(false),
+        b'1' if lower.len() == 1 => Some(true),
+        b'0' if lower.len() == 1 => Some(false),
+        _ => None,
     }
 }
 
@@ -275,6 +310,14 @@ pub struct Index {
     pub primary: bool,
     pub exclusion: bool,
     pub replica_identity: bool,
+    /// `indnullsnotdistinct` (15+; false before): a unique index that treats NULLs as equal, so
+    /// it rejects rows a plain unique index on the same keys accepts.
+    pub nulls_not_distinct: bool,
+    /// Attached to this partitioned index (a partition's index).
+    pub parent_index_oid: Option<u32>,
+    /// `indimmediate`: uniqueness is checked at once. False for a DEFERRABLE constraint's index,
+    /// which foreign keys cannot reference and `ON CONFLICT` cannot use as an arbiter.
+    pub immediate: bool,
     pub valid: bool,
     pub ready: bool,
     pub live: bool,
@@ -311,6 +354,22 @@ impl Index {
 
     pub fn include_columns(&self) -> &[IndexColumn] {
         &self.columns[self.key_column_count.min(self.columns.len())..]
+    }
+
+    /// Backs a constraint (primary key, unique, exclusion) or serves as replica identity:
+    /// dropping it changes more than lookups (a constraint goes, or logical replication of
+    /// updates and deletes stops), so no audit proposes that while something else can go.
+    pub fn is_protected(&self) -> bool {
+        self.primary || self.replica_identity || self.constraint.is_some()
+    }
+
+    /// Whether a unique index `other` enforces exactly what this one does: the same NULL
+    /// treatment (15+'s NULLS NOT DISTINCT) and the same timing (a DEFERRABLE constraint's index
+    /// serves no foreign key and no `ON CONFLICT`).
+    pub fn same_uniqueness(&self, other: &Index) -> bool {
+        self.unique == other.unique
+            && self.nulls_not_distinct == other.nulls_not_distinct
+            && self.immediate == other.immediate
     }
 
     /// Enforces a constraint or serves as replica identity: never to be dropped as unused or
@@ -477,4 +536,22 @@ pub struct PrivilegeGap {
     /// The check that lost something ("xmin_horizon", "table_bloat", ...).
     pub check: String,
     pub lost: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_bool;
+
+    #[test]
+    fn booleans_as_postgres_parses_them() {
+        for yes in ["t", "TR", "true", "y", "Yes", "on", "ON", "1"] {
+            assert_eq!(parse_bool(yes), Some(true), "{yes}");
+        }
+        for no in ["f", "FA", "false", "n", "NO", "of", "off", "0"] {
+            assert_eq!(parse_bool(no), Some(false), "{no}");
+        }
+        for neither in ["", "o", "tru e", "truee", "offf", "01", "10", "2", "nope"] {
+            assert_eq!(parse_bool(neither), None, "{neither}");
+        }
+    }
 }

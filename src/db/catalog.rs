@@ -70,7 +70,7 @@ pub enum CatalogError {
 /// Every version difference of the audit statements, in one place: the statement text for this
 /// server, with each `{{placeholder}}` replaced by the column that exists there or a typed NULL.
 pub fn statement_for(sql: &str, version_num: u32) -> String {
-    let columns: [(&str, &str); 3] = [
+    let columns: [(&str, &str); 4] = [
         // pg_stat_all_indexes.last_idx_scan (pg_stat_get_lastscan) appeared in 16.
         (
             "{{last_idx_scan}}",
@@ -88,6 +88,16 @@ pub fn statement_for(sql: &str, version_num: u32) -> String {
                 "(SELECT cp.stats_reset FROM pg_stat_checkpointer cp)"
             } else {
                 "NULL::timestamptz"
+            },
+        ),
+        // pg_index.indnullsnotdistinct (UNIQUE NULLS NOT DISTINCT) appeared in 15; before, every
+        // unique index treats NULLs as distinct.
+        (
+            "{{indnullsnotdistinct}}",
+            if version_num >= 150_000 {
+                "i.indnullsnotdistinct"
+            } else {
+                "false"
             },
         ),
         // pg_replication_slots.inactive_since appeared in 17.
@@ -498,6 +508,31 @@ fn table(row: &Row, now: f64) -> Result<Table, CatalogError> {
             analyze_count: get(row, W, "analyze_count")?,
             autoanalyze_count: get(row, W, "autoanalyze_count")?,
         },
+        parent_oid: get(row, W, "parent_oid")?,
+        inherited_statistics: get(row, W, "inherited_statistics")?,
+        toast: match get::<u32>(row, W, "toast_oid")? {
+            None => None,
+            Some(toast_oid) => Some(ToastTable {
+                oid: toast_oid,
+                name: text(row, W, "toast_name")?,
+                relpages: get(row, W, "toast_relpages")?.unwrap_or(0),
+                reltuples: get(row, W, "toast_reltuples")?.unwrap_or(-1.0),
+                reloptions: array::<String>(row, W, "toast_reloptions")?
+                    .into_iter()
+                    .flatten()
+                    .collect(),
+                stats: TableStats {
+                    n_live_tup: get(row, W, "toast_n_live_tup")?,
+                    n_dead_tup: get(row, W, "toast_n_dead_tup")?,
+                    n_ins_since_vacuum: get(row, W, "toast_n_ins_since_vacuum")?,
+                    last_vacuum: time(row, W, "toast_last_vacuum_epoch", now)?,
+                    last_autovacuum: time(row, W, "toast_last_autovacuum_epoch", now)?,
+                    vacuum_count: get(row, W, "toast_vacuum_count")?,
+                    autovacuum_count: get(row, W, "toast_autovacuum_count")?,
+                    ..TableStats::default()
+                },
+            }),
+        },
     })
 }
 
@@ -555,6 +590,9 @@ fn index(row: &Row, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Index
         primary: flag(row, W, "indisprimary")?,
         exclusion: flag(row, W, "indisexclusion")?,
         replica_identity: flag(row, W, "indisreplident")?,
+        nulls_not_distinct: flag(row, W, "indnullsnotdistinct")?,
+        // Absent means immediate: only a DEFERRABLE constraint's index has it false.
+        immediate: get::<bool>(row, W, "indimmediate")?.unwrap_or(true),
         valid: flag(row, W, "indisvalid")?,
         ready: flag(row, W, "indisready")?,
         live: flag(row, W, "indislive")?,
@@ -576,6 +614,7 @@ fn index(row: &Row, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Index
         tuples_fetched: get(row, W, "idx_tup_fetch")?,
         last_scan: time(row, W, "last_idx_scan_epoch", now)?,
         definition: get(row, W, "invalid_definition")?,
+        parent_index_oid: get(row, W, "parent_index_oid")?,
     })
 }
 

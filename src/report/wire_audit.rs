@@ -86,6 +86,8 @@ pub struct SummaryDoc {
     pub warning: usize,
     pub info: usize,
     pub nodes_failed: usize,
+    /// Nodes read but left out of the combined audit (another cluster's system identifier).
+    pub nodes_excluded: usize,
 }
 
 fn node_doc(n: &NodeSummary) -> AuditNodeDoc {
@@ -156,6 +158,7 @@ pub fn audit_doc(report: &AuditReport) -> AuditDoc {
             warning: count(Severity::Warning),
             info: count(Severity::Info),
             nodes_failed: report.nodes.iter().filter(|n| n.error.is_some()).count(),
+            nodes_excluded: report.nodes.iter().filter(|n| n.excluded.is_some()).count(),
         },
     }
 }

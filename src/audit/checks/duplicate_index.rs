@@ -4,9 +4,11 @@
 //!
 //! Two indexes compare only when the table, access method, predicate and every key column —
 //! column or expression, operator class, collation, DESC/NULLS order — match. Identical keys make
-//! a duplicate (keep one: the one that enforces something, then the wider INCLUDE list, then the
-//! most scanned); keys that are a leading prefix of another btree index's keys make a redundant
-//! index. A unique index is never redundant to a non-unique one, and an index's INCLUDE columns
+//! a duplicate (keep one: a protected one first — primary key, another constraint's index, the
+//! replica identity — then a unique one, the wider INCLUDE list, the most scanned); keys that are
+//! a leading prefix of another btree index's keys make a redundant index. A unique index goes
+//! only for one that enforces the same (unique, NULLS NOT DISTINCT alike, both immediate or both
+//! deferrable); two protected duplicates are reported with no DROP. An index's INCLUDE columns
 //! must be covered by the one that replaces it, or index-only scans would be lost.
 
 use std::collections::{HashMap, HashSet};
@@ -47,14 +49,13 @@ fn include_set(index: &Index) -> HashSet<&IndexColumn> {
     index.include_columns().iter().collect()
 }
 
-/// Keep order among indexes with identical keys: enforcing something first, then the wider
-/// INCLUDE list, then the most scanned, then the oldest.
-fn keep_rank(ctx: &Context, index: &Index) -> (u8, usize, i64, std::cmp::Reverse<u32>) {
-    let enforces = if index.primary {
-        4
-    } else if index.constraint.is_some() {
+/// Keep order among indexes with identical keys: protected first (the primary key, then another
+/// constraint's index, then the replica identity: dropping any of those changes more than
+/// lookups), then uniqueness, then the wider INCLUDE list, then the most scanned, then the oldest.
+fn keep_rank(ctx: &Context, index: &Index) -> (u8, bool, usize, i64, std::cmp::Reverse<u32>) {
+    let protected = if index.primary {
         3
-    } else if index.unique || index.exclusion {
+    } else if index.constraint.is_some() {
         2
     } else if index.replica_identity {
         1
@@ -62,7 +63,8 @@ fn keep_rank(ctx: &Context, index: &Index) -> (u8, usize, i64, std::cmp::Reverse
         0
     };
     (
-        enforces,
+        protected,
+        index.unique || index.exclusion,
         index.include_columns().len(),
         ctx.total_scans(index),
         std::cmp::Reverse(index.oid),
@@ -97,12 +99,15 @@ pub fn run(ctx: &Context, out: &mut Output) {
         for (position, index) in group.iter().enumerate() {
             let keeper = group[..position].iter().find(|keep| {
                 let covered = include_set(index).is_subset(&include_set(keep));
-                let uniqueness_kept = !index.unique || keep.unique;
+                // A unique index goes only for one that enforces exactly the same: 15+'s NULLS
+                // NOT DISTINCT rejects rows a plain one accepts, and a DEFERRABLE constraint's
+                // index serves no foreign key and no ON CONFLICT.
+                let uniqueness_kept = !index.unique || index.same_uniqueness(keep);
                 let exclusion_kept = !index.exclusion || keep.exclusion;
                 covered && uniqueness_kept && exclusion_kept
             });
             let Some(keep) = keeper else { continue };
-            if !ctx.big_enough(index.size_bytes) {
+            if !ctx.index_big_enough(index) {
                 continue;
             }
             reported.insert(index.oid);
@@ -131,7 +136,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
         if index.access_method != "btree"
             || index.is_load_bearing()
             || reported.contains(&index.oid)
-            || !ctx.big_enough(index.size_bytes)
+            || !ctx.index_big_enough(index)
         {
             continue;
         }
@@ -172,6 +177,9 @@ fn key_list(index: &Index) -> String {
 }
 
 fn why_keep(ctx: &Context, keep: &Index, drop: &Index) -> String {
+    if keep.is_protected() && !drop.is_protected() {
+        return format!("it backs the {}", protection_words(keep));
+    }
     if let Some(role) = keep.role_words()
         && drop.role_words().is_none()
     {
@@ -189,6 +197,18 @@ fn why_keep(ctx: &Context, keep: &Index, drop: &Index) -> String {
         );
     }
     "it is the older of the two".into()
+}
+
+/// What a protected index is for: "primary key t_pkey", "replica identity".
+fn protection_words(index: &Index) -> String {
+    match (&index.constraint, index.replica_identity) {
+        (Some(_), true) => format!(
+            "{} and the replica identity",
+            index.role_words().unwrap_or_default()
+        ),
+        (None, true) => "replica identity".into(),
+        _ => index.role_words().unwrap_or_else(|| "constraint".into()),
+    }
 }
 
 /// The SQL that removes `index`, or none when something depends on it.
@@ -212,16 +232,6 @@ fn drop_sql(ctx: &Context, index: &Index) -> (Option<String>, Option<String>) {
             )),
         );
     }
-    if let Some(c) = &index.constraint {
-        return (
-            Some(format!(
-                "ALTER TABLE {} DROP CONSTRAINT {};",
-                qualified(&index.schema, &index.table),
-                crate::sql::quote_ident(&c.name)
-            )),
-            Some("it backs a constraint, so the constraint is what to drop".into()),
-        );
-    }
     if index.partitioned {
         // DROP INDEX CONCURRENTLY does not work on a partitioned index.
         return (
@@ -238,6 +248,29 @@ fn duplicate(ctx: &Context, check: Check, index: &Index, keep: &Index) -> Findin
     } else {
         "is covered by"
     };
+    if index.is_protected() {
+        // Both protected (the keeper ranks at least as high): which one to give up is a design
+        // decision (drop a constraint, or move the replica identity), not a cleanup.
+        let message = format!(
+            "index {} {} {} on {}: same key columns {}; both are protected ({} backs the {}, {} \
+             the {}), so nothing is proposed for dropping: remove the redundant constraint or \
+             point the replica identity at the other index if one of them is not needed",
+            index.name,
+            what,
+            keep.name,
+            qualified(&index.schema, &index.table),
+            key_list(keep),
+            index.name,
+            protection_words(index),
+            keep.name,
+            protection_words(keep),
+        );
+        return Finding::new(check, Severity::Info, message)
+            .on_index(index)
+            .evidence("index_size_bytes", index.size_bytes.unwrap_or(0) as f64)
+            .evidence("index_scans", ctx.total_scans(index) as f64)
+            .evidence("kept_index_scans", ctx.total_scans(keep) as f64);
+    }
     let mut message = format!(
         "index {} {} {} on {}: same key columns {}; keep {} because {}",
         index.name,
@@ -420,5 +453,101 @@ mod tests {
         assert_eq!(f.check, Check::RedundantIndex);
         assert_eq!(f.index.as_deref(), Some("t_a_inc_b"));
         assert!(f.message.contains("INCLUDE columns cover"));
+    }
+
+    fn unique(mut i: crate::audit::snapshot::Index) -> crate::audit::snapshot::Index {
+        i.unique = true;
+        i
+    }
+
+    #[test]
+    fn the_replica_identity_index_is_kept_over_a_plain_unique_one() {
+        let mut p = primary();
+        let t = table(10, "t");
+        let mut ri = unique(index(100, &t, "t_ri", vec![col(1, "id")]));
+        ri.replica_identity = true;
+        // Scanned more and newer: everything but protection would keep it.
+        let mut plain = unique(index(101, &t, "t_id_unique", vec![col(1, "id")]));
+        plain.scans = Some(1000);
+        p.indexes = vec![ri, plain];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        assert_eq!(
+            found(&report, Check::DuplicateIndex),
+            vec![(
+                "t_id_unique".into(),
+                Some("DROP INDEX CONCURRENTLY public.t_id_unique;".into())
+            )]
+        );
+        assert!(
+            report.findings[0]
+                .message
+                .contains("keep t_ri because it backs the replica identity"),
+            "{}",
+            report.findings[0].message
+        );
+    }
+
+    #[test]
+    fn two_protected_duplicates_are_reported_without_a_drop() {
+        let mut p = primary();
+        let t = table(10, "t");
+        let mut pk = unique(index(100, &t, "t_pkey", vec![col(1, "id")]));
+        pk.primary = true;
+        pk.constraint = Some(IndexConstraint {
+            name: "t_pkey".into(),
+            kind: 'p',
+        });
+        let mut uc = unique(index(101, &t, "t_id_key", vec![col(1, "id")]));
+        uc.constraint = Some(IndexConstraint {
+            name: "t_id_key".into(),
+            kind: 'u',
+        });
+        let mut ri = unique(index(102, &t, "t_ri", vec![col(1, "id")]));
+        ri.replica_identity = true;
+        p.indexes = vec![pk, uc, ri];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        let dups: Vec<&Finding> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::DuplicateIndex)
+            .collect();
+        assert_eq!(dups.len(), 2, "{dups:#?}");
+        for f in dups {
+            assert_ne!(f.index.as_deref(), Some("t_pkey"));
+            assert_eq!(f.fix, None, "{f:#?}");
+            assert_eq!(f.severity, Severity::Info);
+            assert!(f.message.contains("both are protected"), "{}", f.message);
+        }
+    }
+
+    #[test]
+    fn nulls_not_distinct_and_deferrable_unique_indexes_are_not_duplicates() {
+        let mut p = primary();
+        let t = table(10, "t");
+        let plain = unique(index(100, &t, "t_a_unique", vec![col(1, "a")]));
+        let mut nnd = unique(index(101, &t, "t_a_nnd", vec![col(1, "a")]));
+        nnd.nulls_not_distinct = true;
+        let mut deferrable = unique(index(102, &t, "t_a_deferrable", vec![col(1, "a")]));
+        deferrable.immediate = false;
+        deferrable.constraint = Some(IndexConstraint {
+            name: "t_a_deferrable".into(),
+            kind: 'u',
+        });
+        // A plain index on the same key is still a duplicate of whichever unique one stays.
+        let mut b_plain = unique(index(103, &t, "t_b_unique", vec![col(2, "b")]));
+        b_plain.scans = Some(0);
+        let mut b_deferrable = unique(index(104, &t, "t_b_deferrable", vec![col(2, "b")]));
+        b_deferrable.immediate = false;
+        let b_index = index(105, &t, "t_b", vec![col(2, "b")]);
+        p.indexes = vec![plain, nnd, deferrable, b_plain, b_deferrable, b_index];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        let names: Vec<String> = found(&report, Check::DuplicateIndex)
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
+        assert_eq!(names, vec!["t_b".to_string()], "{:#?}", report.findings);
     }
 }

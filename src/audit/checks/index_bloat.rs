@@ -200,7 +200,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
             || !index.valid
             || index.partitioned
             || index.relpages < MIN_PAGES
-            || !ctx.big_enough(index.size_bytes)
+            || !ctx.index_big_enough(index)
         {
             continue;
         }

@@ -3,7 +3,7 @@
 //! once ready, still cost every write. A build still running shows in
 //! `pg_stat_progress_create_index` and is reported as in progress, not as a failure.
 
-use crate::audit::snapshot::{Index, IndexBuild};
+use crate::audit::snapshot::{Index, IndexBuild, Table, TableKind};
 use crate::audit::{Check, Context, Finding, Output, Severity};
 
 use super::{count_words, qualified};
@@ -19,8 +19,12 @@ pub fn run(ctx: &Context, out: &mut Output) {
             continue;
         }
         if index.partitioned {
-            // A partitioned index is invalid until every partition has its index attached; that
-            // is reported on the partitions' indexes.
+            // A partitioned index is invalid until every partition has an index attached to it
+            // (CREATE INDEX ON ONLY, then ALTER INDEX ... ATTACH PARTITION for each). An
+            // attached index that is itself invalid is reported on its own.
+            if let Some(finding) = unattached_partitions(ctx, index) {
+                out.findings.push(finding);
+            }
             continue;
         }
         let finding = match build_of(index, builds) {
@@ -159,6 +163,123 @@ fn invalid(ctx: &Context, index: &Index) -> Finding {
         .fix(fix)
 }
 
+/// An invalid partitioned index: the partitions (in scope) with no index attached to it, and the
+/// SQL that attaches one to each (an equivalent index the partition already has, or a new one).
+fn unattached_partitions(ctx: &Context, index: &Index) -> Option<Finding> {
+    let snapshot = ctx.reference.snapshot;
+    let attached: std::collections::HashSet<u32> = snapshot
+        .indexes
+        .iter()
+        .filter(|i| i.parent_index_oid == Some(index.oid))
+        .map(|i| i.table_oid)
+        .collect();
+    let mut missing: Vec<&Table> = snapshot
+        .tables
+        .iter()
+        .filter(|t| t.parent_oid == Some(index.table_oid) && !attached.contains(&t.oid))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    missing.sort_by(|a, b| (&a.schema, &a.name).cmp(&(&b.schema, &b.name)));
+    let parent_index = qualified(&index.schema, &index.name);
+    let names: Vec<String> = missing
+        .iter()
+        .map(|t| qualified(&t.schema, &t.name))
+        .collect();
+    let message = format!(
+        "partitioned index {} on {} is invalid: {} of its partitions have no index attached to \
+         it ({}); until each has one, it stays invalid, and a unique one enforces nothing over \
+         the whole table",
+        index.name,
+        qualified(&index.schema, &index.table),
+        missing.len(),
+        names.join(", ")
+    );
+    let mut fix = Vec::new();
+    for partition in &missing {
+        let on = qualified(&partition.schema, &partition.name);
+        // An equivalent index the partition already has only needs attaching.
+        let existing = ctx.indexes_by_table.get(&partition.oid).and_then(|list| {
+            list.iter().find(|i| {
+                i.parent_index_oid.is_none()
+                    && i.valid
+                    && i.access_method == index.access_method
+                    && i.unique == index.unique
+                    && i.predicate == index.predicate
+                    && i.key_column_count == index.key_column_count
+                    && i.columns.len() == index.columns.len()
+                    && i.columns
+                        .iter()
+                        .zip(&index.columns)
+                        .all(|(a, b)| a.definition == b.definition && a.opclass == b.opclass)
+            })
+        });
+        let child = match existing {
+            Some(i) => qualified(&i.schema, &i.name),
+            None => {
+                let name = child_index_name(&index.name, &partition.name);
+                let Some(create) = index
+                    .definition
+                    .as_deref()
+                    .and_then(|def| create_on_partition(def, &name, &on, partition))
+                else {
+                    fix.push(format!(
+                        "-- create an index on {on} matching {parent_index}, then attach it"
+                    ));
+                    continue;
+                };
+                fix.push(create);
+                qualified(&partition.schema, &name)
+            }
+        };
+        fix.push(format!(
+            "ALTER INDEX {parent_index} ATTACH PARTITION {child};"
+        ));
+    }
+    Some(
+        Finding::new(Check::InvalidIndex, Severity::Warning, message)
+            .on_index(index)
+            .evidence("partitions_without_index", missing.len() as f64)
+            .fix(fix.join("\n")),
+    )
+}
+
+/// "<parent index>_<partition>", cut to PostgreSQL's 63-byte identifiers on a char boundary.
+fn child_index_name(index: &str, partition: &str) -> String {
+    let mut name = format!("{partition}_{index}");
+    while name.len() > 63 {
+        name.pop();
+    }
+    name
+}
+
+/// The partitioned index's definition (`CREATE [UNIQUE] INDEX name ON ONLY parent USING ...`)
+/// rewritten for one partition: a new name, the partition, and CONCURRENTLY where the partition
+/// is a plain table (a partitioned one cannot be indexed concurrently).
+fn create_on_partition(
+    definition: &str,
+    name: &str,
+    on: &str,
+    partition: &Table,
+) -> Option<String> {
+    let head_end = definition.find(" INDEX ")?;
+    let using = definition.find(" USING ")?;
+    let head = &definition[..head_end];
+    let rest = &definition[using..];
+    Some(if partition.kind == TableKind::Partitioned {
+        format!(
+            "-- {on} is partitioned itself: this locks it while it builds\n{head} INDEX {} ON {on}{rest};",
+            crate::sql::quote_ident(name)
+        )
+    } else {
+        format!(
+            "{head} INDEX CONCURRENTLY {} ON {on}{rest};",
+            crate::sql::quote_ident(name)
+        )
+    })
+}
+
 /// `CREATE [UNIQUE] INDEX name ON ...` → `CREATE [UNIQUE] INDEX CONCURRENTLY name ON ...`.
 fn concurrently(definition: &str) -> String {
     match definition.find(" INDEX ") {
@@ -247,6 +368,51 @@ mod tests {
         assert_eq!(
             leftover.fix.as_deref(),
             Some("DROP INDEX CONCURRENTLY public.users_name_ccnew;")
+        );
+    }
+
+    #[test]
+    fn an_invalid_partitioned_index_names_the_partitions_without_one() {
+        let mut p = primary();
+        let mut parent = table(10, "pt");
+        parent.kind = TableKind::Partitioned;
+        let mut p1 = table(11, "pt_1");
+        p1.parent_oid = Some(10);
+        let mut p2 = table(12, "pt_2");
+        p2.parent_oid = Some(10);
+        let mut p3 = table(13, "pt_3");
+        p3.parent_oid = Some(10);
+        let mut on_parent = index(100, &parent, "pt_x", vec![col(1, "x")]);
+        on_parent.partitioned = true;
+        on_parent.valid = false;
+        on_parent.definition = Some("CREATE INDEX pt_x ON ONLY public.pt USING btree (x)".into());
+        let mut attached = index(101, &p1, "pt_1_x", vec![col(1, "x")]);
+        attached.partition_child = true;
+        attached.parent_index_oid = Some(100);
+        // pt_3 has an equivalent index that was never attached.
+        let unattached = index(102, &p3, "pt_3_x", vec![col(1, "x")]);
+        p.indexes = vec![on_parent, attached, unattached];
+        p.tables = vec![parent, p1, p2, p3];
+        let report = audit_nodes(vec![("p", p)]);
+        let found = of(&report);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let f = found[0];
+        assert_eq!(f.index.as_deref(), Some("pt_x"));
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(
+            f.message.contains(
+                "2 of its partitions have no index attached to it (public.pt_2, public.pt_3)"
+            ),
+            "{}",
+            f.message
+        );
+        assert_eq!(
+            f.fix.as_deref(),
+            Some(
+                "CREATE INDEX CONCURRENTLY pt_2_pt_x ON public.pt_2 USING btree (x);\n\
+                 ALTER INDEX public.pt_x ATTACH PARTITION public.pt_2_pt_x;\n\
+                 ALTER INDEX public.pt_x ATTACH PARTITION public.pt_3_x;"
+            )
         );
     }
 }

@@ -38,7 +38,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
         let Some(table) = ctx.tables_by_oid.get(&fk.table_oid) else {
             continue;
         };
-        if !ctx.big_enough(table.table_bytes) {
+        if !ctx.table_big_enough(table) {
             continue;
         }
         let indexes = ctx.indexes_by_table.get(&fk.table_oid);

@@ -50,6 +50,33 @@ pub fn skip_standby(out: &mut Output, check: Check) {
     );
 }
 
+/// Skips a check that counts on the statistics counters when a node it reads has
+/// `track_counts` off: nothing is counted there (scans, dead tuples, modifications stay frozen),
+/// so a clean result or an "unused" would be false. True when skipped.
+pub fn skip_without_counters<'a>(
+    out: &mut Output,
+    check: Check,
+    nodes: impl IntoIterator<Item = &'a super::Node<'a>>,
+) -> bool {
+    let off: Vec<&str> = nodes
+        .into_iter()
+        .filter(|n| !n.snapshot.settings.track_counts)
+        .map(|n| n.name)
+        .collect();
+    if off.is_empty() {
+        return false;
+    }
+    out.skip(
+        check,
+        format!(
+            "track_counts is off on {}: the statistics counters this check reads are not \
+             kept there",
+            off.join(", ")
+        ),
+    );
+    true
+}
+
 /// An age in words: "45 s", "12 min", "3.5 h", "9.2 days".
 pub fn age_words(seconds: f64) -> String {
     let s = seconds.max(0.0);
@@ -108,6 +135,23 @@ pub fn vacuum_trigger(table: &Table, settings: &Settings) -> f64 {
         Some(cap) if cap >= 0.0 => trigger.min(cap),
         _ => trigger,
     }
+}
+
+/// 13+: the insert trigger for autovacuum: `autovacuum_vacuum_insert_threshold +
+/// autovacuum_vacuum_insert_scale_factor × reltuples` against `n_ins_since_vacuum`, storage
+/// options first. None before 13 and when the threshold is -1 (disabled) for this table. (18
+/// scales by the unfrozen part of the table only, so there this is an upper bound.)
+pub fn insert_trigger(table: &Table, settings: &Settings) -> Option<f64> {
+    let base = table
+        .reloption_f64("autovacuum_vacuum_insert_threshold")
+        .or(settings.autovacuum_vacuum_insert_threshold)?;
+    if base < 0.0 {
+        return None;
+    }
+    let scale = table
+        .reloption_f64("autovacuum_vacuum_insert_scale_factor")
+        .or(settings.autovacuum_vacuum_insert_scale_factor)?;
+    Some(base + scale * reltuples_for_triggers(table))
 }
 
 /// The autoanalyze trigger: `autovacuum_analyze_threshold + autovacuum_analyze_scale_factor ×
@@ -215,6 +259,9 @@ pub mod fixture {
                 analyze_count: Some(0),
                 autoanalyze_count: Some(1),
             },
+            parent_oid: None,
+            inherited_statistics: None,
+            toast: None,
         }
     }
 
@@ -241,6 +288,8 @@ pub mod fixture {
             primary: false,
             exclusion: false,
             replica_identity: false,
+            nulls_not_distinct: false,
+            immediate: true,
             valid: true,
             ready: true,
             live: true,
@@ -259,6 +308,7 @@ pub mod fixture {
             tuples_fetched: Some(5),
             last_scan: None,
             definition: None,
+            parent_index_oid: None,
         }
     }
 

@@ -9,6 +9,15 @@ use crate::sql::quote_literal;
 use super::{age_words, bytes_words};
 
 pub fn run(ctx: &Context, out: &mut Output) {
+    if ctx.primary.is_none() {
+        // A standby's own slots (cascading replication) are still read below, but the slots
+        // that matter most live on the primary, which was not audited.
+        out.skip(
+            Check::ReplicationSlot,
+            "standby: the primary was not audited, so its replication slots (the ones its \
+             standbys and subscribers use) were not seen; only the standbys' own slots were read",
+        );
+    }
     for node in &ctx.nodes {
         for slot in &node.snapshot.replication_slots {
             if slot.active || slot.temporary {
@@ -94,5 +103,25 @@ mod tests {
         );
         assert!(found[0].message.contains("64.0 MB"));
         assert_eq!(found[0].node.as_deref(), Some("p"));
+    }
+
+    #[test]
+    fn standby_only_says_the_primarys_slots_were_not_seen() {
+        let report = audit_nodes(vec![("s", standby())]);
+        assert!(
+            report
+                .skipped
+                .iter()
+                .any(|s| s.check == Check::ReplicationSlot && s.reason.starts_with("standby:")),
+            "{:?}",
+            report.skipped
+        );
+        let report = audit_nodes(vec![("p", primary())]);
+        assert!(
+            report
+                .skipped
+                .iter()
+                .all(|s| s.check != Check::ReplicationSlot)
+        );
     }
 }

@@ -5,7 +5,9 @@
 //!
 //! Modification counts and analyze times exist only on the primary.
 
-use crate::audit::snapshot::TableKind;
+use std::collections::{HashMap, HashSet};
+
+use crate::audit::snapshot::{NodeSnapshot, Table, TableKind};
 use crate::audit::{Check, Context, Finding, Output, Severity};
 
 use super::{
@@ -22,11 +24,36 @@ pub fn run(ctx: &Context, out: &mut Output) {
         skip_standby(out, Check::StaleStatistics);
         return;
     };
+    if super::skip_without_counters(out, Check::StaleStatistics, [&primary]) {
+        return;
+    }
     let settings = &primary.snapshot.settings;
     let major = primary.snapshot.server.major();
-    for table in &primary.snapshot.tables {
-        // Autovacuum never analyzes a partitioned table itself; its partitions are judged here.
-        if table.kind == TableKind::Partitioned || !ctx.big_enough(table.table_bytes) {
+    let snapshot = primary.snapshot;
+    // Tables whose columns have statistics: only ANALYZE writes them, and a statistics reset
+    // (which clears the counters and analyze times) leaves them in place.
+    let with_column_stats: HashSet<u32> = snapshot
+        .columns
+        .iter()
+        .filter(|c| c.avg_width.is_some())
+        .map(|c| c.table_oid)
+        .collect();
+    let mut partitions: HashMap<u32, Vec<&Table>> = HashMap::new();
+    for table in &snapshot.tables {
+        if let Some(parent) = table.parent_oid {
+            partitions.entry(parent).or_default().push(table);
+        }
+    }
+    for table in &snapshot.tables {
+        if table.kind == TableKind::Partitioned {
+            // Autovacuum never analyzes a partitioned table itself (its partitions are judged
+            // below, each on its own).
+            if let Some(finding) = partitioned_never_analyzed(snapshot, table, &partitions) {
+                out.findings.push(finding);
+            }
+            continue;
+        }
+        if !ctx.table_big_enough(table) {
             continue;
         }
         let s = &table.stats;
@@ -61,15 +88,31 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 count_words(modified as f64)
             )
         };
-        // 14+: reltuples is -1 until the first VACUUM or ANALYZE, and pg_class survives a
-        // statistics reset; a table with reltuples >= 0 but no analyze on record was analyzed
-        // (or vacuumed) before the counters were last reset.
-        if !analyzed_ever && major >= 14 && table.reltuples >= 0.0 {
-            severity = Severity::Info;
-            message.push_str(
-                "; pg_class shows it was vacuumed or analyzed before the statistics were last \
-                 reset, so the history is incomplete",
-            );
+        // No analyze on record is not proof of none: a statistics reset clears the counters
+        // and times. What survives a reset is pg_statistic, which only ANALYZE writes; a row
+        // count in pg_class (reltuples >= 0 on 14+) proves nothing, as VACUUM and CREATE INDEX
+        // set it too (a pg_restore leaves exactly that).
+        if !analyzed_ever {
+            if with_column_stats.contains(&table.oid) {
+                severity = Severity::Info;
+                message.push_str(
+                    "; its columns have statistics (pg_stats), so it was analyzed before the \
+                     statistics counters were last reset: the history is incomplete",
+                );
+            } else {
+                message.push_str("; none of its columns has statistics: it was never analyzed");
+                if !snapshot.server.superuser {
+                    message.push_str(
+                        " (or this role may not SELECT them: pg_stats hides such columns)",
+                    );
+                }
+                if major >= 14 && table.reltuples >= 0.0 {
+                    message.push_str(
+                        "; the row count in pg_class comes from a VACUUM or CREATE INDEX, which \
+                         do not collect column statistics",
+                    );
+                }
+            }
         }
         if let Some(t) = last {
             message.push_str(&format!("; last analyzed {} ago", age_words(t.age_seconds)));
@@ -105,6 +148,69 @@ pub fn run(ctx: &Context, out: &mut Output) {
         }
         out.findings.push(finding);
     }
+}
+
+/// Live rows in every partition below `table`, as far as the audit's scope shows them.
+fn partition_rows(table: &Table, partitions: &HashMap<u32, Vec<&Table>>, depth: u8) -> i64 {
+    let Some(children) = partitions.get(&table.oid) else {
+        return 0;
+    };
+    children
+        .iter()
+        .map(|child| {
+            child.stats.n_live_tup.unwrap_or(0).max(0)
+                + if depth < 32 {
+                    partition_rows(child, partitions, depth + 1)
+                } else {
+                    0
+                }
+        })
+        .sum()
+}
+
+/// A partitioned table with rows in its partitions that was never analyzed itself. Autovacuum
+/// analyzes partitions, never the parent, so its inherited statistics (which the planner uses
+/// for estimates over the whole table: joins, GROUP BY, DISTINCT on it) exist only after a
+/// manual ANALYZE. Information, as many databases live without them.
+fn partitioned_never_analyzed(
+    snapshot: &NodeSnapshot,
+    table: &Table,
+    partitions: &HashMap<u32, Vec<&Table>>,
+) -> Option<Finding> {
+    let s = &table.stats;
+    let analyzed = table.inherited_statistics == Some(true)
+        || latest(s.last_analyze, s.last_autoanalyze).is_some()
+        || s.analyze_count.unwrap_or(0) > 0;
+    if analyzed || table.inherited_statistics.is_none() {
+        return None;
+    }
+    let rows = partition_rows(table, partitions, 0);
+    if rows < MIN_MODIFIED_ROWS {
+        return None;
+    }
+    let name = qualified(&table.schema, &table.name);
+    let mut message = format!(
+        "partitioned table {name} was never analyzed itself ({} live rows in its partitions): \
+         autovacuum analyzes only the partitions, so the planner has no statistics for the \
+         whole table when it estimates joins, grouping or DISTINCT over it",
+        count_words(rows as f64)
+    );
+    if !snapshot.server.superuser {
+        message.push_str(" (or this role may not SELECT its columns: pg_stats hides those)");
+    }
+    // 18 can analyze the parent alone; before, ANALYZE of the parent also analyzes every
+    // partition again.
+    let fix = if snapshot.server.major() >= 18 {
+        format!("ANALYZE ONLY {name};")
+    } else {
+        format!("-- also re-analyzes every partition\nANALYZE {name};")
+    };
+    Some(
+        Finding::new(Check::StaleStatistics, Severity::Info, message)
+            .on_table(table)
+            .evidence("partition_live_tuples", rows as f64)
+            .fix(fix),
+    )
 }
 
 #[cfg(test)]
@@ -159,5 +265,81 @@ mod tests {
         assert_eq!(f.check, Check::StaleStatistics);
         assert_eq!(f.severity, Severity::Warning);
         assert!(f.message.contains("no ANALYZE recorded"));
+    }
+
+    #[test]
+    fn a_row_count_without_column_statistics_is_never_analyzed() {
+        let mut p = primary();
+        // pg_restore: CREATE INDEX set reltuples; nothing was analyzed, no reset on record.
+        let mut restored = table(10, "restored");
+        restored.stats.last_autoanalyze = None;
+        restored.stats.autoanalyze_count = Some(0);
+        restored.stats.n_mod_since_analyze = Some(50_000);
+        // Analyzed before a statistics reset: its columns kept their statistics.
+        let mut reset = restored.clone();
+        reset.oid = 11;
+        reset.name = "reset".into();
+        p.columns = vec![int_column(&reset, 1, "id")];
+        p.tables = vec![restored, reset];
+        let report = audit_nodes(vec![("p", p)]);
+        let restored = report
+            .findings
+            .iter()
+            .find(|f| f.table.as_deref() == Some("restored"))
+            .unwrap();
+        assert_eq!(restored.severity, Severity::Warning, "{}", restored.message);
+        assert!(restored.message.contains("it was never analyzed"));
+        assert!(!restored.message.contains("reset"), "{}", restored.message);
+        let reset = report
+            .findings
+            .iter()
+            .find(|f| f.table.as_deref() == Some("reset"))
+            .unwrap();
+        assert_eq!(reset.severity, Severity::Info, "{}", reset.message);
+        assert!(reset.message.contains("its columns have statistics"));
+    }
+
+    #[test]
+    fn a_partitioned_table_never_analyzed_itself() {
+        let mut p = primary();
+        let mut parent = table(10, "events");
+        parent.kind = TableKind::Partitioned;
+        parent.relpages = 0;
+        parent.reltuples = -1.0;
+        parent.inherited_statistics = Some(false);
+        parent.stats = Default::default();
+        let mut analyzed = parent.clone();
+        analyzed.oid = 20;
+        analyzed.name = "analyzed".into();
+        analyzed.inherited_statistics = Some(true);
+        let mut part = table(11, "events_2024");
+        part.parent_oid = Some(10);
+        let mut other = table(21, "analyzed_2024");
+        other.parent_oid = Some(20);
+        p.tables = vec![parent, part, analyzed, other];
+        let options = crate::audit::AuditOptions {
+            min_size_bytes: 1 << 30,
+            ..Default::default()
+        };
+        let report = run_with(vec![("p", p)], &options);
+        let found: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::StaleStatistics)
+            .collect();
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].table.as_deref(), Some("events"));
+        assert_eq!(found[0].severity, Severity::Info);
+        assert_eq!(
+            found[0].evidence_value("partition_live_tuples"),
+            Some(100_000.0)
+        );
+        assert!(
+            found[0]
+                .fix
+                .as_deref()
+                .unwrap()
+                .ends_with("ANALYZE public.events;")
+        );
     }
 }

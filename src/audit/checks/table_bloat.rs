@@ -100,7 +100,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
     for table in &snapshot.tables {
         if table.kind == TableKind::Partitioned
             || table.relpages < MIN_PAGES
-            || !ctx.big_enough(table.table_bytes)
+            || !ctx.table_big_enough(table)
         {
             continue;
         }

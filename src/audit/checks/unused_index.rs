@@ -24,11 +24,14 @@ pub fn run(ctx: &Context, out: &mut Output) {
         );
         return;
     }
+    if super::skip_without_counters(out, Check::UnusedIndex, &ctx.nodes) {
+        return;
+    }
     let min_age = ctx.options.min_stats_age.as_secs_f64();
     let window = ctx.shortest_window();
     let mut skipped_partitions = 0usize;
     for index in &ctx.reference.snapshot.indexes {
-        if !index.valid || index.is_load_bearing() || !ctx.big_enough(index.size_bytes) {
+        if !index.valid || index.is_load_bearing() || !ctx.index_big_enough(index) {
             continue;
         }
         if index.partitioned || index.partition_child {
@@ -77,13 +80,32 @@ fn supported_foreign_key<'a>(ctx: &Context<'a>, index: &Index) -> Option<&'a str
 }
 
 fn base_finding(ctx: &Context, index: &Index, severity: Severity, message: String) -> Finding {
+    let name = qualified(&index.schema, &index.name);
+    let drop = format!("DROP INDEX CONCURRENTLY {name};");
+    let (mut message, fix) = (message, drop);
+    // A node the user named could not be read: it may be the one standby whose read traffic
+    // uses this index (each node counts only its own scans), so the drop is no longer a
+    // confident fix. The fix reads the count there first and leaves the DROP commented out.
+    let fix = if ctx.nodes_not_read.is_empty() {
+        fix
+    } else {
+        let nodes = ctx.nodes_not_read.join(", ");
+        message.push_str(&format!(
+            "; {nodes} could not be read in this run, so its scans there were not seen: check \
+             them before dropping"
+        ));
+        format!(
+            "-- on {nodes} (not read in this run), check its scans first:\n\
+             SELECT idx_scan FROM pg_stat_all_indexes WHERE indexrelid = {}::regclass;\n\
+             -- then, if they are 0 there too:\n-- {fix}",
+            crate::sql::quote_literal(&name)
+        )
+    };
     let mut finding = Finding::new(Check::UnusedIndex, severity, message)
         .on_index(index)
         .evidence("index_size_bytes", index.size_bytes.unwrap_or(0) as f64)
-        .fix(format!(
-            "DROP INDEX CONCURRENTLY {};",
-            qualified(&index.schema, &index.name)
-        ));
+        .evidence("nodes_not_read", ctx.nodes_not_read.len() as f64)
+        .fix(fix);
     // What the index costs: every insert and every non-HOT update writes an entry into it.
     if let Some(table) = ctx.primary_table(&index.schema, &index.table) {
         let s = &table.stats;
@@ -147,6 +169,9 @@ fn never_scanned(
             "; it may support foreign key {fk}: without it, deletes and key updates on the \
              referenced table scan this table"
         ));
+    }
+    if !ctx.nodes_not_read.is_empty() {
+        severity = Severity::Info;
     }
     let mut finding = base_finding(ctx, index, severity, message).evidence("index_scans", 0.0);
     if let Some((seconds, _)) = window {
@@ -339,5 +364,42 @@ mod tests {
         assert_eq!(found[0].index.as_deref(), Some("orders_note"));
         assert_eq!(found[0].severity, Severity::Info);
         assert!(found[0].message.contains("last scanned 30.0 days ago"));
+    }
+
+    #[test]
+    fn a_named_node_that_could_not_be_read_makes_unused_only_info_without_a_drop() {
+        let (p, _) = cluster();
+        let nodes = vec![
+            crate::audit::NodeResult {
+                name: "host=primary".into(),
+                outcome: Ok(p),
+            },
+            crate::audit::NodeResult {
+                name: "host=standby".into(),
+                outcome: Err("connection refused".into()),
+            },
+        ];
+        let report = crate::audit::audit(&nodes, &crate::audit::AuditOptions::default());
+        let found = of(&report);
+        let f = found
+            .iter()
+            .find(|f| f.index.as_deref() == Some("orders_status"))
+            .unwrap();
+        assert_eq!(f.severity, Severity::Info, "{}", f.message);
+        assert!(
+            f.message
+                .contains("host=standby could not be read in this run"),
+            "{}",
+            f.message
+        );
+        assert_eq!(f.evidence_value("nodes_not_read"), Some(1.0));
+        let fix = f.fix.as_deref().unwrap();
+        assert!(
+            fix.lines()
+                .filter(|l| !l.starts_with("--"))
+                .all(|l| !l.contains("DROP")),
+            "{fix}"
+        );
+        assert!(fix.contains("-- DROP INDEX CONCURRENTLY public.orders_status;"));
     }
 }

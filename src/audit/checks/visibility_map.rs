@@ -10,7 +10,7 @@
 use crate::audit::snapshot::TableKind;
 use crate::audit::{Check, Context, Finding, Output, Severity};
 
-use super::{count_words, qualified};
+use super::{count_words, insert_trigger, qualified};
 
 /// Tables smaller than this many pages are not worth it (8 MB with 8 kB pages).
 pub const MIN_PAGES: i64 = 1000;
@@ -20,10 +20,14 @@ pub const MIN_ALL_VISIBLE_SHARE: f64 = 0.5;
 const INDEX_ONLY_METHODS: &[&str] = &["btree", "gist", "spgist"];
 
 pub fn run(ctx: &Context, out: &mut Output) {
+    // The finding needs index scans to have happened, which only the counters show.
+    if super::skip_without_counters(out, Check::VisibilityMap, &ctx.nodes) {
+        return;
+    }
     for table in &ctx.reference.snapshot.tables {
         if table.kind != TableKind::Table
             || table.relpages < MIN_PAGES
-            || !ctx.big_enough(table.table_bytes)
+            || !ctx.table_big_enough(table)
         {
             continue;
         }
@@ -68,19 +72,52 @@ pub fn run(ctx: &Context, out: &mut Output) {
             ));
         }
         let mut fix = format!("VACUUM (VERBOSE) {name};");
-        if ctx.reference.snapshot.server.major() >= 13 {
-            fix.push_str(&format!(
-                "\n-- an insert-mostly table: let autovacuum set the bits sooner\nALTER TABLE {name} \
-                 SET (autovacuum_vacuum_insert_scale_factor = 0.05);"
-            ));
+        let settings = &ctx.reference.snapshot.settings;
+        let stats = ctx
+            .primary_table(&table.schema, &table.name)
+            .map(|t| &t.stats);
+        let inserted = stats.and_then(|s| s.n_ins_since_vacuum);
+        // 13+ vacuums a table after enough inserts, which is what sets the bits on an
+        // insert-mostly table; a lower scale factor helps only while that trigger is on.
+        let insert_trigger = insert_trigger(table, settings);
+        if settings.autovacuum_vacuum_insert_threshold.is_some() {
+            match insert_trigger {
+                Some(_) => fix.push_str(&format!(
+                    "\n-- an insert-mostly table: let autovacuum set the bits sooner\nALTER TABLE \
+                     {name} SET (autovacuum_vacuum_insert_scale_factor = 0.05);"
+                )),
+                None if table
+                    .reloption_f64("autovacuum_vacuum_insert_threshold")
+                    .is_some_and(|t| t < 0.0) =>
+                {
+                    message.push_str(
+                        "; inserts never trigger autovacuum on it \
+                         (autovacuum_vacuum_insert_threshold = -1 on the table)",
+                    );
+                    fix.push_str(&format!(
+                        "\n-- let inserts trigger autovacuum again, which sets the bits\nALTER \
+                         TABLE {name} RESET (autovacuum_vacuum_insert_threshold);"
+                    ));
+                }
+                None => message.push_str(
+                    "; inserts never trigger autovacuum (autovacuum_vacuum_insert_threshold = -1 \
+                     on the server), so only vacuums for dead rows set the bits",
+                ),
+            }
         }
-        let finding = Finding::new(Check::VisibilityMap, Severity::Warning, message)
+        let mut finding = Finding::new(Check::VisibilityMap, Severity::Warning, message)
             .on_table(table)
             .evidence("table_pages", table.relpages as f64)
             .evidence("all_visible_pages", table.relallvisible.max(0) as f64)
             .evidence("all_visible_percent", share * 100.0)
             .evidence("index_scans", scans as f64)
             .fix(fix);
+        if let Some(n) = inserted {
+            finding = finding.evidence("inserts_since_vacuum", n as f64);
+        }
+        if let Some(t) = insert_trigger {
+            finding = finding.evidence("insert_trigger_tuples", t);
+        }
         out.findings.push(finding);
     }
 }
@@ -119,5 +156,32 @@ mod tests {
                 .unwrap()
                 .starts_with("VACUUM (VERBOSE) public.events;")
         );
+    }
+
+    #[test]
+    fn no_scale_factor_advice_when_inserts_never_trigger_autovacuum() {
+        let mut p = primary();
+        let mut t = table(10, "events");
+        t.relpages = 5000;
+        t.relallvisible = 100;
+        t.reloptions = vec!["autovacuum_vacuum_insert_threshold=-1".into()];
+        t.stats.n_ins_since_vacuum = Some(400_000);
+        p.indexes = vec![index(100, &t, "events_ts", vec![col(1, "ts")])];
+        p.tables = vec![t];
+        let report = audit_nodes(vec![("p", p)]);
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::VisibilityMap)
+            .unwrap();
+        let fix = f.fix.as_deref().unwrap();
+        assert!(!fix.contains("insert_scale_factor"), "{fix}");
+        assert!(
+            fix.contains("RESET (autovacuum_vacuum_insert_threshold)"),
+            "{fix}"
+        );
+        assert!(f.message.contains("inserts never trigger autovacuum"));
+        assert_eq!(f.evidence_value("inserts_since_vacuum"), Some(400_000.0));
+        assert_eq!(f.evidence_value("insert_trigger_tuples"), None);
     }
 }

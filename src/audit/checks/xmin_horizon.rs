@@ -74,7 +74,39 @@ fn severity_for(
 
 /// Every holder of the horizon worth naming, on every combined node.
 pub fn holders(ctx: &Context) -> Vec<Holder> {
-    let min = ctx.options.horizon_min_age.as_secs_f64();
+    collect(ctx, true)
+}
+
+/// Whatever holds the oldest xmin right now, however young: where vacuum ran and left dead
+/// rows behind, this is the reason, thresholds or not. Ties (the same xmin age) are all named,
+/// the longest-held first: a session whose snapshot was taken while another transaction ran
+/// inherits that transaction's xmin, and the older one is where it comes from.
+pub fn oldest_holders(ctx: &Context) -> Vec<Holder> {
+    let all = collect(ctx, false);
+    let Some(oldest) = all.iter().filter_map(|h| h.age_xids).max() else {
+        return Vec::new();
+    };
+    let mut tied: Vec<Holder> = all
+        .into_iter()
+        .filter(|h| h.age_xids == Some(oldest))
+        .collect();
+    tied.sort_by(|a, b| {
+        b.age_seconds
+            .unwrap_or(f64::INFINITY)
+            .total_cmp(&a.age_seconds.unwrap_or(f64::INFINITY))
+    });
+    tied
+}
+
+/// The holders on every combined node; with `thresholds`, only those old enough to be a
+/// finding of their own (`--horizon-min-age`, and 1M transactions for slots and feedback).
+fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
+    let min = if thresholds {
+        ctx.options.horizon_min_age.as_secs_f64()
+    } else {
+        0.0
+    };
+    let min_xids = if thresholds { FEEDBACK_MIN_AGE_XIDS } else { 0 };
     let mut found = Vec::new();
     for node in &ctx.nodes {
         let snapshot = node.snapshot;
@@ -138,7 +170,7 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
         for slot in &snapshot.replication_slots {
             let age_xids = slot.xmin_age_xids.or(slot.catalog_xmin_age_xids);
             let Some(xids) = age_xids else { continue };
-            if slot.active && xids < FEEDBACK_MIN_AGE_XIDS {
+            if slot.active && xids < min_xids {
                 continue;
             }
             let what = if slot.xmin_age_xids.is_some() {
@@ -214,7 +246,7 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
             let Some(xids) = standby.xmin_age_xids else {
                 continue;
             };
-            if xids < FEEDBACK_MIN_AGE_XIDS {
+            if xids < min_xids {
                 continue;
             }
             let name = standby
@@ -246,6 +278,16 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
 }
 
 pub fn run(ctx: &Context, out: &mut Output) {
+    if ctx.primary.is_none() {
+        // What a standby shows (its sessions, through hot_standby_feedback) is still reported,
+        // but most holders live on the primary.
+        out.skip(
+            Check::XminHorizon,
+            "standby: the primary was not audited, so its sessions, replication slots, prepared \
+             transactions and the feedback of its other standbys were not seen; only what the \
+             audited standbys hold back through hot_standby_feedback was read",
+        );
+    }
     for holder in holders(ctx) {
         let mut finding = Finding::new(
             Check::XminHorizon,
@@ -369,5 +411,18 @@ mod tests {
             .unwrap();
         assert_eq!(f.severity, Severity::Critical);
         assert!(f.message.contains("through hot_standby_feedback"));
+    }
+
+    #[test]
+    fn standby_only_is_skipped_for_the_primarys_holders() {
+        let report = audit_nodes(vec![("s", standby())]);
+        assert!(
+            report
+                .skipped
+                .iter()
+                .any(|s| s.check == Check::XminHorizon && s.reason.starts_with("standby:")),
+            "{:?}",
+            report.skipped
+        );
     }
 }
