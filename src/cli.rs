@@ -147,9 +147,16 @@ pub struct InfoArgs {
     pub conn: ConnArgs,
     #[command(flatten)]
     pub session: SessionArgs,
-    /// Output format (text or json).
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = InfoFormat::Text)]
+    pub format: InfoFormat,
+}
+
+/// `info` reports facts for a person or a program, not for a pull request: no Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InfoFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Args)]

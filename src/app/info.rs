@@ -2,19 +2,16 @@
 
 use std::io::{self, Write};
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
-use crate::cli::InfoArgs;
+use crate::cli::{InfoArgs, InfoFormat};
 use crate::exit;
 use crate::report::info::{InfoDoc, InfoReport, write_text};
-use crate::report::{Format, TextOptions, write_json};
+use crate::report::{TextOptions, write_json};
 
 use super::live::{Interrupt, open, resolve, runtime};
 
 pub fn info(args: InfoArgs, verbose: u8, options: &TextOptions) -> Result<u8> {
-    if args.format == Format::Markdown {
-        bail!("pgplan info writes text or json, not markdown");
-    }
     let params = resolve(&args.conn)?;
     let sources = if verbose > 0 {
         params.explain_sources()
@@ -33,8 +30,8 @@ pub fn info(args: InfoArgs, verbose: u8, options: &TextOptions) -> Result<u8> {
     }))?;
     let mut out = io::stdout().lock();
     match args.format {
-        Format::Json => write_json(&mut out, &InfoDoc::new(&report))?,
-        _ => write_text(&mut out, &report, options)?,
+        InfoFormat::Json => write_json(&mut out, &InfoDoc::new(&report))?,
+        InfoFormat::Text => write_text(&mut out, &report, options)?,
     }
     out.flush()?;
     Ok(exit::SUCCESS)
