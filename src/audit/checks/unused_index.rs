@@ -112,8 +112,10 @@ fn base_finding(ctx: &Context, index: &Index, severity: Severity, message: Strin
         let writes =
             s.n_tup_ins.unwrap_or(0) + s.n_tup_upd.unwrap_or(0) - s.n_tup_hot_upd.unwrap_or(0);
         finding = finding.evidence("table_index_writes", writes.max(0) as f64);
+        // A rate over a window shorter than an hour (a restart a minute ago, a bulk load just
+        // after it) would claim billions of writes a day from seconds of counting.
         if let Some(w) = ctx.primary.and_then(|p| p.window)
-            && w.seconds() > 0.0
+            && w.seconds() >= 3_600.0
         {
             finding = finding.evidence(
                 "table_index_writes_per_day",
@@ -309,6 +311,23 @@ mod tests {
         assert_eq!(f.severity, Severity::Info);
         assert!(f.message.contains("minimum statistics age"));
         assert_eq!(f.evidence_value("counting_window_seconds"), Some(3600.0));
+        assert!(f.evidence_value("table_index_writes_per_day").is_some());
+    }
+
+    /// A write rate from seconds of counting would be extrapolated into nonsense.
+    #[test]
+    fn no_write_rate_from_less_than_an_hour_of_counting() {
+        let (mut p, _) = cluster();
+        p.standbys.clear();
+        p.database.stats_reset = Some(ts(60.0));
+        let report = audit_nodes(vec![("primary", p)]);
+        let f = of(&report)
+            .into_iter()
+            .find(|f| f.index.as_deref() == Some("orders_note"))
+            .unwrap();
+        assert_eq!(f.evidence_value("counting_window_seconds"), Some(60.0));
+        assert!(f.evidence_value("table_index_writes").is_some());
+        assert_eq!(f.evidence_value("table_index_writes_per_day"), None);
     }
 
     #[test]
