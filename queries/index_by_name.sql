@@ -1,11 +1,18 @@
 -- An existing index found by name (as regclass input, optionally schema-qualified), for
--- --drop-index: its size, its table and the name plans use for it.
+-- --drop-index: its size, its table and the names plans use for it.
 -- $1: the index name as the user wrote it.
--- Returns: size_bytes, table_name (regclass text), relname (the bare name EXPLAIN shows).
--- Minimum server version: 9.4.
-SELECT pg_relation_size(c.oid)::float8 AS size_bytes,
+-- Returns: size_bytes (summed over its partition tree, as in index_facts.sql), table_name
+-- (regclass text), relname (the bare name EXPLAIN shows), plan_names (relname and, for a
+-- partitioned index, every partition's index).
+-- Minimum server version: 12 (pg_partition_tree).
+SELECT (SELECT coalesce(sum(pg_relation_size(t.relid)), 0)
+        FROM pg_partition_tree(c.oid) AS t)::float8 AS size_bytes,
        i.indrelid::regclass::text AS table_name,
-       c.relname::text AS relname
+       c.relname::text AS relname,
+       ARRAY(SELECT p.relname::text
+             FROM pg_partition_tree(c.oid) AS t
+             JOIN pg_class AS p ON p.oid = t.relid
+             ORDER BY t.level, p.relname) AS plan_names
 FROM pg_class AS c
 JOIN pg_index AS i ON i.indexrelid = c.oid
 WHERE c.oid = to_regclass($1)

@@ -1,12 +1,19 @@
 -- Size and shape of one index on one table.
 -- $1: the table as regclass input (as written in CREATE INDEX ... ON table); $2: the index name
 -- as stored (folded to lower case unless it was quoted).
--- Returns: size_bytes, has_expressions (the planner has no statistics on an expression index
--- until ANALYZE), qualified name.
--- Minimum server version: 9.4.
-SELECT pg_relation_size(i.indexrelid)::float8 AS size_bytes,
+-- Returns: size_bytes (summed over its partition tree: a partitioned index has no storage of
+-- its own, its partitions' indexes do), has_expressions (the planner has no statistics on an
+-- expression index until ANALYZE), qualified name, plan_names (the bare names plans show for
+-- it: the index itself and, on a partitioned table, every partition's index).
+-- Minimum server version: 12 (pg_partition_tree).
+SELECT (SELECT coalesce(sum(pg_relation_size(t.relid)), 0)
+        FROM pg_partition_tree(i.indexrelid) AS t)::float8 AS size_bytes,
        i.indexprs IS NOT NULL AS has_expressions,
-       i.indexrelid::regclass::text AS qualified_name
+       i.indexrelid::regclass::text AS qualified_name,
+       ARRAY(SELECT p.relname::text
+             FROM pg_partition_tree(i.indexrelid) AS t
+             JOIN pg_class AS p ON p.oid = t.relid
+             ORDER BY t.level, p.relname) AS plan_names
 FROM pg_index AS i
 JOIN pg_class AS c ON c.oid = i.indexrelid
 WHERE i.indrelid = $1::regclass

@@ -125,6 +125,8 @@ struct SetupFacts {
     build_ms: Option<f64>,
     size_bytes: Option<f64>,
     plan_index_name: String,
+    /// Every name the plans may show for the index (its partitions' indexes too).
+    plan_index_names: Vec<String>,
     has_expressions: bool,
 }
 
@@ -141,6 +143,7 @@ async fn setup_and_runs(
         build_ms: None,
         size_bytes: None,
         plan_index_name: String::new(),
+        plan_index_names: Vec::new(),
         has_expressions: false,
     };
     match setup {
@@ -174,6 +177,10 @@ async fn setup_and_runs(
             if let Some(index) = explain::index_facts(client, &candidate.table, &name).await? {
                 facts.size_bytes = Some(index.size_bytes);
                 facts.has_expressions = index.has_expressions;
+                facts.plan_index_names = index.plan_names;
+            }
+            if facts.plan_index_names.is_empty() {
+                facts.plan_index_names = vec![name.clone()];
             }
             facts.plan_index_name = name;
             if request.analyze {
@@ -187,7 +194,7 @@ async fn setup_and_runs(
             }
         }
         Setup::Drop(name) => {
-            let Some((size, _table, relname)) = explain::existing_index(client, name).await? else {
+            let Some(existing) = explain::existing_index(client, name).await? else {
                 return Err(SessionError {
                     context: format!("--drop-index {name}"),
                     message: "no such index (check the name and the search_path, or qualify it with its schema)"
@@ -195,8 +202,9 @@ async fn setup_and_runs(
                     sqlstate: None,
                 });
             };
-            facts.size_bytes = Some(size);
-            facts.plan_index_name = relname;
+            facts.size_bytes = Some(existing.size_bytes);
+            facts.plan_index_name = existing.relname;
+            facts.plan_index_names = existing.plan_names;
             progress.update(&format!("{label}: dropping {name}"));
             let started = Instant::now();
             run(
@@ -211,10 +219,11 @@ async fn setup_and_runs(
             let (oid, name) = explain::hypopg_create(client, &candidate.sql).await?;
             leftovers.hypothetical = Some(oid);
             facts.size_bytes = explain::hypopg_size(client, oid).await?;
+            facts.plan_index_names = vec![name.clone()];
             facts.plan_index_name = name;
         }
         Setup::HypotheticalDrop(name) => {
-            let Some((size, _table, relname)) = explain::existing_index(client, name).await? else {
+            let Some(existing) = explain::existing_index(client, name).await? else {
                 return Err(SessionError {
                     context: format!("--drop-index {name}"),
                     message: "no such index".into(),
@@ -223,8 +232,9 @@ async fn setup_and_runs(
             };
             explain::hypopg_hide(client, name).await?;
             leftovers.hidden = Some(name.to_owned());
-            facts.size_bytes = Some(size);
-            facts.plan_index_name = relname;
+            facts.size_bytes = Some(existing.size_bytes);
+            facts.plan_index_name = existing.relname;
+            facts.plan_index_names = existing.plan_names;
         }
     }
 
@@ -543,6 +553,7 @@ pub async fn run_compare(
                     build_ms: facts.build_ms,
                     size_bytes: facts.size_bytes,
                     plan_index_name: facts.plan_index_name,
+                    plan_index_names: facts.plan_index_names,
                     name,
                 })
             }

@@ -111,14 +111,19 @@ pub struct IndexUse {
     pub node_type: String,
 }
 
-/// Every node of `analysis` that reads the index named `index_name`.
-pub fn index_uses(analysis: &Analysis, index_name: &str) -> Vec<IndexUse> {
+/// Every node of `analysis` that reads the index under one of `index_names` (the index and,
+/// on a partitioned table, its partitions' indexes).
+pub fn index_uses(analysis: &Analysis, index_names: &[String]) -> Vec<IndexUse> {
     analysis
         .plan
         .nodes
         .iter()
         .enumerate()
-        .filter(|(_, n)| n.index_name.as_deref() == Some(index_name))
+        .filter(|(_, n)| {
+            n.index_name
+                .as_deref()
+                .is_some_and(|name| index_names.iter().any(|i| i == name))
+        })
         .map(|(id, n)| IndexUse {
             node: id,
             node_type: n.display_type(),
@@ -238,6 +243,9 @@ pub struct CandidateRun {
     pub size_bytes: Option<f64>,
     /// The name the plans use for the index (HypoPG names hypothetical ones itself).
     pub plan_index_name: String,
+    /// Every name a plan may show for it: on a partitioned table the plan scans each
+    /// partition's index, never the partitioned index itself.
+    pub plan_index_names: Vec<String>,
     /// The name the report shows: as the user wrote it, or as PostgreSQL named an unnamed
     /// candidate, made unique across candidates (see [`display_name`]).
     pub name: String,
@@ -301,12 +309,12 @@ pub fn judge(
     let warm = (baseline.warm_figures(), run.measurement.warm_figures());
     let (uses, without, with) = match spec {
         CandidateSpec::Create(_) => (
-            index_uses(run.measurement.representative(), &run.plan_index_name),
+            index_uses(run.measurement.representative(), &run.plan_index_names),
             deciding_figure(mode, &warm.0),
             deciding_figure(mode, &warm.1),
         ),
         CandidateSpec::Drop { .. } => (
-            index_uses(baseline.representative(), &run.plan_index_name),
+            index_uses(baseline.representative(), &run.plan_index_names),
             deciding_figure(mode, &warm.1),
             deciding_figure(mode, &warm.0),
         ),

@@ -95,6 +95,9 @@ pub struct IndexFacts {
     pub size_bytes: f64,
     pub has_expressions: bool,
     pub qualified_name: String,
+    /// The names plans show for it: itself and, on a partitioned table, each partition's index
+    /// (a plan scans those, never the partitioned index).
+    pub plan_names: Vec<String>,
 }
 
 pub async fn index_facts(
@@ -115,6 +118,7 @@ pub async fn index_facts(
         size_bytes: r.get(0),
         has_expressions: r.get(1),
         qualified_name: r.get(2),
+        plan_names: r.get(3),
     }))
 }
 
@@ -129,16 +133,30 @@ pub async fn index_names(client: &Client, table: &str) -> Result<Vec<String>, Se
 }
 
 /// An existing index found by name: (size, table, bare name as plans show it).
+/// An existing index, for --drop-index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExistingIndex {
+    pub size_bytes: f64,
+    /// The bare name EXPLAIN shows.
+    pub relname: String,
+    /// As [`IndexFacts::plan_names`].
+    pub plan_names: Vec<String>,
+}
+
 pub async fn existing_index(
     client: &Client,
     name: &str,
-) -> Result<Option<(f64, String, String)>, SessionError> {
+) -> Result<Option<ExistingIndex>, SessionError> {
     let name = name.to_owned();
     let rows = client
         .query_typed(INDEX_BY_NAME_SQL, &[(&name, Type::TEXT)])
         .await
         .map_err(err("looking up the index to drop"))?;
-    Ok(rows.first().map(|r| (r.get(0), r.get(1), r.get(2))))
+    Ok(rows.first().map(|r| ExistingIndex {
+        size_bytes: r.get(0),
+        relname: r.get(2),
+        plan_names: r.get(3),
+    }))
 }
 
 /// A hypothetical index: its oid (to drop it) and the name plans show.
