@@ -409,13 +409,29 @@ fn sweep_abandoned(base: &Path) {
             continue;
         }
         let path = entry.path();
-        if let Ok(pidfile) = fs::read_to_string(path.join("data/postmaster.pid"))
+        let data_dir = path.join("data");
+        if let Ok(pidfile) = fs::read_to_string(data_dir.join("postmaster.pid"))
             && let Some(pid) = pidfile.lines().next().and_then(|l| l.trim().parse().ok())
+            && is_postmaster_of(pid, &data_dir)
         {
             stop_postmaster(pid, Duration::from_secs(5));
         }
         let _ = fs::remove_dir_all(&path);
     }
+}
+
+/// Whether `pid` is a postmaster running in `data_dir`. The pid comes from a file in a
+/// world-writable directory, and pids are reused after a crash: signal it only when the process
+/// is really that server. A postmaster changes its working directory to its data directory at
+/// start (PostgreSQL's ChangeToDataDir), so its `/proc/<pid>/cwd` names it.
+fn is_postmaster_of(pid: u32, data_dir: &Path) -> bool {
+    if pid <= 1 {
+        return false;
+    }
+    let Ok(cwd) = fs::read_link(format!("/proc/{pid}/cwd")) else {
+        return false;
+    };
+    fs::canonicalize(data_dir).is_ok_and(|dir| dir == cwd)
 }
 
 fn free_port() -> Result<u16, ClusterError> {
@@ -956,5 +972,73 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         self.stop_postmaster();
         let _ = fs::remove_dir_all(&self.root);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pid that was alive a moment ago and is not now (its owner "died").
+    fn dead_pid() -> u32 {
+        let mut child = Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    fn abandoned_dir(base: &Path, postmaster_pid: u32) -> PathBuf {
+        let dir = base.join(format!("owner-{}-x", dead_pid()));
+        fs::create_dir_all(dir.join("data")).unwrap();
+        fs::write(
+            dir.join("data/postmaster.pid"),
+            format!("{postmaster_pid}\n"),
+        )
+        .unwrap();
+        dir
+    }
+
+    /// The sweep signals the pid in an abandoned directory's postmaster.pid only when that
+    /// process runs in the directory: a pid written there by someone else, or reused after a
+    /// crash, is left alone.
+    #[test]
+    fn the_sweep_signals_only_the_directory_s_own_postmaster() {
+        let base = tempfile::tempdir().unwrap();
+        let mut bystander = Command::new("sleep").arg("30").spawn().unwrap();
+        let dir = abandoned_dir(base.path(), bystander.id());
+        sweep_abandoned(base.path());
+        assert!(!dir.exists(), "the abandoned directory is removed");
+        assert!(
+            bystander.try_wait().unwrap().is_none(),
+            "a process that is not the directory's server was signalled"
+        );
+        let _ = bystander.kill();
+        let _ = bystander.wait();
+
+        // A process whose working directory is the data directory stands for its postmaster.
+        let base = tempfile::tempdir().unwrap();
+        let dir = abandoned_dir(base.path(), 0);
+        let mut server = Command::new("sleep")
+            .arg("30")
+            .current_dir(dir.join("data"))
+            .spawn()
+            .unwrap();
+        fs::write(
+            dir.join("data/postmaster.pid"),
+            format!("{}\n", server.id()),
+        )
+        .unwrap();
+        assert!(is_postmaster_of(server.id(), &dir.join("data")));
+        let pid = server.id() as libc::pid_t;
+        sweep_abandoned(base.path());
+        assert!(!dir.exists());
+        // stop_postmaster reaped it (it is this process's child): the pid is gone.
+        // SAFETY: signal 0 only checks for existence.
+        assert_ne!(
+            unsafe { libc::kill(pid, 0) },
+            0,
+            "the directory's server was stopped"
+        );
+        drop(server);
     }
 }
