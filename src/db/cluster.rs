@@ -1018,7 +1018,7 @@ mod tests {
         // A process whose working directory is the data directory stands for its postmaster.
         let base = tempfile::tempdir().unwrap();
         let dir = abandoned_dir(base.path(), 0);
-        let mut server = Command::new("sleep")
+        let server = Command::new("sleep")
             .arg("30")
             .current_dir(dir.join("data"))
             .spawn()
