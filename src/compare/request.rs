@@ -158,9 +158,21 @@ impl CompareRequest {
                 source_name: source_name.clone(),
                 error,
             })?;
+        if input.hypothetical && input.generic_plan {
+            return Err(RequestError::ModeConflict);
+        }
+        let mode = if input.hypothetical {
+            Mode::Hypothetical
+        } else if input.generic_plan {
+            Mode::GenericPlan
+        } else {
+            Mode::Measured
+        };
         let mut warnings = Vec::new();
         match &query.kind {
             QueryKind::Read => {}
+            // Only measured runs execute the query: the estimate-only modes never run it.
+            QueryKind::Write(_) if input.allow_writes && mode != Mode::Measured => {}
             QueryKind::Write(kind) if input.allow_writes => {
                 warnings.push(format!(
                     "the query is {}: every run is rolled back, but sequences it draws from still advance \
@@ -181,16 +193,6 @@ impl CompareRequest {
                 });
             }
         }
-        if input.hypothetical && input.generic_plan {
-            return Err(RequestError::ModeConflict);
-        }
-        let mode = if input.hypothetical {
-            Mode::Hypothetical
-        } else if input.generic_plan {
-            Mode::GenericPlan
-        } else {
-            Mode::Measured
-        };
         let highest = query.max_parameter.unwrap_or(0);
         if mode == Mode::GenericPlan && !input.params.is_empty() {
             return Err(RequestError::ParamsWithGenericPlan);
@@ -228,8 +230,16 @@ impl CompareRequest {
             }
             candidates.extend(from_file);
         }
+        if input.analyze && mode == Mode::Hypothetical {
+            warnings.push(
+                "--analyze is ignored with --hypothetical: nothing is built, so there is nothing \
+                 new to gather statistics for"
+                    .into(),
+            );
+        }
         for c in &candidates {
-            if c.concurrently {
+            // Hypothetical indexes are never built, so no lock is taken.
+            if c.concurrently && mode != Mode::Hypothetical {
                 let which = if c.name_generated {
                     c.original.clone()
                 } else {

@@ -340,12 +340,9 @@ fn uses_text(uses: &[IndexUse]) -> String {
     list.join(", ")
 }
 
-fn figures_table(
-    out: &mut dyn Write,
-    judged: &Judged,
-    options: &TextOptions,
-    mode: Mode,
-) -> io::Result<()> {
+/// The before/after rows of a candidate: the cold run and the median of the warm runs when
+/// measured, the estimated cost otherwise. Text and Markdown show the same rows.
+fn summary_rows(judged: &Judged, mode: Mode) -> Vec<(&'static str, Pair, Figure)> {
     let mut rows = Vec::new();
     if mode == Mode::Measured {
         for (label, (b, a)) in [
@@ -381,7 +378,80 @@ fn figures_table(
             Figure::Cost,
         ));
     }
-    write_pairs_table(out, &rows, options)
+    rows
+}
+
+fn figures_table(
+    out: &mut dyn Write,
+    judged: &Judged,
+    options: &TextOptions,
+    mode: Mode,
+) -> io::Result<()> {
+    write_pairs_table(out, &summary_rows(judged, mode), options)
+}
+
+/// [`summary_rows`] as a Markdown table.
+fn markdown_figures_table(out: &mut dyn Write, judged: &Judged, mode: Mode) -> io::Result<()> {
+    writeln!(out, "| | before | after | change |")?;
+    writeln!(out, "|---|---:|---:|---:|")?;
+    for (label, pair, figure) in summary_rows(judged, mode) {
+        if pair.before.is_none() && pair.after.is_none() {
+            continue;
+        }
+        let (fewer, more) = figure.words();
+        writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            label.trim(),
+            figure.show(pair.before),
+            figure.show(pair.after),
+            change(pair.before, pair.after, fewer, more)
+        )?;
+    }
+    Ok(())
+}
+
+/// The baseline's figures in words (the same lines in text and Markdown).
+fn baseline_lines(report: &CompareReport, measurement: &crate::compare::Measurement) -> Vec<String> {
+    let warm = measurement.warm_figures();
+    let cold = measurement.cold_figures();
+    if report.request.mode == Mode::Measured {
+        vec![
+            format!(
+                "cold: execution {}, pages touched {} ({} read from outside shared buffers)",
+                cold.execution_ms.map(ms).unwrap_or_default(),
+                cold.pages_touched.map(count).unwrap_or_default(),
+                cold.shared_read_blocks.map(count).unwrap_or_default()
+            ),
+            format!(
+                "warm: execution {}, pages touched {} (median of {} runs)",
+                warm.execution_ms.map(ms).unwrap_or_default(),
+                warm.pages_touched.map(count).unwrap_or_default(),
+                measurement.warm.len()
+            ),
+        ]
+    } else {
+        vec![format!(
+            "estimated cost {}",
+            warm.total_cost
+                .map(|c| format!("{c:.2}"))
+                .unwrap_or_default()
+        )]
+    }
+}
+
+/// The note on the baseline measured again after candidates changed row estimates in place.
+fn rerun_line(report: &CompareReport) -> Option<String> {
+    let rerun = report.baseline_rerun.as_ref()?;
+    let (base, again) = (report.baseline.warm_figures(), rerun.warm_figures());
+    Some(format!(
+        "the baseline measured again after the estimate changes: pages touched {} → {}, \
+         execution {} → {}",
+        base.pages_touched.map(count).unwrap_or_default(),
+        again.pages_touched.map(count).unwrap_or_default(),
+        base.execution_ms.map(ms).unwrap_or_default(),
+        again.execution_ms.map(ms).unwrap_or_default(),
+    ))
 }
 
 /// `pgplan compare` as text.
@@ -414,32 +484,9 @@ pub fn write_text(
         writeln!(out, "  with {}", params.join(", "))?;
     }
     writeln!(out)?;
-    let base = report.baseline.warm_figures();
-    let cold = report.baseline.cold_figures();
     writeln!(out, "{}", paint.bold("Baseline (as the database is now)"))?;
-    if r.mode == Mode::Measured {
-        writeln!(
-            out,
-            "  cold: execution {}, pages touched {} ({} read from outside shared buffers)",
-            cold.execution_ms.map(ms).unwrap_or_default(),
-            cold.pages_touched.map(count).unwrap_or_default(),
-            cold.shared_read_blocks.map(count).unwrap_or_default()
-        )?;
-        writeln!(
-            out,
-            "  warm: execution {}, pages touched {} (median of {} runs)",
-            base.execution_ms.map(ms).unwrap_or_default(),
-            base.pages_touched.map(count).unwrap_or_default(),
-            report.baseline.warm.len()
-        )?;
-    } else {
-        writeln!(
-            out,
-            "  estimated cost {}",
-            base.total_cost
-                .map(|c| format!("{c:.2}"))
-                .unwrap_or_default()
-        )?;
+    for line in baseline_lines(report, &report.baseline) {
+        writeln!(out, "  {line}")?;
     }
     writeln!(out)?;
 
@@ -519,18 +566,8 @@ pub fn write_text(
         }
         None => writeln!(out, "{} {}", paint.bold("Best:"), no_best(report))?,
     }
-    if let Some(rerun) = &report.baseline_rerun {
-        let again = rerun.warm_figures();
-        writeln!(
-            out,
-            "{} the baseline measured again after the estimate changes: pages touched {} → {}, \
-             execution {} → {}",
-            paint.warn("Note:"),
-            base.pages_touched.map(count).unwrap_or_default(),
-            again.pages_touched.map(count).unwrap_or_default(),
-            base.execution_ms.map(ms).unwrap_or_default(),
-            again.execution_ms.map(ms).unwrap_or_default(),
-        )?;
+    if let Some(line) = rerun_line(report) {
+        writeln!(out, "{} {line}", paint.warn("Note:"))?;
     }
 
     for (position, judged) in report.ranking.iter().enumerate() {
@@ -600,6 +637,12 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
     writeln!(out, "{}", r.query.text)?;
     writeln!(out, "```")?;
     writeln!(out)?;
+    writeln!(out, "**Baseline** (as the database is now):")?;
+    writeln!(out)?;
+    for line in baseline_lines(report, &report.baseline) {
+        writeln!(out, "- {line}")?;
+    }
+    writeln!(out)?;
     let figure = if r.mode == Mode::Measured {
         "pages touched (warm)"
     } else {
@@ -657,6 +700,10 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
             writeln!(out, "**{}{}.**", first.unwrap_or_default(), chars.as_str())?
         }
     }
+    if let Some(line) = rerun_line(report) {
+        writeln!(out)?;
+        writeln!(out, "**Note:** {line}")?;
+    }
     for judged in &report.ranking {
         let outcome = &report.outcomes[judged.index];
         let Ok(run) = &outcome.result else { continue };
@@ -668,7 +715,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
             judged.verdict.as_str()
         )?;
         writeln!(out)?;
-        markdown::write_totals(out, &judged.comparison)?;
+        markdown_figures_table(out, judged, r.mode)?;
         writeln!(out)?;
         markdown::write_changes(out, &judged.comparison)?;
         writeln!(out)?;
