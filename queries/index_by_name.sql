@@ -4,15 +4,22 @@
 -- Returns: size_bytes (summed over its partition tree, as in index_facts.sql), table_name
 -- (regclass text), relname (the bare name EXPLAIN shows), plan_names (relname and, for a
 -- partitioned index, every partition's index).
+-- pg_partition_tree returns nothing for an index outside any partition tree, hence the
+-- relation's own size and name first.
 -- Minimum server version: 12 (pg_partition_tree).
-SELECT (SELECT coalesce(sum(pg_relation_size(t.relid)), 0)
-        FROM pg_partition_tree(c.oid) AS t)::float8 AS size_bytes,
+SELECT CASE WHEN c.relkind = 'I'
+            THEN (SELECT coalesce(sum(pg_relation_size(t.relid)), 0)
+                  FROM pg_partition_tree(c.oid) AS t)
+            ELSE pg_relation_size(c.oid)
+       END::float8 AS size_bytes,
        i.indrelid::regclass::text AS table_name,
        c.relname::text AS relname,
-       ARRAY(SELECT p.relname::text
-             FROM pg_partition_tree(c.oid) AS t
-             JOIN pg_class AS p ON p.oid = t.relid
-             ORDER BY t.level, p.relname) AS plan_names
+       ARRAY[c.relname::text]
+         || ARRAY(SELECT p.relname::text
+                  FROM pg_partition_tree(c.oid) AS t
+                  JOIN pg_class AS p ON p.oid = t.relid
+                  WHERE t.relid <> c.oid
+                  ORDER BY t.level, p.relname) AS plan_names
 FROM pg_class AS c
 JOIN pg_index AS i ON i.indexrelid = c.oid
 WHERE c.oid = to_regclass($1)

@@ -5,15 +5,22 @@
 -- its own, its partitions' indexes do), has_expressions (the planner has no statistics on an
 -- expression index until ANALYZE), qualified name, plan_names (the bare names plans show for
 -- it: the index itself and, on a partitioned table, every partition's index).
+-- pg_partition_tree returns nothing for an index outside any partition tree, hence the
+-- relation's own size and name first.
 -- Minimum server version: 12 (pg_partition_tree).
-SELECT (SELECT coalesce(sum(pg_relation_size(t.relid)), 0)
-        FROM pg_partition_tree(i.indexrelid) AS t)::float8 AS size_bytes,
+SELECT CASE WHEN c.relkind = 'I'
+            THEN (SELECT coalesce(sum(pg_relation_size(t.relid)), 0)
+                  FROM pg_partition_tree(i.indexrelid) AS t)
+            ELSE pg_relation_size(i.indexrelid)
+       END::float8 AS size_bytes,
        i.indexprs IS NOT NULL AS has_expressions,
        i.indexrelid::regclass::text AS qualified_name,
-       ARRAY(SELECT p.relname::text
-             FROM pg_partition_tree(i.indexrelid) AS t
-             JOIN pg_class AS p ON p.oid = t.relid
-             ORDER BY t.level, p.relname) AS plan_names
+       ARRAY[c.relname::text]
+         || ARRAY(SELECT p.relname::text
+                  FROM pg_partition_tree(i.indexrelid) AS t
+                  JOIN pg_class AS p ON p.oid = t.relid
+                  WHERE t.relid <> i.indexrelid
+                  ORDER BY t.level, p.relname) AS plan_names
 FROM pg_index AS i
 JOIN pg_class AS c ON c.oid = i.indexrelid
 WHERE i.indrelid = $1::regclass

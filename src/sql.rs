@@ -1025,6 +1025,9 @@ pub struct IndexCandidate {
     /// decoded, cut to 63 bytes.
     pub name: String,
     pub name_generated: bool,
+    /// How messages name it: `name` as the user gave it, or for an unnamed candidate its
+    /// definition ("unnamed index ON events (status)"), never the internal placeholder.
+    pub description: String,
     /// The user wrote CONCURRENTLY.
     pub concurrently: bool,
     pub unique: bool,
@@ -1039,6 +1042,13 @@ pub struct IndexCandidate {
 
 /// Validates one candidate `CREATE INDEX` (a final `;` is allowed), naming it `generated_name`
 /// if the user did not.
+impl IndexCandidate {
+    /// The name as the user gave it, or for an unnamed candidate its definition.
+    pub fn describe(&self) -> &str {
+        &self.description
+    }
+}
+
 pub fn parse_index_candidate(sql: &str, generated_name: &str) -> Result<IndexCandidate, SqlError> {
     let tokens = tokenize(sql)?;
     let toks = single_statement(&tokens, Expectation::IndexCandidate)?;
@@ -1227,11 +1237,17 @@ fn candidate_from_tokens(
     rebuilt.push_str(piece(copied, original.len()));
     let definition = piece(on.offset.saturating_sub(base), original.len()).to_owned();
 
+    let description = if name_generated {
+        format!("unnamed index {definition}")
+    } else {
+        name.clone()
+    };
     let candidate = IndexCandidate {
         original: original.to_string(),
         sql: rebuilt,
         name,
         name_generated,
+        description,
         concurrently: concurrently.is_some(),
         unique,
         table,
@@ -2132,6 +2148,7 @@ mod tests {
                 sql: "CREATE INDEX idx_t_a ON t (a)".into(),
                 name: "idx_t_a".into(),
                 name_generated: false,
+                description: "idx_t_a".into(),
                 concurrently: false,
                 unique: false,
                 table: "t".into(),
@@ -2147,6 +2164,8 @@ mod tests {
         assert_eq!(c.sql, "create index pgplan_candidate_1 on t (a)");
         assert_eq!(c.definition, "on t (a)");
         assert_eq!(c.name, "pgplan_candidate_1");
+        // Messages never show the placeholder.
+        assert_eq!(c.describe(), "unnamed index on t (a)");
         assert!(c.name_generated);
         // Generated names are quoted when they need it.
         let c = match parse_index_candidate("CREATE INDEX ON t (a)", "Cand 1") {

@@ -910,3 +910,90 @@ async fn candidate_names_are_unique_and_never_an_existing_index() {
     })
     .await;
 }
+
+/// On a partitioned table the plans scan each partition's index, never the partitioned index
+/// the candidate creates: the candidate is still used, and its size is its partitions'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn candidates_on_a_partitioned_table() {
+    for_each_version("compare_partitioned", |major| async move {
+        let db = TestDb::create(major, "compare_partitioned").await;
+        db.run(
+            "CREATE TABLE pevents (id bigint, status text NOT NULL, created_at timestamptz NOT NULL) \
+               PARTITION BY RANGE (id); \
+             CREATE TABLE pevents_1 PARTITION OF pevents FOR VALUES FROM (0) TO (30000); \
+             CREATE TABLE pevents_2 PARTITION OF pevents FOR VALUES FROM (30000) TO (60000); \
+             INSERT INTO pevents SELECT i, CASE WHEN i % 10 < 7 THEN 'pending' ELSE 'done' END, \
+               timestamptz '2026-01-01' + i * interval '1 minute' FROM generate_series(0, 59999) i; \
+             CREATE INDEX pevents_status_idx ON pevents (status); \
+             VACUUM (ANALYZE) pevents_1; VACUUM (ANALYZE) pevents_2; ANALYZE pevents;",
+        )
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(
+            dir.path(),
+            "SELECT id, created_at FROM pevents WHERE status = 'pending' \
+             ORDER BY created_at DESC LIMIT 50",
+        );
+        let before = state_of(&db, "pevents").await;
+        let doc = json(&pgplan(
+            &db,
+            &[
+                &query,
+                "--index",
+                "CREATE INDEX ON pevents (created_at DESC) WHERE status = 'pending'",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        ));
+        let candidate = &doc["candidates"][0];
+        assert_eq!(candidate["used"], true, "{candidate:#}");
+        assert_eq!(candidate["verdict"], "pays", "{candidate:#}");
+        assert!(
+            candidate["index_size_bytes"].as_f64().unwrap() > 8192.0,
+            "{candidate:#}"
+        );
+        assert_eq!(doc["best"], candidate["index_name"]);
+        assert_eq!(state_of(&db, "pevents").await, before);
+
+        // The reverse: an existing partitioned index dropped, for a query that uses it.
+        let by_status = write_query(
+            dir.path(),
+            "SELECT count(*) FROM pevents WHERE status = 'done'",
+        );
+        let doc = json(&pgplan(
+            &db,
+            &[
+                &by_status,
+                "--drop-index",
+                "pevents_status_idx",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        ));
+        let drop = &doc["candidates"][0];
+        assert_eq!(drop["used"], true, "{drop:#}");
+        assert!(drop["index_size_bytes"].as_f64().unwrap() > 8192.0, "{drop:#}");
+        assert_eq!(state_of(&db, "pevents").await, before);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// The relations of the public schema and a table's rows, to compare before and after.
+async fn state_of(db: &TestDb, table: &str) -> (Option<String>, Option<String>) {
+    (
+        db.value(
+            "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class \
+             WHERE relnamespace = 'public'::regnamespace",
+        )
+        .await,
+        db.value(&format!(
+            "SELECT md5(string_agg(t::text, ',' ORDER BY t::text)) FROM {table} t"
+        ))
+        .await,
+    )
+}

@@ -149,7 +149,7 @@ async fn setup_and_runs(
     match setup {
         Setup::Baseline => {}
         Setup::Create(candidate) => {
-            progress.update(&format!("{label}: building {}", candidate.name));
+            progress.update(&format!("{label}: building"));
             // An unnamed candidate is built unnamed, so PostgreSQL picks the name it would pick
             // in production (events_status_idx); the new name is found by comparing the table's
             // index names before and after.
@@ -163,7 +163,7 @@ async fn setup_and_runs(
                 (candidate.sql.clone(), Vec::new())
             };
             let started = Instant::now();
-            run(client, &sql, &format!("building {}", candidate.name)).await?;
+            run(client, &sql, &format!("building {}", candidate.describe())).await?;
             facts.build_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
             let name = if candidate.name_generated {
                 explain::index_names(client, &candidate.table)
@@ -495,7 +495,11 @@ pub async fn run_compare(
     let mut warnings = request.warnings.clone();
     let (_, baseline) = measure(conn, request, limits, Setup::Baseline, progress, "baseline")
         .await
-        .map_err(|e| anyhow!("the query failed in the baseline run: {e}"))?;
+        .map_err(|e| {
+            // The error goes to stderr on its own line, not after a progress message.
+            progress.clear();
+            anyhow!("the query failed in the baseline run: {e}")
+        })?;
     let tables = watched_tables(request, &baseline);
     let initial = read_estimates(conn, limits, &tables).await?;
     let mut current = initial.clone();
@@ -504,7 +508,7 @@ pub async fn run_compare(
     let mut outcomes = Vec::new();
     let count = request.candidates.len();
     for (i, spec) in request.candidates.iter().enumerate() {
-        let label = format!("candidate {} of {count} ({})", i + 1, spec.name());
+        let label = format!("candidate {} of {count} ({})", i + 1, spec.describe());
         let setup = match (spec, request.mode) {
             (CandidateSpec::Create(c), Mode::Hypothetical) => Setup::HypotheticalCreate(c),
             (CandidateSpec::Drop { name }, Mode::Hypothetical) => Setup::HypotheticalDrop(name),
@@ -515,14 +519,14 @@ pub async fn run_compare(
         if stop_requested() {
             // The cancelled statement's transaction has been rolled back: start nothing more.
             progress.clear();
-            bail!("interrupted while measuring {}", spec.name());
+            bail!("interrupted while measuring {}", spec.describe());
         }
         if conn.is_closed() {
             progress.clear();
             bail!(
                 "the connection to {} closed while measuring {}; the server rolled the transaction back",
                 conn.target,
-                spec.name()
+                spec.describe()
             );
         }
         let result = match result {
@@ -561,7 +565,7 @@ pub async fn run_compare(
         };
         let shown = match &result {
             Ok(run) => run.name.clone(),
-            Err(_) => spec.name().to_owned(),
+            Err(_) => spec.describe().to_owned(),
         };
         outcomes.push(CandidateOutcome {
             spec: spec.clone(),
@@ -602,7 +606,10 @@ pub async fn run_compare(
             "baseline again",
         )
         .await
-        .map_err(|e| anyhow!("the query failed when the baseline was measured again: {e}"))?;
+        .map_err(|e| {
+            progress.clear();
+            anyhow!("the query failed when the baseline was measured again: {e}")
+        })?;
         Some(rerun)
     } else {
         None

@@ -387,9 +387,9 @@ impl CompareReport {
     /// The name of a candidate: as the user wrote it, or as PostgreSQL named an unnamed one.
     pub fn name(&self, index: usize) -> &str {
         let outcome = &self.outcomes[index];
-        match &outcome.result {
-            Ok(run) => &run.name,
-            Err(_) => outcome.spec.name(),
+        match (&outcome.result, &outcome.spec) {
+            (Ok(run), _) => &run.name,
+            (Err(_), spec) => spec.describe(),
         }
     }
 

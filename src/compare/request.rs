@@ -49,6 +49,16 @@ impl CandidateSpec {
         }
     }
 
+    /// How messages name it before PostgreSQL has: the user's name, or for an unnamed
+    /// candidate its definition ("unnamed index ON events (status)"), never the placeholder
+    /// pgplan keeps internally.
+    pub fn describe(&self) -> &str {
+        match self {
+            CandidateSpec::Create(c) => c.describe(),
+            CandidateSpec::Drop { name } => name,
+        }
+    }
+
     /// The statement as the user wrote it (to run in production, CONCURRENTLY and all).
     pub fn user_sql(&self) -> String {
         match self {

@@ -412,7 +412,10 @@ fn markdown_figures_table(out: &mut dyn Write, judged: &Judged, mode: Mode) -> i
 }
 
 /// The baseline's figures in words (the same lines in text and Markdown).
-fn baseline_lines(report: &CompareReport, measurement: &crate::compare::Measurement) -> Vec<String> {
+fn baseline_lines(
+    report: &CompareReport,
+    measurement: &crate::compare::Measurement,
+) -> Vec<String> {
     let warm = measurement.warm_figures();
     let cold = measurement.cold_figures();
     if report.request.mode == Mode::Measured {
