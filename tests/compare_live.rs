@@ -840,6 +840,10 @@ async fn index_files_expression_indexes_and_report_destinations() {
         assert!(md.starts_with("### pgplan compare"), "{md}");
         assert!(md.contains("| # | index | verdict |"), "{md}");
         assert!(md.contains("`by_lower_status`"), "{md}");
+        // The baseline and, per candidate, the cold run and the warm medians.
+        assert!(md.contains("**Baseline**"), "{md}");
+        assert!(md.contains("| cold: pages touched |"), "{md}");
+        assert!(md.contains("| warm: pages touched |"), "{md}");
         db.drop_db().await;
     })
     .await;

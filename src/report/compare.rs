@@ -394,7 +394,18 @@ fn figures_table(
 fn markdown_figures_table(out: &mut dyn Write, judged: &Judged, mode: Mode) -> io::Result<()> {
     writeln!(out, "| | before | after | change |")?;
     writeln!(out, "|---|---:|---:|---:|")?;
+    // The text table groups rows under "cold:"/"warm:" by indentation; Markdown tables have
+    // no such grouping, so each row names its run.
+    let mut run = "";
     for (label, pair, figure) in summary_rows(judged, mode) {
+        let label = match label.split_once(": ") {
+            Some((prefix, rest)) if !label.starts_with(' ') => {
+                run = prefix;
+                format!("{prefix}: {rest}")
+            }
+            _ if !run.is_empty() => format!("{run}: {}", label.trim()),
+            _ => label.trim().to_owned(),
+        };
         if pair.before.is_none() && pair.after.is_none() {
             continue;
         }
@@ -402,7 +413,7 @@ fn markdown_figures_table(out: &mut dyn Write, judged: &Judged, mode: Mode) -> i
         writeln!(
             out,
             "| {} | {} | {} | {} |",
-            label.trim(),
+            label,
             figure.show(pair.before),
             figure.show(pair.after),
             change(pair.before, pair.after, fewer, more)
