@@ -26,7 +26,8 @@ pub enum Direction {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Misestimate {
     pub factor: f64,
-    pub direction: Direction,
+    /// `None` for a perfect estimate (factor 1): it is neither under nor over.
+    pub direction: Option<Direction>,
 }
 
 /// Figures derived for one node.
@@ -463,12 +464,12 @@ pub fn misestimate(node: &Node) -> Option<Misestimate> {
     Some(if rows >= estimated {
         Misestimate {
             factor: rows / estimated,
-            direction: Direction::Under,
+            direction: (rows > estimated).then_some(Direction::Under),
         }
     } else {
         Misestimate {
             factor: estimated / rows,
-            direction: Direction::Over,
+            direction: Some(Direction::Over),
         }
     })
 }
@@ -527,7 +528,7 @@ mod tests {
         assert_eq!(root.inclusive_ms, Some(2.0));
         let mis = root.misestimate.unwrap();
         assert_eq!(mis.factor, 3.0);
-        assert_eq!(mis.direction, Direction::Under);
+        assert_eq!(mis.direction, Some(Direction::Under));
     }
 
     #[test]
@@ -645,6 +646,19 @@ mod tests {
         assert!(!mentions("(a > $12)", "$1"));
     }
 
+    /// Actual rows equal to the estimate: no error, so no direction.
+    #[test]
+    fn a_perfect_estimate_has_no_direction() {
+        let p = plan(
+            r#"{"Plan": {"Node Type": "Seq Scan", "Relation Name": "t", "Plan Rows": 50,
+                "Actual Startup Time": 0, "Actual Total Time": 1, "Actual Rows": 50,
+                "Actual Loops": 1}}"#,
+        );
+        let mis = measure(&p).nodes[0].misestimate.unwrap();
+        assert_eq!(mis.factor, 1.0);
+        assert_eq!(mis.direction, None);
+    }
+
     #[test]
     fn overestimate_direction() {
         let p = plan(
@@ -654,6 +668,6 @@ mod tests {
         );
         let mis = measure(&p).nodes[0].misestimate.unwrap();
         assert_eq!(mis.factor, 5000.0);
-        assert_eq!(mis.direction, Direction::Over);
+        assert_eq!(mis.direction, Some(Direction::Over));
     }
 }
