@@ -440,7 +440,7 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
             push(
                 ChangeKind::PagesChanged,
                 format!(
-                    "{}: pages touched {} → {}",
+                    "{}: own pages {} → {}",
                     node_label(a),
                     count_or_absent(pages.before),
                     count_or_absent(pages.after)
@@ -609,6 +609,29 @@ mod tests {
                  "Index Name": "t_pkey"}]}}"#,
         );
         assert_eq!(d.after_to_before, [Some(0), Some(3), Some(1)]);
+    }
+
+    /// pages_changed compares the node's own pages (children subtracted), and says so.
+    #[test]
+    fn pages_changed_names_the_nodes_own_pages() {
+        let d = diff_json(
+            r#"{"Plan": {"Node Type": "Limit", "Shared Hit Blocks": 900, "Shared Read Blocks": 0,
+                "Plans": [{"Node Type": "Seq Scan", "Relation Name": "t",
+                "Shared Hit Blocks": 900, "Shared Read Blocks": 0}]}}"#,
+            r#"{"Plan": {"Node Type": "Limit", "Shared Hit Blocks": 5, "Shared Read Blocks": 0,
+                "Plans": [{"Node Type": "Index Scan", "Relation Name": "t", "Index Name": "i",
+                "Shared Hit Blocks": 5, "Shared Read Blocks": 0}]}}"#,
+        );
+        let pages = d
+            .changes
+            .iter()
+            .find(|c| c.kind == ChangeKind::PagesChanged)
+            .unwrap();
+        assert!(
+            pages.message.ends_with(": own pages 900 → 5"),
+            "{}",
+            pages.message
+        );
     }
 
     #[test]
