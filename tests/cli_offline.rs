@@ -439,3 +439,26 @@ fn diff_says_which_plan_was_measured() {
     assert!(text.contains("estimated cost"), "{text}");
     assert!(text.contains("estimated rows"), "{text}");
 }
+
+/// The Markdown diff shows the same totals as the text diff, planning time included.
+#[test]
+fn markdown_diff_has_the_totals_of_the_text_diff() {
+    let (before, after) = (
+        fixture("story/before.pg16.json"),
+        fixture("story/partial_index.pg16.json"),
+    );
+    let text = stdout(&run(&["diff", &before, &after]));
+    let markdown = stdout(&run(&["diff", "--format", "markdown", &before, &after]));
+    for row in [
+        "execution time",
+        "planning time",
+        "pages touched",
+        "temp blocks",
+    ] {
+        assert!(text.contains(row), "{text}");
+        assert!(
+            markdown.contains(&format!("| {row} |")),
+            "{row}:\n{markdown}"
+        );
+    }
+}
