@@ -53,9 +53,8 @@ pub enum PlanError {
         "the plan is deeper than {MAX_PLAN_DEPTH} levels; pgplan does not read plans that deep"
     )]
     TooDeep,
-    #[error(
-        "{detail}; EXPLAIN reports counts, sizes and times as numbers from 0 to {MAX_COUNTER:e}"
-    )]
+    /// The detail names the key, its node, the value and the key's own limit.
+    #[error("{detail}")]
     BadFigure { detail: String },
 }
 
@@ -334,6 +333,8 @@ const NOT_A_PLAN: &str = "pgplan:not-a-plan:";
 const TOO_DEEP: &str = "pgplan:too-deep";
 const NEEDS_STACK: &str = "pgplan:needs-stack";
 const BAD_FIGURE: &str = "pgplan:bad-figure:";
+/// Between a bad figure's value and the explanation of its limit.
+const LIMIT_SEPARATOR: &str = "\u{1f}";
 
 /// Checks a measured figure: finite (serde_json reads none that is not, but the check costs
 /// nothing), not negative, and within [`MAX_COUNTER`] (`limit` for estimates).
@@ -346,10 +347,30 @@ fn check_figure<E: de::Error>(
     if value.is_finite() && (0.0..=limit).contains(&value) {
         return Ok(value);
     }
+    // Each key has its own limit: a row estimate may reach MAX_ESTIMATE, a counter MAX_COUNTER.
+    let what = if limit == MAX_ESTIMATE {
+        "row estimates"
+    } else {
+        "counts, sizes and times"
+    };
     Err(E::custom(format!(
-        "{BAD_FIGURE}\"{}\" of {node} is {value}",
-        one_line(key)
+        "{BAD_FIGURE}\"{}\" of {node} is {}{LIMIT_SEPARATOR}EXPLAIN reports {what} as numbers \
+         from 0 to {}",
+        one_line(key),
+        short_number(value),
+        short_number(limit)
     )))
+}
+
+/// A number as a person reads it in an error: as given when short, else in exponent form
+/// (1e308, not its 309 digits).
+fn short_number(value: f64) -> String {
+    let plain = value.to_string();
+    if plain.len() <= 16 {
+        plain
+    } else {
+        format!("{value:e}")
+    }
 }
 
 /// Which node a bad figure belongs to, for the error: its pre-order id and, once read, its type.
@@ -412,7 +433,20 @@ fn classify_error(json: &str, error: serde_json::Error) -> PlanError {
         return PlanError::TooDeep;
     }
     if let Some(at) = message.find(BAD_FIGURE) {
-        let detail = message[at + BAD_FIGURE.len()..].to_owned();
+        // "key of node is value; what EXPLAIN reports at line L column C": the position goes
+        // with the value, before the explanation.
+        let detail = &message[at + BAD_FIGURE.len()..];
+        let detail = match (
+            detail.split_once(LIMIT_SEPARATOR),
+            detail.rfind(" at line "),
+        ) {
+            (Some((value, rest)), Some(pos)) if pos > value.len() => {
+                let explanation = &rest[..pos - value.len() - LIMIT_SEPARATOR.len()];
+                format!("{value}{}; {explanation}", &detail[pos..])
+            }
+            (Some((value, rest)), _) => format!("{value}; {rest}"),
+            (None, _) => detail.to_owned(),
+        };
         return PlanError::BadFigure { detail };
     }
     if let Some(at) = message.find(NOT_A_PLAN) {
@@ -1293,6 +1327,20 @@ mod tests {
             parse_plan(r#"{"Plan": {"Node Type": "Result"}, "Execution Time": -2}"#).unwrap_err();
         assert!(
             err.to_string().contains("\"Execution Time\" of the plan"),
+            "{err}"
+        );
+        // A row estimate past its own limit: the number and the limit in short form.
+        let err =
+            parse_plan(r#"{"Plan": {"Node Type": "Seq Scan", "Plan Rows": 1e308}}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "\"Plan Rows\" of node 0 (Seq Scan) is 1e308 at line 1 column 54; EXPLAIN reports \
+             row estimates as numbers from 0 to 1e200"
+        );
+        let err =
+            parse_plan(r#"{"Plan": {"Node Type": "Result", "Actual Loops": 1e19}}"#).unwrap_err();
+        assert!(
+            err.to_string().ends_with(" is 1e19 at line 1 column 54; EXPLAIN reports counts, sizes and times as numbers from 0 to 9.223372036854776e18"),
             "{err}"
         );
         // Costs are the planner's, never summed: as given.
