@@ -5,15 +5,14 @@ use std::io::{self, Write};
 
 use crate::plan::{Analysis, Comparison, Finding};
 
-use super::format::{change, count, ms};
+use super::format::{change, count, ms, printable};
 use super::text::{both_measured, estimate_rows, headline, totals_line, unified_tree_diff};
 use super::tree::{figures, labelled, rows};
 
-/// Escapes text for a Markdown table cell.
+/// Escapes text for a Markdown table cell; control characters (a newline in a condition
+/// included) are shown escaped, as in the text output.
 pub fn cell(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('\n', "<br>")
+    printable(&text.replace('\\', "\\\\").replace('|', "\\|"))
 }
 
 /// The plan tree in a fenced code block, one line per node with its main figures.
@@ -146,7 +145,7 @@ pub fn write_changes(out: &mut dyn Write, comparison: &Comparison) -> io::Result
             out,
             "- **{}** {}",
             c.kind.as_str(),
-            c.message.replace('*', "\\*")
+            printable(&c.message).replace('*', "\\*")
         )?;
     }
     Ok(())

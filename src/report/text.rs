@@ -7,7 +7,7 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 
 use crate::plan::{Analysis, Comparison, Finding};
 
-use super::format::{change, count, ms};
+use super::format::{change, count, ms, printable};
 use super::tree::{TreeRow, figures, labelled, rows};
 use super::{Paint, TextOptions};
 
@@ -333,9 +333,9 @@ pub fn write_findings(
             "[{}] {} {}",
             i + 1,
             paint.severity(f.severity, f.severity.as_str()),
-            f.message
+            printable(&f.message)
         )?;
-        writeln!(out, "    {} {}", paint.dim("fix:"), f.hint)?;
+        writeln!(out, "    {} {}", paint.dim("fix:"), printable(&f.hint))?;
     }
     Ok(())
 }
@@ -352,7 +352,7 @@ pub fn write_explain(
     writeln!(out, "  {}", plan_kind(analysis))?;
     writeln!(out, "  {}", totals_line(analysis))?;
     if let Some(q) = &analysis.plan.query_text {
-        writeln!(out, "  query: {}", one_line(q))?;
+        writeln!(out, "  query: {}", printable(&one_line(q)))?;
     }
     writeln!(out)?;
     write_tree(out, analysis, options)?;
@@ -585,7 +585,7 @@ pub fn write_changes(
             out,
             "  {} {}",
             paint.accent(&format!("{:width$}", c.kind.as_str())),
-            c.message
+            printable(&c.message)
         )?;
     }
     Ok(())
