@@ -439,3 +439,63 @@ fn diff_says_which_plan_was_measured() {
     assert!(text.contains("estimated cost"), "{text}");
     assert!(text.contains("estimated rows"), "{text}");
 }
+
+/// The Markdown diff shows the same totals as the text diff, planning time included.
+#[test]
+fn markdown_diff_has_the_totals_of_the_text_diff() {
+    let (before, after) = (
+        fixture("story/before.pg16.json"),
+        fixture("story/partial_index.pg16.json"),
+    );
+    let text = stdout(&run(&["diff", &before, &after]));
+    let markdown = stdout(&run(&["diff", "--format", "markdown", &before, &after]));
+    for row in [
+        "execution time",
+        "planning time",
+        "pages touched",
+        "temp blocks",
+    ] {
+        assert!(text.contains(row), "{text}");
+        assert!(
+            markdown.contains(&format!("| {row} |")),
+            "{row}:\n{markdown}"
+        );
+    }
+}
+
+/// Control characters in a plan's strings (a relation named with an escape sequence, a newline in
+/// a filter) reach neither the terminal nor the Markdown raw: they are shown escaped.
+#[test]
+fn control_characters_in_plan_strings_are_escaped() {
+    let plan = r#"[{"Plan": {"Node Type": "Seq Scan", "Relation Name": "evil\u001b[2Jname",
+        "Schema": "public", "Alias": "e", "Plan Rows": 10, "Actual Rows": 100000,
+        "Actual Loops": 1, "Actual Startup Time": 0, "Actual Total Time": 5,
+        "Filter": "(a = 1)\nAND (b = 2)", "Rows Removed by Filter": 900000}}]"#;
+    for format in ["text", "markdown"] {
+        let out = run_stdin(&["explain", "--format", format, "-"], plan);
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(!text.contains('\u{1b}'), "{format}: {text:?}");
+        assert!(text.contains(r"evil\u{1b}[2Jname"), "{format}: {text}");
+        assert!(text.contains(r"(a = 1)\nAND (b = 2)"), "{format}: {text}");
+    }
+    // The diff's change messages name the relation too.
+    let dir = std::env::temp_dir().join(format!("pgplan-control-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (before, after) = (dir.join("before.json"), dir.join("after.json"));
+    std::fs::write(&before, plan).unwrap();
+    std::fs::write(&after, plan.replace("Seq Scan", "Index Scan")).unwrap();
+    for format in ["text", "markdown"] {
+        let out = run(&[
+            "diff",
+            "--format",
+            format,
+            before.to_str().unwrap(),
+            after.to_str().unwrap(),
+        ]);
+        let text = stdout(&out);
+        assert!(text.contains("access_method_changed"), "{format}: {text}");
+        assert!(!text.contains('\u{1b}'), "{format}: {text:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -460,3 +460,44 @@ fn a_disabled_node_with_children_is_reported() {
         assert_eq!(disabled, [Some(id)], "PostgreSQL {version}");
     }
 }
+
+/// An init plan hangs under the Limit, the top of its query level, but the scan's filter reads its
+/// value, so the scan ran it: its pages are the scan's inclusive pages, not the scan's own.
+#[test]
+fn an_init_plan_used_below_its_node_is_counted_once() {
+    for version in 13..=18 {
+        let a = analysis(&format!("initplan_used_below.pg{version}.json"));
+        let (ip, _) = a
+            .plan
+            .nodes
+            .iter()
+            .enumerate()
+            .find(|(_, n)| n.parent_relationship.as_deref() == Some("InitPlan"))
+            .unwrap();
+        let (scan, scan_node) = a
+            .plan
+            .nodes
+            .iter()
+            .enumerate()
+            .find(|(_, n)| n.filter.is_some())
+            .unwrap();
+        let pages = |id: usize| a.plan.nodes[id].buffers.unwrap().pages_touched();
+        let own = |id: usize| {
+            a.metrics.nodes[id]
+                .exclusive_buffers
+                .unwrap()
+                .pages_touched()
+        };
+        assert_eq!(pages(0), pages(scan), "PostgreSQL {version}");
+        assert_eq!(own(scan), pages(scan) - pages(ip), "PostgreSQL {version}");
+        assert_eq!(own(0), 0.0, "PostgreSQL {version}");
+        let m = &a.metrics.nodes;
+        let scan_ms = m[scan].inclusive_ms.unwrap();
+        let ip_ms = m[ip].inclusive_ms.unwrap();
+        assert!(scan_ms > ip_ms, "PostgreSQL {version}: {scan_node:?}");
+        assert!(
+            (m[scan].exclusive_ms.unwrap() - (scan_ms - ip_ms)).abs() < 0.002,
+            "PostgreSQL {version}"
+        );
+    }
+}

@@ -162,19 +162,20 @@ fn category(node: &Node, relation: Option<u64>) -> Category {
     }
 }
 
-/// The relation a scan reads, as a stable key: schema, name and alias (the alias tells a
-/// self-join's two scans apart).
+/// The relation a scan reads, as a stable key: schema and name, the CTE's name, or the
+/// function's. Not the alias: a query that names `orders` as `o` in one version and not in the
+/// other still reads the same table (the alias only tells apart scans of one relation).
 fn relation_key(node: &Node) -> Option<u64> {
     if let Some(rel) = &node.relation_name {
-        return Some(hash_of(&("rel", &node.schema, rel, &node.alias)));
+        return Some(hash_of(&("rel", &node.schema, rel)));
     }
     if node.node_type == "CTE Scan"
         && let Some(cte) = &node.cte_name
     {
-        return Some(hash_of(&("cte", cte, &node.alias)));
+        return Some(hash_of(&("cte", cte)));
     }
     if let Some(function) = &node.function_name {
-        return Some(hash_of(&("fn", function, &node.alias)));
+        return Some(hash_of(&("fn", function)));
     }
     None
 }
@@ -198,12 +199,14 @@ type MatchKey = (Category, u64);
 
 /// Per node: the match key, in one bottom-up pass (children have larger ids than their parent),
 /// which reads each node once: on plans too big for the cache, reading is what costs.
-fn match_keys(plan: &Plan) -> Vec<MatchKey> {
+fn match_keys(plan: &Plan) -> (Vec<MatchKey>, Vec<MatchKey>) {
     let n = plan.nodes.len();
     // Multiset hash of the relations read in each subtree: the sum of mixed relation keys, which
     // does not depend on child order.
     let mut relations = vec![0u64; n];
     let mut keys = vec![(Category::Sort, 0); n];
+    // The same with a scan's alias: a self-join's scans of one table, told apart.
+    let mut aliased = vec![(Category::Sort, 0); n];
     for id in (0..n).rev() {
         let node = &plan.nodes[id];
         let own = relation_key(node);
@@ -219,8 +222,12 @@ fn match_keys(plan: &Plan) -> Vec<MatchKey> {
             _ => sum,
         };
         keys[id] = (category, what);
+        aliased[id] = match category {
+            Category::Scan => (category, hash_of(&(what, &node.alias))),
+            _ => keys[id],
+        };
     }
-    keys
+    (keys, aliased)
 }
 
 /// A hasher for match keys, which are already hashes: hashing them again with SipHash only costs
@@ -255,27 +262,41 @@ struct Matching {
 }
 
 /// Matches after-plan nodes to before-plan nodes with the same key, in plan order: each after
-/// node takes the first before node with its key that is not taken yet.
+/// node takes the first before node with its key that is not taken yet. Scans are matched by
+/// relation and alias first, then, among the nodes left, by relation alone: a self-join's two
+/// scans of one table keep their own partners, and a table whose alias changed is still one
+/// node read another way.
 fn match_nodes(before: &Plan, after: &Plan) -> Matching {
-    let before_keys = match_keys(before);
-    let after_keys = match_keys(after);
-    // The before nodes of each key, as a queue in plan order: the map holds the first untaken
-    // one, `next` links each to the following one (a queue per key without an allocation each).
-    let mut first: KeyMap<Option<NodeId>> =
-        KeyMap::with_capacity_and_hasher(before_keys.len(), Default::default());
-    let mut next: Vec<Option<NodeId>> = vec![None; before_keys.len()];
-    for (id, key) in before_keys.iter().enumerate().rev() {
-        next[id] = first.insert(*key, Some(id)).flatten();
-    }
+    let (before_keys, before_aliased) = match_keys(before);
+    let (after_keys, after_aliased) = match_keys(after);
     let mut after_to_before = vec![None; after.nodes.len()];
     let mut before_to_after = vec![None; before.nodes.len()];
-    for (id, key) in after_keys.iter().enumerate() {
-        if let Some(head) = first.get_mut(key)
-            && let Some(b) = *head
-        {
-            *head = next[b];
-            after_to_before[id] = Some(b);
-            before_to_after[b] = Some(id);
+    for (b_keys, a_keys) in [
+        (&before_aliased, &after_aliased),
+        (&before_keys, &after_keys),
+    ] {
+        // The untaken before nodes of each key, as a queue in plan order: the map holds the
+        // first, `next` links each to the following one (a queue per key without an allocation
+        // each).
+        let mut first: KeyMap<Option<NodeId>> =
+            KeyMap::with_capacity_and_hasher(b_keys.len(), Default::default());
+        let mut next: Vec<Option<NodeId>> = vec![None; b_keys.len()];
+        for (id, key) in b_keys.iter().enumerate().rev() {
+            if before_to_after[id].is_none() {
+                next[id] = first.insert(*key, Some(id)).flatten();
+            }
+        }
+        for (id, key) in a_keys.iter().enumerate() {
+            if after_to_before[id].is_some() {
+                continue;
+            }
+            if let Some(head) = first.get_mut(key)
+                && let Some(b) = *head
+            {
+                *head = next[b];
+                after_to_before[id] = Some(b);
+                before_to_after[b] = Some(id);
+            }
         }
     }
     Matching {
@@ -419,7 +440,7 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
             push(
                 ChangeKind::PagesChanged,
                 format!(
-                    "{}: pages touched {} → {}",
+                    "{}: own pages {} → {}",
                     node_label(a),
                     count_or_absent(pages.before),
                     count_or_absent(pages.after)
@@ -559,6 +580,58 @@ mod tests {
         );
         // b's scan matched b's scan though it moved from inner to outer.
         assert_eq!(d.after_to_before[1], Some(3));
+    }
+
+    /// The alias is the query's spelling, not the work: `orders o` and `orders` are one table.
+    #[test]
+    fn a_scan_is_matched_by_relation_whatever_its_alias() {
+        let d = diff_json(
+            r#"{"Plan": {"Node Type": "Seq Scan", "Relation Name": "orders", "Schema": "public",
+                "Alias": "o"}}"#,
+            r#"{"Plan": {"Node Type": "Index Scan", "Relation Name": "orders", "Schema": "public",
+                "Alias": "orders", "Index Name": "orders_pkey"}}"#,
+        );
+        let kinds: Vec<ChangeKind> = d.changes.iter().map(|c| c.kind).collect();
+        assert_eq!(kinds, [ChangeKind::AccessMethodChanged]);
+    }
+
+    /// A self-join's scans of one table keep their partners by alias, wherever they moved.
+    #[test]
+    fn a_self_joins_scans_are_told_apart_by_alias() {
+        let d = diff_json(
+            r#"{"Plan": {"Node Type": "Hash Join", "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "t", "Alias": "a"},
+                {"Node Type": "Hash", "Plans": [
+                    {"Node Type": "Seq Scan", "Relation Name": "t", "Alias": "b"}]}]}}"#,
+            r#"{"Plan": {"Node Type": "Nested Loop", "Plans": [
+                {"Node Type": "Seq Scan", "Relation Name": "t", "Alias": "b"},
+                {"Node Type": "Index Scan", "Relation Name": "t", "Alias": "a",
+                 "Index Name": "t_pkey"}]}}"#,
+        );
+        assert_eq!(d.after_to_before, [Some(0), Some(3), Some(1)]);
+    }
+
+    /// pages_changed compares the node's own pages (children subtracted), and says so.
+    #[test]
+    fn pages_changed_names_the_nodes_own_pages() {
+        let d = diff_json(
+            r#"{"Plan": {"Node Type": "Limit", "Shared Hit Blocks": 900, "Shared Read Blocks": 0,
+                "Plans": [{"Node Type": "Seq Scan", "Relation Name": "t",
+                "Shared Hit Blocks": 900, "Shared Read Blocks": 0}]}}"#,
+            r#"{"Plan": {"Node Type": "Limit", "Shared Hit Blocks": 5, "Shared Read Blocks": 0,
+                "Plans": [{"Node Type": "Index Scan", "Relation Name": "t", "Index Name": "i",
+                "Shared Hit Blocks": 5, "Shared Read Blocks": 0}]}}"#,
+        );
+        let pages = d
+            .changes
+            .iter()
+            .find(|c| c.kind == ChangeKind::PagesChanged)
+            .unwrap();
+        assert!(
+            pages.message.ends_with(": own pages 900 → 5"),
+            "{}",
+            pages.message
+        );
     }
 
     #[test]

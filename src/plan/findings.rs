@@ -205,7 +205,7 @@ pub fn significant_misestimate(metrics: &NodeMetrics) -> bool {
     // Rows the node really handled, never the estimate: "1,010× overestimated" on a join that
     // saw no rows at all is no finding.
     let rows = metrics.rows_handled.unwrap_or(0.0);
-    let expected = mis.direction == Direction::Over && metrics.may_stop_early;
+    let expected = mis.direction == Some(Direction::Over) && metrics.may_stop_early;
     mis.factor >= MISESTIMATE_FACTOR && rows >= MISESTIMATE_MIN_ROWS && !expected
 }
 
@@ -219,8 +219,9 @@ fn misestimate(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &P
         return;
     };
     let way = match mis.direction {
-        Direction::Under => "underestimated",
-        Direction::Over => "overestimated",
+        Some(Direction::Over) => "overestimated",
+        // A significant error has a direction: the factor is at least 10.
+        _ => "underestimated",
     };
     let table = node
         .qualified_relation()
@@ -242,7 +243,8 @@ fn misestimate(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &P
         kind: FindingKind::Misestimate,
         // An underestimate is what drives nested loops over huge inputs; an overestimate wastes
         // less (a hash join or seq scan where an index would have done), so it stays a warning.
-        severity: if mis.factor >= MISESTIMATE_CRITICAL_FACTOR && mis.direction == Direction::Under
+        severity: if mis.factor >= MISESTIMATE_CRITICAL_FACTOR
+            && mis.direction == Some(Direction::Under)
         {
             Severity::Critical
         } else {

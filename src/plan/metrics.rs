@@ -26,7 +26,8 @@ pub enum Direction {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Misestimate {
     pub factor: f64,
-    pub direction: Direction,
+    /// `None` for a perfect estimate (factor 1): it is neither under nor over.
+    pub direction: Option<Direction>,
 }
 
 /// Figures derived for one node.
@@ -163,6 +164,127 @@ fn cte_deductions(plan: &Plan, metrics: &[NodeMetrics]) -> Vec<Option<(f64, Buff
     deductions
 }
 
+/// An init plan that computes a value (not a CTE): a scalar subquery, `EXISTS` or `ANY` that
+/// does not depend on the outer row.
+fn is_value_init_plan(node: &Node) -> bool {
+    node.parent_relationship.as_deref() == Some("InitPlan") && !is_cte_init_plan(node)
+}
+
+/// How the expressions of a plan refer to the value an init plan computes: `$0` (or `$0,$1`,
+/// from the name "InitPlan 1 (returns $0,$1)") before PostgreSQL 17, `(InitPlan 1).col1` from 17
+/// on, where the name lost its "(returns ...)" part.
+fn init_plan_references(name: &str) -> Vec<String> {
+    match name.split_once(" (returns ") {
+        Some((_, params)) => params
+            .trim_end_matches(')')
+            .split(',')
+            .map(|p| p.trim().to_owned())
+            .filter(|p| p.starts_with('$'))
+            .collect(),
+        None => vec![format!("({name}).")],
+    }
+}
+
+/// Whether `text` contains `reference`, not as the prefix of a longer parameter (`$1` in `$12`).
+fn mentions(text: &str, reference: &str) -> bool {
+    text.match_indices(reference).any(|(at, _)| {
+        !text[at + reference.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+/// Whether any expression the node shows (`Filter`, `Index Cond`, `Output`, `One-Time Filter`,
+/// `Sort Key`, `Params Evaluated`, ...) refers to one of `references`.
+fn node_mentions(node: &Node, references: &[String]) -> bool {
+    let modelled = [
+        &node.filter,
+        &node.join_filter,
+        &node.index_cond,
+        &node.recheck_cond,
+        &node.hash_cond,
+        &node.merge_cond,
+    ];
+    let mut texts: Vec<&str> = modelled.iter().filter_map(|t| t.as_deref()).collect();
+    texts.extend(node.output.iter().map(String::as_str));
+    for value in node.extra.values() {
+        match value {
+            serde_json::Value::String(s) => texts.push(s),
+            serde_json::Value::Array(items) => {
+                texts.extend(items.iter().filter_map(|v| v.as_str()))
+            }
+            _ => {}
+        }
+    }
+    texts
+        .iter()
+        .any(|t| references.iter().any(|r| mentions(t, r)))
+}
+
+/// The node whose inclusive figures include the work of each value init plan (indexed by the
+/// init plan's id; `None` for other nodes).
+///
+/// PostgreSQL attaches every init plan to the topmost plan node of its query level
+/// (SS_attach_initplans, SS_finalize_plan), but runs it lazily, when an expression first reads
+/// its parameter (ExecEvalParamExec → ExecSetParamPlan). That expression belongs to the node
+/// whose filter, condition or output names the parameter, so the init plan's time and buffers
+/// land in that node's inclusive figures, and through it in every ancestor's up to the node the
+/// init plan hangs under. The deepest node that names it is taken (rows flow up: a lower node
+/// evaluates its expressions first); a node that never ran evaluated nothing. Inside a parallel
+/// section the leader evaluates the parameters before starting the workers (the Gather's
+/// "Params Evaluated"), so the Gather carries the work. With no reference found, the node the
+/// init plan hangs under is charged.
+fn init_plan_hosts(plan: &Plan, metrics: &[NodeMetrics]) -> Vec<Option<NodeId>> {
+    let n = plan.nodes.len();
+    let mut hosts = vec![None; n];
+    for (id, node) in plan.nodes.iter().enumerate() {
+        if !is_value_init_plan(node) {
+            continue;
+        }
+        let Some(hung_under) = node.parent else {
+            continue;
+        };
+        let references = node
+            .subplan_name
+            .as_deref()
+            .map(init_plan_references)
+            .unwrap_or_default();
+        let own_end = subtree_end(plan, id);
+        let level_end = subtree_end(plan, hung_under);
+        let mut host = hung_under;
+        if !references.is_empty() {
+            // The query level is the subtree of the node it hangs under, less the init plan's own.
+            let deepest = (hung_under + 1..level_end)
+                .filter(|&c| !(id..own_end).contains(&c))
+                .filter(|&c| !metrics[c].never_executed)
+                .filter(|&c| node_mentions(&plan.nodes[c], &references))
+                .max_by_key(|&c| (plan.nodes[c].depth, std::cmp::Reverse(c)));
+            if let Some(found) = deepest {
+                let path: Vec<NodeId> = std::iter::once(found)
+                    .chain(ancestors(plan, found).take_while(|&a| a != hung_under))
+                    .chain(std::iter::once(hung_under))
+                    .collect();
+                host = path
+                    .into_iter()
+                    .rfind(|&a| is_gather(&plan.nodes[a]))
+                    .unwrap_or(found);
+            }
+        }
+        hosts[id] = Some(host);
+    }
+    hosts
+}
+
+/// One past the last id of `id`'s subtree (pre-order keeps a subtree's ids contiguous).
+fn subtree_end(plan: &Plan, id: NodeId) -> NodeId {
+    let mut end = id;
+    while let Some(&last) = plan.nodes[end].children.last() {
+        end = last;
+    }
+    end + 1
+}
+
 /// Nodes that read all of their input before returning their first row: an early stop above
 /// them does not reach their children.
 fn reads_all_input(node: &Node) -> bool {
@@ -231,14 +353,25 @@ pub fn measure(plan: &Plan) -> PlanMetrics {
     }
 
     let cte = cte_deductions(plan, &metrics);
+    let hosts = init_plan_hosts(plan, &metrics);
+    // The value init plans each node carries the work of, wherever they hang.
+    let mut hosted: Vec<Vec<NodeId>> = vec![Vec::new(); n];
+    for (ip, host) in hosts.iter().enumerate() {
+        if let Some(h) = host {
+            hosted[*h].push(ip);
+        }
+    }
     // Children have larger ids than their parents: walking backwards sees children first.
     for id in (0..n).rev() {
         let node = &plan.nodes[id];
+        // A CTE's init plan is charged to its scans, a value init plan to the node that ran
+        // it: the children whose work this node's inclusive figures hold apart from the rest.
         let counted_children = || {
             node.children
                 .iter()
                 .copied()
-                .filter(|&c| !is_cte_init_plan(&plan.nodes[c]))
+                .filter(|&c| !is_cte_init_plan(&plan.nodes[c]) && hosts[c].is_none())
+                .chain(hosted[id].iter().copied())
         };
         if let Some(own) = node.buffers {
             let mut children = cte[id].map(|(_, b)| b).unwrap_or_default();
@@ -331,12 +464,12 @@ pub fn misestimate(node: &Node) -> Option<Misestimate> {
     Some(if rows >= estimated {
         Misestimate {
             factor: rows / estimated,
-            direction: Direction::Under,
+            direction: (rows > estimated).then_some(Direction::Under),
         }
     } else {
         Misestimate {
             factor: estimated / rows,
-            direction: Direction::Over,
+            direction: Some(Direction::Over),
         }
     })
 }
@@ -395,7 +528,7 @@ mod tests {
         assert_eq!(root.inclusive_ms, Some(2.0));
         let mis = root.misestimate.unwrap();
         assert_eq!(mis.factor, 3.0);
-        assert_eq!(mis.direction, Direction::Under);
+        assert_eq!(mis.direction, Some(Direction::Under));
     }
 
     #[test]
@@ -453,6 +586,79 @@ mod tests {
         assert_eq!(early, [false, true, true, false]);
     }
 
+    /// An init plan hung under a Limit but run by the scan whose filter reads its value: its
+    /// work is in the scan's inclusive figures, so it is taken from the scan, not the Limit.
+    #[test]
+    fn an_init_plan_is_charged_to_the_node_that_reads_its_value() {
+        for (name, filter) in [
+            ("InitPlan 1 (returns $0)", "(t.a > $0)"),
+            ("InitPlan 1", "(t.a > (InitPlan 1).col1)"),
+        ] {
+            let p = plan(&format!(
+                r#"{{"Plan": {{"Node Type": "Limit", "Actual Total Time": 10, "Actual Rows": 10,
+                "Actual Loops": 1, "Shared Hit Blocks": 110, "Shared Read Blocks": 0, "Plans": [
+                {{"Node Type": "Aggregate", "Parent Relationship": "InitPlan",
+                  "Subplan Name": "{name}", "Actual Total Time": 5, "Actual Rows": 1,
+                  "Actual Loops": 1, "Shared Hit Blocks": 100, "Shared Read Blocks": 0,
+                  "Plans": [{{"Node Type": "Seq Scan", "Relation Name": "u",
+                    "Actual Total Time": 4, "Actual Rows": 1000, "Actual Loops": 1,
+                    "Shared Hit Blocks": 100, "Shared Read Blocks": 0}}]}},
+                {{"Node Type": "Sort", "Parent Relationship": "Outer", "Actual Total Time": 9.9,
+                  "Actual Rows": 10, "Actual Loops": 1, "Shared Hit Blocks": 110,
+                  "Shared Read Blocks": 0, "Plans": [{{"Node Type": "Seq Scan",
+                    "Relation Name": "t", "Filter": "{filter}", "Actual Total Time": 9,
+                    "Actual Rows": 10, "Actual Loops": 1, "Shared Hit Blocks": 110,
+                    "Shared Read Blocks": 0}}]}}]}}}}"#
+            ));
+            let m = measure(&p);
+            let own_ms: Vec<f64> = m.nodes.iter().map(|n| n.exclusive_ms.unwrap()).collect();
+            assert_eq!(own_ms, [0.1, 1.0, 4.0, 0.9, 4.0], "{name}");
+            let own_pages: Vec<f64> = m
+                .nodes
+                .iter()
+                .map(|n| n.exclusive_buffers.unwrap().pages_touched())
+                .collect();
+            assert_eq!(own_pages, [0.0, 0.0, 100.0, 0.0, 10.0], "{name}");
+        }
+    }
+
+    /// With no expression naming its value, the init plan is charged to the node it hangs under.
+    #[test]
+    fn an_unreferenced_init_plan_is_charged_to_the_node_it_hangs_under() {
+        let p = plan(
+            r#"{"Plan": {"Node Type": "Result", "Actual Total Time": 3, "Actual Rows": 1,
+                "Actual Loops": 1, "Plans": [{"Node Type": "Result",
+                "Parent Relationship": "InitPlan", "Subplan Name": "InitPlan 1",
+                "Actual Total Time": 2, "Actual Rows": 1, "Actual Loops": 1}]}}"#,
+        );
+        let m = measure(&p);
+        assert_eq!(m.nodes[0].exclusive_ms, Some(1.0));
+    }
+
+    #[test]
+    fn init_plan_references_by_version() {
+        assert_eq!(
+            init_plan_references("InitPlan 2 (returns $1,$2)"),
+            ["$1", "$2"]
+        );
+        assert_eq!(init_plan_references("InitPlan 2"), ["(InitPlan 2)."]);
+        assert!(mentions("(a > $1)", "$1"));
+        assert!(!mentions("(a > $12)", "$1"));
+    }
+
+    /// Actual rows equal to the estimate: no error, so no direction.
+    #[test]
+    fn a_perfect_estimate_has_no_direction() {
+        let p = plan(
+            r#"{"Plan": {"Node Type": "Seq Scan", "Relation Name": "t", "Plan Rows": 50,
+                "Actual Startup Time": 0, "Actual Total Time": 1, "Actual Rows": 50,
+                "Actual Loops": 1}}"#,
+        );
+        let mis = measure(&p).nodes[0].misestimate.unwrap();
+        assert_eq!(mis.factor, 1.0);
+        assert_eq!(mis.direction, None);
+    }
+
     #[test]
     fn overestimate_direction() {
         let p = plan(
@@ -462,6 +668,6 @@ mod tests {
         );
         let mis = measure(&p).nodes[0].misestimate.unwrap();
         assert_eq!(mis.factor, 5000.0);
-        assert_eq!(mis.direction, Direction::Over);
+        assert_eq!(mis.direction, Some(Direction::Over));
     }
 }

@@ -53,9 +53,8 @@ pub enum PlanError {
         "the plan is deeper than {MAX_PLAN_DEPTH} levels; pgplan does not read plans that deep"
     )]
     TooDeep,
-    #[error(
-        "{detail}; EXPLAIN reports counts, sizes and times as numbers from 0 to {MAX_COUNTER:e}"
-    )]
+    /// The detail names the key, its node, the value and the key's own limit.
+    #[error("{detail}")]
     BadFigure { detail: String },
 }
 
@@ -87,6 +86,7 @@ fn extract_json(input: &str) -> Result<Cow<'_, str>, PlanError> {
     if (text.starts_with('[') || text.starts_with('{')) && !has_continuation_marks(text) {
         return Ok(Cow::Borrowed(text));
     }
+    let text = query_plan_block(text);
     if looks_like_psql_table(text) {
         let json = strip_psql_table(text);
         if json.trim().is_empty() {
@@ -150,18 +150,74 @@ fn is_record_header(line: &str) -> bool {
 }
 
 /// psql's rule under the header: dashes (ascii), box-drawing lines (unicode), `+` or `┼` where
-/// columns meet.
+/// columns meet, and with `\pset border 2` the frame's corners (`+`, `┌`, `┘`, ...).
 fn is_rule(line: &str) -> bool {
     !line.is_empty()
-        && line
-            .chars()
-            .all(|c| matches!(c, '-' | '+' | '─' | '┼' | '═' | '╪'))
+        && line.chars().all(|c| {
+            matches!(
+                c,
+                '-' | '+'
+                    | '─'
+                    | '┼'
+                    | '═'
+                    | '╪'
+                    | '┌'
+                    | '┐'
+                    | '└'
+                    | '┘'
+                    | '├'
+                    | '┤'
+                    | '┬'
+                    | '┴'
+            )
+        })
 }
 
 fn looks_like_psql_table(text: &str) -> bool {
-    let mut lines = text.lines().map(str::trim);
-    let first = lines.next().unwrap_or_default();
-    first == "QUERY PLAN" || is_record_header(first) || has_continuation_marks(text)
+    let first = text.lines().next().unwrap_or_default();
+    is_query_plan_header(first) || is_record_header(first.trim()) || has_continuation_marks(text)
+}
+
+/// The line inside `|` or `│` bars, when psql drew them at both ends (`\pset border 2`).
+fn inside_border(line: &str) -> Option<&str> {
+    let line = line.trim();
+    let inner = line.strip_prefix(['|', '│'])?.strip_suffix(['|', '│'])?;
+    Some(inner)
+}
+
+/// psql's column header: `QUERY PLAN`, centred, inside bars with `\pset border 2`.
+fn is_query_plan_header(line: &str) -> bool {
+    inside_border(line).unwrap_or(line).trim() == "QUERY PLAN"
+}
+
+/// The result block of a psql session paste: from the `QUERY PLAN` header (or the expanded
+/// format's record header) to the `(1 row)` footer. What a session
+/// prints around it is dropped: the prompt and the EXPLAIN statement echoed, `BEGIN` and
+/// `ROLLBACK` around a rolled-back data-modifying statement, `\timing`'s `Time: 1.234 ms`.
+/// Without a header (`psql -t`, or a paste that starts at the JSON) the text is left as it is.
+fn query_plan_block(text: &str) -> &str {
+    let lines: Vec<(usize, &str)> = text
+        .split_inclusive('\n')
+        .scan(0, |at, line| {
+            let start = *at;
+            *at += line.len();
+            Some((start, line))
+        })
+        .collect();
+    let Some(header) = lines.iter().position(|(_, l)| {
+        let t = l.trim();
+        is_query_plan_header(l)
+            || is_record_header(t)
+            || t.strip_prefix("QUERY PLAN")
+                .is_some_and(|rest| rest.trim_start().starts_with(['|', '│']))
+    }) else {
+        return text;
+    };
+    let end = lines[header..]
+        .iter()
+        .find(|(_, l)| is_row_count_footer(l.trim()))
+        .map_or(text.len(), |(at, _)| *at);
+    &text[lines[header].0..end]
 }
 
 /// Undoes psql's aligned output (`QUERY PLAN` header, dashed rule, one leading space, `+` at the
@@ -171,9 +227,13 @@ fn looks_like_psql_table(text: &str) -> bool {
 /// unicode`) draws `─` rules, `│` bars and `↵` continuation marks instead.
 fn strip_psql_table(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    let bordered = text
+        .lines()
+        .find(|l| is_query_plan_header(l))
+        .is_some_and(|l| inside_border(l).is_some());
     for line in text.lines() {
         let trimmed = line.trim();
-        if trimmed == "QUERY PLAN"
+        if is_query_plan_header(line)
             || is_record_header(trimmed)
             || is_rule(trimmed)
             || is_row_count_footer(trimmed)
@@ -181,7 +241,11 @@ fn strip_psql_table(text: &str) -> String {
         {
             continue;
         }
-        let mut content = line;
+        // `\pset border 2`: a bar and a space before the value, a bar after its column.
+        let mut content = match inside_border(line) {
+            Some(inner) if bordered => inner,
+            _ => line,
+        };
         if let Some(rest) = content.trim_start().strip_prefix("QUERY PLAN") {
             let rest = rest.trim_start();
             content = rest.strip_prefix(['|', '│']).unwrap_or(rest);
@@ -269,6 +333,8 @@ const NOT_A_PLAN: &str = "pgplan:not-a-plan:";
 const TOO_DEEP: &str = "pgplan:too-deep";
 const NEEDS_STACK: &str = "pgplan:needs-stack";
 const BAD_FIGURE: &str = "pgplan:bad-figure:";
+/// Between a bad figure's value and the explanation of its limit.
+const LIMIT_SEPARATOR: &str = "\u{1f}";
 
 /// Checks a measured figure: finite (serde_json reads none that is not, but the check costs
 /// nothing), not negative, and within [`MAX_COUNTER`] (`limit` for estimates).
@@ -281,10 +347,30 @@ fn check_figure<E: de::Error>(
     if value.is_finite() && (0.0..=limit).contains(&value) {
         return Ok(value);
     }
+    // Each key has its own limit: a row estimate may reach MAX_ESTIMATE, a counter MAX_COUNTER.
+    let what = if limit == MAX_ESTIMATE {
+        "row estimates"
+    } else {
+        "counts, sizes and times"
+    };
     Err(E::custom(format!(
-        "{BAD_FIGURE}\"{}\" of {node} is {value}",
-        one_line(key)
+        "{BAD_FIGURE}\"{}\" of {node} is {}{LIMIT_SEPARATOR}EXPLAIN reports {what} as numbers \
+         from 0 to {}",
+        one_line(key),
+        short_number(value),
+        short_number(limit)
     )))
+}
+
+/// A number as a person reads it in an error: as given when short, else in exponent form
+/// (1e308, not its 309 digits).
+fn short_number(value: f64) -> String {
+    let plain = value.to_string();
+    if plain.len() <= 16 {
+        plain
+    } else {
+        format!("{value:e}")
+    }
 }
 
 /// Which node a bad figure belongs to, for the error: its pre-order id and, once read, its type.
@@ -347,7 +433,20 @@ fn classify_error(json: &str, error: serde_json::Error) -> PlanError {
         return PlanError::TooDeep;
     }
     if let Some(at) = message.find(BAD_FIGURE) {
-        let detail = message[at + BAD_FIGURE.len()..].to_owned();
+        // "key of node is value; what EXPLAIN reports at line L column C": the position goes
+        // with the value, before the explanation.
+        let detail = &message[at + BAD_FIGURE.len()..];
+        let detail = match (
+            detail.split_once(LIMIT_SEPARATOR),
+            detail.rfind(" at line "),
+        ) {
+            (Some((value, rest)), Some(pos)) if pos > value.len() => {
+                let explanation = &rest[..pos - value.len() - LIMIT_SEPARATOR.len()];
+                format!("{value}{}; {explanation}", &detail[pos..])
+            }
+            (Some((value, rest)), _) => format!("{value}; {rest}"),
+            (None, _) => detail.to_owned(),
+        };
         return PlanError::BadFigure { detail };
     }
     if let Some(at) = message.find(NOT_A_PLAN) {
@@ -1111,6 +1210,84 @@ mod tests {
         assert_eq!(plan.root().node_type, "Result");
     }
 
+    /// psql's aligned output of a one-node plan, with `\pset border` 1 or 2.
+    fn aligned(border2: bool, unicode: bool) -> String {
+        let json = [
+            "[",
+            "  {",
+            "    \"Plan\": {",
+            "      \"Node Type\": \"Result\"",
+            "    }",
+            "  }",
+            "]",
+        ];
+        let (bar, mark, rule) = if unicode {
+            ('│', '↵', "─".repeat(30))
+        } else {
+            ('|', '+', "-".repeat(30))
+        };
+        let mut lines = Vec::new();
+        let frame = |left: &str, right: &str| format!("{left}{rule}{right}");
+        if border2 {
+            lines.push(if unicode {
+                frame("┌", "┐")
+            } else {
+                frame("+", "+")
+            });
+            lines.push(format!("{bar}{:^30}{bar}", "QUERY PLAN"));
+            lines.push(if unicode {
+                frame("├", "┤")
+            } else {
+                frame("+", "+")
+            });
+        } else {
+            lines.push(format!("{:^30}", "QUERY PLAN"));
+            lines.push(rule.clone());
+        }
+        for (i, line) in json.iter().enumerate() {
+            let last = i == json.len() - 1;
+            let end = if last { ' ' } else { mark };
+            lines.push(if border2 {
+                format!("{bar} {line:<27}{end}{bar}")
+            } else {
+                format!(" {line:<27}{end}")
+            });
+        }
+        if border2 {
+            lines.push(if unicode {
+                frame("└", "┘")
+            } else {
+                frame("+", "+")
+            });
+        }
+        lines.push("(1 row)".into());
+        lines.join("\n") + "\n"
+    }
+
+    #[test]
+    fn psql_border_2_paste() {
+        for unicode in [false, true] {
+            let plan = parse_plan(&aligned(true, unicode)).unwrap();
+            assert_eq!(plan.root().node_type, "Result", "unicode {unicode}");
+        }
+    }
+
+    /// A session paste: the prompt and statement before the result, `BEGIN` and `ROLLBACK`
+    /// around it, `\timing`'s line after it.
+    #[test]
+    fn psql_session_lines_around_the_result_are_ignored() {
+        let table = aligned(false, false);
+        for paste in [
+            format!("{table}\nTime: 1.234 ms\n"),
+            format!("BEGIN\n{table}\nROLLBACK\n"),
+            format!("app=# EXPLAIN (ANALYZE, FORMAT JSON) SELECT 1;\n{table}\napp=# \n"),
+            format!("app=# BEGIN;\nBEGIN\n{table}\nTime: 0.5 ms\napp=*# ROLLBACK;\nROLLBACK\n"),
+        ] {
+            let plan = parse_plan(&paste).unwrap_or_else(|e| panic!("{e}\n{paste}"));
+            assert_eq!(plan.root().node_type, "Result");
+        }
+    }
+
     #[test]
     fn psql_expanded_paste() {
         let pasted = "-[ RECORD 1 ]------------------\n\
@@ -1150,6 +1327,20 @@ mod tests {
             parse_plan(r#"{"Plan": {"Node Type": "Result"}, "Execution Time": -2}"#).unwrap_err();
         assert!(
             err.to_string().contains("\"Execution Time\" of the plan"),
+            "{err}"
+        );
+        // A row estimate past its own limit: the number and the limit in short form.
+        let err =
+            parse_plan(r#"{"Plan": {"Node Type": "Seq Scan", "Plan Rows": 1e308}}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "\"Plan Rows\" of node 0 (Seq Scan) is 1e308 at line 1 column 54; EXPLAIN reports \
+             row estimates as numbers from 0 to 1e200"
+        );
+        let err =
+            parse_plan(r#"{"Plan": {"Node Type": "Result", "Actual Loops": 1e19}}"#).unwrap_err();
+        assert!(
+            err.to_string().ends_with(" is 1e19 at line 1 column 54; EXPLAIN reports counts, sizes and times as numbers from 0 to 9.223372036854776e18"),
             "{err}"
         );
         // Costs are the planner's, never summed: as given.

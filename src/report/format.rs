@@ -1,6 +1,25 @@
 //! Number formatting shared by every renderer: counts with thousands separators, durations,
 //! sizes and before/after ratios, so the same figure reads the same everywhere.
 
+/// Text from a plan as it may reach a terminal: control characters (ESC, newlines, tabs, ...)
+/// escaped as Rust writes them (`\u{1b}`, `\n`), so a relation name or a condition cannot move
+/// the cursor, recolour the screen or break a line of the tree. PostgreSQL quotes such names in
+/// its own output but keeps the characters themselves.
+pub fn printable(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_owned();
+    }
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// `9091` → "9,091"; `6.5` → "6.5"; `33266.67` → "33,266.67"; `1e30` → "1.00e30".
 pub fn count(value: f64) -> String {
     if !value.is_finite() {

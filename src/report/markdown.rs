@@ -5,15 +5,14 @@ use std::io::{self, Write};
 
 use crate::plan::{Analysis, Comparison, Finding};
 
-use super::format::{change, count, ms};
+use super::format::{change, count, ms, printable};
 use super::text::{both_measured, estimate_rows, headline, totals_line, unified_tree_diff};
 use super::tree::{figures, labelled, rows};
 
-/// Escapes text for a Markdown table cell.
+/// Escapes text for a Markdown table cell; control characters (a newline in a condition
+/// included) are shown escaped, as in the text output.
 pub fn cell(text: &str) -> String {
-    text.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace('\n', "<br>")
+    printable(&text.replace('\\', "\\\\").replace('|', "\\|"))
 }
 
 /// The plan tree in a fenced code block, one line per node with its main figures.
@@ -72,11 +71,26 @@ pub fn write_explain(out: &mut dyn Write, title: &str, analysis: &Analysis) -> i
 
 /// The totals of a comparison as a Markdown table.
 pub fn write_totals(out: &mut dyn Write, comparison: &Comparison) -> io::Result<()> {
+    write_totals_rows(out, comparison, false)
+}
+
+/// The totals table, with the planning time when `planning` (as the text diff shows it).
+fn write_totals_rows(
+    out: &mut dyn Write,
+    comparison: &Comparison,
+    planning: bool,
+) -> io::Result<()> {
     let t = &comparison.diff.totals;
     writeln!(out, "| | before | after | change |")?;
     writeln!(out, "|---|---:|---:|---|")?;
-    let rows: [(&str, crate::plan::Pair, bool, (&str, &str)); 5] = [
+    let planning_ms = if planning {
+        t.planning_ms
+    } else {
+        crate::plan::Pair::default()
+    };
+    let rows: [(&str, crate::plan::Pair, bool, (&str, &str)); 6] = [
         ("execution time", t.execution_ms, true, ("faster", "slower")),
+        ("planning time", planning_ms, true, ("faster", "slower")),
         ("pages touched", t.pages_touched, false, ("fewer", "more")),
         ("shared hit", t.shared_hit_blocks, false, ("fewer", "more")),
         (
@@ -131,7 +145,7 @@ pub fn write_changes(out: &mut dyn Write, comparison: &Comparison) -> io::Result
             out,
             "- **{}** {}",
             c.kind.as_str(),
-            c.message.replace('*', "\\*")
+            printable(&c.message).replace('*', "\\*")
         )?;
     }
     Ok(())
@@ -152,7 +166,7 @@ pub fn write_diff(
     writeln!(out)?;
     writeln!(out, "**{}**", headline(comparison))?;
     writeln!(out)?;
-    write_totals(out, comparison)?;
+    write_totals_rows(out, comparison, true)?;
     writeln!(out)?;
     write_changes(out, comparison)?;
     writeln!(out)?;

@@ -7,7 +7,7 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 
 use crate::plan::{Analysis, Comparison, Finding};
 
-use super::format::{change, count, ms};
+use super::format::{change, count, ms, printable};
 use super::tree::{TreeRow, figures, labelled, rows};
 use super::{Paint, TextOptions};
 
@@ -109,25 +109,29 @@ pub fn totals_line(analysis: &Analysis) -> String {
 /// plan tree is unreadable anyway, and the terminal's own wrapping is the lesser evil.
 const MIN_NODE_WIDTH: usize = 24;
 
-/// Splits `text` into pieces of at most `width` characters, at spaces where there is one in
-/// the second half of the piece, else anywhere.
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
+/// Splits `text` into lines of at most `first` characters for the first and `rest` for the
+/// others, breaking at a space where there is one in the second half of the line (the space
+/// is the line break), else cutting the word, which goes on at the start of the next line. So
+/// the text is never changed: the lines joined back, with a space where a space was, are it.
+fn wrap(text: &str, first: usize, rest: usize) -> Vec<String> {
     let mut pieces = Vec::new();
-    let mut rest: Vec<char> = text.chars().collect();
-    while rest.len() > width {
-        let cut = rest[width / 2..=width]
+    let mut left: &[char] = &text.chars().collect::<Vec<char>>();
+    let mut width = first.max(1);
+    while left.len() > width {
+        let space = left[width / 2..=width]
             .iter()
             .rposition(|c| *c == ' ')
-            .map_or(width, |at| width / 2 + at);
-        let piece: String = rest[..cut].iter().collect();
-        pieces.push(piece.trim_end().to_owned());
-        rest.drain(..cut);
-        while rest.first() == Some(&' ') {
-            rest.remove(0);
-        }
+            .map(|at| width / 2 + at);
+        let (cut, skip) = match space {
+            // A line ending in the break's space would show it as trailing blank.
+            Some(at) if at > 0 => (at, 1),
+            _ => (width, 0),
+        };
+        pieces.push(left[..cut].iter().collect());
+        left = &left[cut + skip..];
+        width = rest.max(1);
     }
-    pieces.push(rest.into_iter().collect());
+    pieces.push(left.iter().collect());
     pieces
 }
 
@@ -151,13 +155,8 @@ fn node_cell(row: &TreeRow, paint: &Paint, width: Option<usize>) -> String {
             Some(w) => {
                 // However deep the node, a few characters of text per line.
                 let first = w.saturating_sub(prefix.chars().count()).max(12);
-                let mut pieces = wrap(text, first);
-                if pieces.len() > 1 {
-                    let rest = pieces.split_off(1).join(" ");
-                    let width = w.saturating_sub(continuation.chars().count()).max(12);
-                    pieces.extend(wrap(&rest, width));
-                }
-                pieces
+                let rest = w.saturating_sub(continuation.chars().count()).max(12);
+                wrap(text, first, rest)
             }
             None => vec![text.to_owned()],
         }
@@ -334,9 +333,9 @@ pub fn write_findings(
             "[{}] {} {}",
             i + 1,
             paint.severity(f.severity, f.severity.as_str()),
-            f.message
+            printable(&f.message)
         )?;
-        writeln!(out, "    {} {}", paint.dim("fix:"), f.hint)?;
+        writeln!(out, "    {} {}", paint.dim("fix:"), printable(&f.hint))?;
     }
     Ok(())
 }
@@ -353,7 +352,7 @@ pub fn write_explain(
     writeln!(out, "  {}", plan_kind(analysis))?;
     writeln!(out, "  {}", totals_line(analysis))?;
     if let Some(q) = &analysis.plan.query_text {
-        writeln!(out, "  query: {}", one_line(q))?;
+        writeln!(out, "  query: {}", printable(&one_line(q)))?;
     }
     writeln!(out)?;
     write_tree(out, analysis, options)?;
@@ -586,7 +585,7 @@ pub fn write_changes(
             out,
             "  {} {}",
             paint.accent(&format!("{:width$}", c.kind.as_str())),
-            c.message
+            printable(&c.message)
         )?;
     }
     Ok(())
@@ -683,10 +682,45 @@ mod tests {
         }
     }
 
+    /// A name cut because it is wider than the column goes on at the start of the next line,
+    /// with no space put into it.
+    #[test]
+    fn a_cut_word_goes_on_unchanged_on_the_next_line() {
+        let name = "events_pending_created_at_idx";
+        for width in 50u16..=100 {
+            let analysis = fixture("fixtures/story/partial_index.pg16.json");
+            let options = TextOptions {
+                color: false,
+                width: Some(width),
+            };
+            let mut out = Vec::new();
+            write_tree(&mut out, &analysis, &options).unwrap();
+            let text = String::from_utf8(out).unwrap();
+            // The node column of each line: its text up to the figures.
+            let column: Vec<&str> = text
+                .lines()
+                .map(|l| {
+                    let l = l.trim_start_matches([' ', '│', '├', '└', '─']);
+                    l.split("  ").next().unwrap_or_default()
+                })
+                .collect();
+            let whole = column.iter().any(|l| l.contains(name))
+                || column
+                    .windows(2)
+                    .any(|w| format!("{}{}", w[0], w[1]).contains(name));
+            assert!(whole, "{width}:\n{text}");
+        }
+        let pieces = wrap("using events_pending_created_at_idx on t", 12, 10);
+        assert_eq!(
+            pieces,
+            ["using events", "_pending_c", "reated_at_", "idx on t"]
+        );
+    }
+
     #[test]
     fn wrap_breaks_at_spaces() {
-        assert_eq!(wrap("Filter: (a = 1)", 100), ["Filter: (a = 1)"]);
-        assert_eq!(wrap("aaaa bbbb cccc", 9), ["aaaa bbbb", "cccc"]);
-        assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("Filter: (a = 1)", 100, 100), ["Filter: (a = 1)"]);
+        assert_eq!(wrap("aaaa bbbb cccc", 9, 9), ["aaaa bbbb", "cccc"]);
+        assert_eq!(wrap("abcdefghij", 4, 4), ["abcd", "efgh", "ij"]);
     }
 }

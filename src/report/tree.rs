@@ -4,7 +4,7 @@
 use crate::plan::findings::node_label;
 use crate::plan::{Analysis, Node, NodeId};
 
-use super::format::count;
+use super::format::{count, printable};
 
 /// One node's line in the tree and the detail lines under it.
 #[derive(Debug, Clone)]
@@ -63,9 +63,12 @@ pub fn rows(analysis: &Analysis) -> Vec<TreeRow> {
             id,
             prefix,
             detail_prefix,
-            label: node_label(node),
-            subplan: subplan_name(node),
-            details: details(node, analysis, id),
+            label: printable(&node_label(node)),
+            subplan: subplan_name(node).map(|s| printable(&s)),
+            details: details(node, analysis, id)
+                .iter()
+                .map(|d| printable(d))
+                .collect(),
             findings: std::mem::take(&mut finding_numbers[id]),
         });
     }

@@ -180,7 +180,7 @@ pub struct NodeDoc {
     pub wal_bytes: Option<f64>,
     /// Actual against estimated rows per loop, ≥ 1; null when the node did not run.
     pub misestimate_factor: Option<f64>,
-    /// "under" (more rows than estimated) or "over".
+    /// "under" (more rows than estimated) or "over"; null when actual rows equal the estimate.
     pub misestimate_direction: Option<&'static str>,
     pub disabled: Option<bool>,
     pub workers_planned: Option<f64>,
@@ -316,7 +316,7 @@ fn node_doc(id: NodeId, node: &Node, analysis: &Analysis) -> NodeDoc {
         wal_full_page_images: node.wal.and_then(|w| w.full_page_images),
         wal_bytes: node.wal.and_then(|w| w.bytes),
         misestimate_factor: m.misestimate.map(|e| e.factor),
-        misestimate_direction: m.misestimate.map(|e| match e.direction {
+        misestimate_direction: m.misestimate.and_then(|e| e.direction).map(|d| match d {
             crate::plan::metrics::Direction::Under => "under",
             crate::plan::metrics::Direction::Over => "over",
         }),
