@@ -1352,3 +1352,159 @@ async fn client_certificate_from_the_environment() {
     );
     assert_eq!(info_json(&out)["user"], "cert_user");
 }
+
+/// The PostgreSQL documentation's certificate-authority recipe: a root made with `openssl x509
+/// -req -signkey` and the `v3_ca` extensions, and a server certificate signed by it with `openssl
+/// x509 -req -CA root.crt -CAkey root.key -CAcreateserial`. With no `-extfile`, OpenSSL 3.0
+/// writes that server certificate as X.509 version 1 (no extensions at all). Returns the paths of
+/// (root certificate, server certificate, server key).
+fn openssl_v1_leaf(dir: &Path, common_name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let openssl = |args: &[&str]| {
+        let status = Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("running openssl");
+        assert!(status.success(), "openssl {args:?} failed");
+    };
+    std::fs::write(
+        dir.join("v3_ca.cnf"),
+        "[v3_ca]\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid:always,issuer\n\
+         basicConstraints=critical,CA:true\n",
+    )
+    .unwrap();
+    openssl(&[
+        "req",
+        "-new",
+        "-nodes",
+        "-text",
+        "-out",
+        "root.csr",
+        "-keyout",
+        "root.key",
+        "-subj",
+        "/CN=root.example.com",
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "root.csr",
+        "-text",
+        "-days",
+        "3650",
+        "-extfile",
+        "v3_ca.cnf",
+        "-extensions",
+        "v3_ca",
+        "-signkey",
+        "root.key",
+        "-out",
+        "root.crt",
+    ]);
+    openssl(&[
+        "req",
+        "-new",
+        "-nodes",
+        "-text",
+        "-out",
+        "server.csr",
+        "-keyout",
+        "server.key",
+        "-subj",
+        &format!("/CN={common_name}"),
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-text",
+        "-days",
+        "365",
+        "-CA",
+        "root.crt",
+        "-CAkey",
+        "root.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+    ]);
+    for name in ["root.crt", "server.crt"] {
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    (
+        dir.join("root.crt"),
+        dir.join("server.crt"),
+        dir.join("server.key"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_x509_v1_server_certificate_works_in_every_sslmode() {
+    for_each_version("v1_leaf", |major| async move {
+        let home = tempfile::tempdir().unwrap();
+        let pki = tempfile::tempdir().unwrap();
+        let (root, cert, key) = openssl_v1_leaf(pki.path(), "localhost");
+        let text = std::fs::read_to_string(&cert).unwrap();
+        assert!(
+            text.contains("Version: 1 (0x0)"),
+            "not a v1 certificate:\n{text}"
+        );
+        let other = tempfile::tempdir().unwrap();
+        let (other_root, _, _) = openssl_v1_leaf(other.path(), "localhost");
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        let server = tls_server_with(major, &read(&cert), &read(&key), &read(&root), &[]).await;
+        let port = server.port().to_string();
+        let run = |host: &str, extra: String| {
+            pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "--format",
+                    "json",
+                    "-d",
+                    &format!("host={host} port={port} user=postgres dbname=postgres {extra}"),
+                ],
+                &[],
+            )
+        };
+        let encrypted = |out: &Output| info_json(out)["tls"]["encrypted"].as_bool().unwrap();
+        let root = root.display();
+        // No root certificate: encryption without verification, as psql; prefer must not fall
+        // back to plain text because the certificate is version 1.
+        assert!(encrypted(&run("127.0.0.1", "sslmode=require".into())));
+        assert!(encrypted(&run("127.0.0.1", "sslmode=prefer".into())));
+        // A v1 leaf signed directly by the trusted root verifies, as OpenSSL verifies it.
+        assert!(encrypted(&run(
+            "127.0.0.1",
+            format!("sslmode=require sslrootcert={root}")
+        )));
+        assert!(encrypted(&run(
+            "127.0.0.1",
+            format!("sslmode=verify-ca sslrootcert={root}")
+        )));
+        assert!(encrypted(&run(
+            "localhost",
+            format!("sslmode=verify-full sslrootcert={root}")
+        )));
+        // ...and its name, dates and issuer still count.
+        assert_fails_with(
+            &run(
+                "127.0.0.1",
+                format!("sslmode=verify-full sslrootcert={root}"),
+            ),
+            "verify-full",
+        );
+        assert_fails_with(
+            &run(
+                "localhost",
+                format!("sslmode=verify-ca sslrootcert={}", other_root.display()),
+            ),
+            "verify-ca",
+        );
+    })
+    .await;
+}

@@ -14,6 +14,9 @@
 //! - A server certificate that is itself one of the trusted roots (the documentation's
 //!   self-signed recipe, the same file given as `sslrootcert`) is trusted as OpenSSL trusts it;
 //!   its validity dates and, for `verify-full`, its name are still checked.
+//! - An X.509 version 1 server certificate (OpenSSL 3.0's output for the documentation's
+//!   `openssl x509 -req -CA` recipe), which WebPKI cannot parse, is verified in `super::x509` as
+//!   OpenSSL verifies a chain of one; handshake signatures are checked there for every certificate.
 //! - `verify-full` matches the host against the subjectAltNames of the host's kind (DNS name or
 //!   IP address) and, when the certificate has none of that kind, against the Common Name.
 //! - `ssl_min_protocol_version` / `ssl_max_protocol_version` bound the TLS versions offered.
@@ -30,7 +33,7 @@ use std::task::{Context, Poll};
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{
@@ -44,6 +47,7 @@ use x509_cert::ext::pkix::SubjectAltName;
 use x509_cert::ext::pkix::name::GeneralName;
 
 use super::conninfo::{SslMode, TlsVersion};
+use super::x509::{HANDSHAKE_SCHEMES, is_v3, verify_handshake_signature, verify_v1_leaf};
 
 /// Where trusted root certificates come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -262,16 +266,16 @@ pub fn client_config(request: &TlsRequest) -> Result<Option<rustls::ClientConfig
                     .map_err(|e| TlsError::Rustls(RustlsError::General(e.to_string())))?;
             Arc::new(LibpqVerifier {
                 inner: Some(webpki),
+                roots: parse_roots(&root_ders),
                 root_ders,
                 check_name: verification == Verification::ChainAndHostName,
-                provider: provider.clone(),
             })
         }
         _ => Arc::new(LibpqVerifier {
             inner: None,
             root_ders: Vec::new(),
+            roots: Vec::new(),
             check_name: false,
-            provider: provider.clone(),
         }),
     };
     let builder = builder
@@ -310,8 +314,16 @@ struct LibpqVerifier {
     inner: Option<Arc<WebPkiServerVerifier>>,
     /// The trusted roots as given, to recognise a server certificate that is one of them.
     root_ders: Vec<CertificateDer<'static>>,
+    /// The same roots parsed, to verify a version 1 server certificate WebPKI cannot read.
+    roots: Vec<Certificate>,
     check_name: bool,
-    provider: Arc<CryptoProvider>,
+}
+
+/// The roots x509-cert can parse; one it cannot is still in WebPKI's store.
+fn parse_roots(ders: &[CertificateDer<'_>]) -> Vec<Certificate> {
+    ders.iter()
+        .filter_map(|der| Certificate::from_der(der.as_ref()).ok())
+        .collect()
 }
 
 fn bad_certificate(error: CertificateError) -> RustlsError {
@@ -358,10 +370,16 @@ fn check_host_name(
     cert: &Certificate,
     server_name: &ServerName<'_>,
 ) -> Result<(), RustlsError> {
-    let parsed = rustls::server::ParsedCertificate::try_from(der)?;
-    let san_error = match rustls::client::verify_server_name(&parsed, server_name) {
-        Ok(()) => return Ok(()),
-        Err(e) => e,
+    // A version 1 certificate has no extensions, so no subjectAltName: only its Common Name
+    // can name the host (and WebPKI cannot parse it to look).
+    let san_error = if is_v3(cert) {
+        let parsed = rustls::server::ParsedCertificate::try_from(der)?;
+        match rustls::client::verify_server_name(&parsed, server_name) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        }
+    } else {
+        bad_certificate(CertificateError::NotValidForName)
     };
     let (host, host_is_ip) = match server_name {
         ServerName::DnsName(name) => (name.as_ref().to_owned(), false),
@@ -431,6 +449,23 @@ impl ServerCertVerifier for LibpqVerifier {
             }
             return Ok(ServerCertVerified::assertion());
         }
+        // WebPKI reads only version 3 certificates; OpenSSL 3.0 writes version 1 for the
+        // documentation's `openssl x509 -req -CA root.crt` recipe, and libpq accepts it.
+        let cert = parse()?;
+        if !is_v3(&cert) {
+            verify_v1_leaf(
+                end_entity.as_ref(),
+                &cert,
+                &self.roots,
+                !intermediates.is_empty(),
+                now,
+                check_validity,
+            )?;
+            if self.check_name {
+                check_host_name(end_entity, &cert, server_name)?;
+            }
+            return Ok(ServerCertVerified::assertion());
+        }
         match inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Ok(ok) => Ok(ok),
             Err(RustlsError::InvalidCertificate(
@@ -443,7 +478,7 @@ impl ServerCertVerifier for LibpqVerifier {
                     CertificateError::NotValidForName
                     | CertificateError::NotValidForNameContext { .. },
                 ),
-            ) => match check_host_name(end_entity, &parse()?, server_name) {
+            ) => match check_host_name(end_entity, &cert, server_name) {
                 Ok(()) => Ok(ServerCertVerified::assertion()),
                 Err(_) => Err(e),
             },
@@ -457,12 +492,10 @@ impl ServerCertVerifier for LibpqVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, RustlsError> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        // Checked with ring against the key x509-cert reads, not through WebPKI, which refuses
+        // to parse a version 1 certificate even when nothing else about it is verified.
+        verify_handshake_signature(message, cert.as_ref(), dss.scheme, dss.signature(), false)?;
+        Ok(HandshakeSignatureValid::assertion())
     }
 
     fn verify_tls13_signature(
@@ -471,18 +504,12 @@ impl ServerCertVerifier for LibpqVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, RustlsError> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        verify_handshake_signature(message, cert.as_ref(), dss.scheme, dss.signature(), true)?;
+        Ok(HandshakeSignatureValid::assertion())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        HANDSHAKE_SCHEMES.to_vec()
     }
 }
 
@@ -699,9 +726,9 @@ mod tests {
                     .build()
                     .unwrap(),
             ),
+            roots: parse_roots(&root_ders),
             root_ders,
             check_name,
-            provider: provider(),
         }
     }
 
