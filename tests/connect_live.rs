@@ -1508,3 +1508,60 @@ async fn an_x509_v1_server_certificate_works_in_every_sslmode() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pg_hba_rejections_say_so_and_prefer_keeps_both_attempts() {
+    for_each_version("hba_hints", |major| async move {
+        let pki = Pki::new();
+        let server = tls_server(major, &pki).await;
+        let home = tempfile::tempdir().unwrap();
+        let port = server.port().to_string();
+        let run = |user: &str, extra: &str| {
+            pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "-d",
+                    &format!("host=127.0.0.1 port={port} user={user} dbname=postgres {extra}"),
+                ],
+                &[],
+            )
+        };
+        let no_password_hint = |out: &Output| {
+            assert!(
+                !stderr(out).contains("password"),
+                "a pg_hba.conf rejection is not about a password:\n{}",
+                stderr(out)
+            );
+        };
+        // A hostssl-only user without TLS: pg_hba.conf, and TLS is the way in.
+        let out = run("tls_only", "sslmode=disable");
+        assert_fails_with(&out, "pg_hba.conf");
+        assert_fails_with(&out, "sslmode=require");
+        no_password_hint(&out);
+        // A hostnossl-only user with TLS: TLS is what is forbidden.
+        let out = run("plain_only", "sslmode=require");
+        assert_fails_with(&out, "pg_hba.conf");
+        assert_fails_with(&out, "hostnossl");
+        no_password_hint(&out);
+        // A role that does not exist is named as such.
+        let out = run("no_such_role", "sslmode=disable");
+        assert_fails_with(&out, "not a role");
+        no_password_hint(&out);
+        // prefer: the TLS attempt wanted a client certificate, the plain one was rejected by
+        // pg_hba.conf; both are reported, as libpq does.
+        let out = run("cert_user", "sslmode=prefer");
+        assert_fails_with(&out, "pg_hba.conf rejects connection");
+        assert_fails_with(&out, "the attempt with TLS before it failed too");
+        assert_fails_with(&out, "certificate");
+        // prefer: the TLS attempt failed verification, the plain one pg_hba.conf; both shown.
+        let out = run(
+            "tls_only",
+            &format!("sslmode=prefer sslrootcert={}", pki.path("other-ca.crt")),
+        );
+        assert_fails_with(&out, "pg_hba.conf rejects connection");
+        assert_fails_with(&out, "the attempt with TLS before it failed too");
+        assert_fails_with(&out, "UnknownIssuer");
+    })
+    .await;
+}

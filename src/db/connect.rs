@@ -372,6 +372,54 @@ fn password_hint(params: &ConnParams, host: &HostSpec) -> String {
     format!("no password was sent: none was given (-d, PGPASSWORD) and {why}")
 }
 
+/// What to do about SQLSTATE 28000, from the server's message: a pg_hba.conf line that is missing
+/// or rejects (its hostssl/hostnossl kind ties it to TLS or plain text), a role that does not
+/// exist, or a client certificate the matching line asks for.
+fn authorization_hint(message: &str, params: &ConnParams, host: &HostSpec) -> String {
+    let user = &params.user.value;
+    let database = &params.dbname.value;
+    if message.contains("pg_hba.conf") {
+        let host_name = host
+            .host
+            .clone()
+            .or_else(|| host.hostaddr.map(|a| a.to_string()))
+            .unwrap_or_else(|| "localhost".into());
+        let tls = match params.sslmode.value {
+            SslMode::Disable => {
+                "pgplan connected without TLS (sslmode=disable): if the line for this user is \
+                 hostssl, it requires TLS, so try sslmode=require"
+            }
+            SslMode::Allow | SslMode::Prefer if !host.is_socket => {
+                "pgplan tried both with and without TLS"
+            }
+            SslMode::Allow | SslMode::Prefer => "pgplan connected over the Unix socket",
+            _ => {
+                "pgplan connected with TLS: if the line for this user is hostnossl, it forbids \
+                 TLS, so try sslmode=prefer or sslmode=disable"
+            }
+        };
+        return format!(
+            "the server's pg_hba.conf has no line that lets user \"{user}\" connect to database \
+             \"{database}\" from where pgplan connects ({host_name}), or a line there rejects it; \
+             {tls}. Otherwise ask its administrator to add a line (host, hostssl or hostnossl) \
+             for this client address, user and database, and reload the server"
+        );
+    }
+    if message.contains("does not exist") {
+        return format!(
+            "user \"{user}\" ({}) is not a role on this server: give another with -U, or create \
+             it (CREATE ROLE ... LOGIN)",
+            params.user.source.describe("user")
+        );
+    }
+    if message.contains("certificate") {
+        return "the server's pg_hba.conf asks for a client certificate (cert, or clientcert=) on \
+                this line: give one with sslcert and sslkey (PGSSLCERT, PGSSLKEY), over TLS"
+            .into();
+    }
+    password_hint(params, host)
+}
+
 /// Walks an error's sources looking for a TLS failure.
 fn tls_cause(error: &tokio_postgres::Error) -> Option<String> {
     let mut source = std::error::Error::source(error);
@@ -391,6 +439,29 @@ fn tls_cause(error: &tokio_postgres::Error) -> Option<String> {
     (text.contains("TLS") || text.contains("SSL")).then_some(describe(error))
 }
 
+/// Classifies a failed host, adding the earlier attempt's failure (allow, prefer) to the cause, as
+/// libpq reports each attempt.
+fn classify_failure(
+    failure: HostFailure,
+    params: &ConnParams,
+    host: &HostSpec,
+    tried: &[String],
+) -> ConnectError {
+    let mut error = classify(failure.error, params, host, tried);
+    if let Some((how, earlier)) = failure.earlier {
+        let earlier = tls_cause(&earlier).unwrap_or_else(|| describe(&earlier));
+        let note = format!("\n(the attempt {how} before it failed too: {earlier})");
+        match &mut error {
+            ConnectError::Unreachable { cause, .. }
+            | ConnectError::Authentication { cause, .. }
+            | ConnectError::Tls { cause, .. }
+            | ConnectError::Server { cause, .. } => cause.push_str(&note),
+            _ => {}
+        }
+    }
+    error
+}
+
 fn classify(
     error: tokio_postgres::Error,
     params: &ConnParams,
@@ -401,12 +472,20 @@ fn classify(
     if let Some(db) = error.as_db_error() {
         let cause = describe(&error);
         return match db.code().code() {
-            // invalid_password, invalid_authorization_specification (pg_hba rejection)
-            "28P01" | "28000" => ConnectError::Authentication {
+            "28P01" => ConnectError::Authentication {
                 target,
                 user: params.user.value.clone(),
                 cause,
                 hint: password_hint(params, host),
+            },
+            // invalid_authorization_specification: no password was checked, so where it came
+            // from is beside the point. The server says why: pg_hba.conf, a role that does not
+            // exist, or a client certificate it wanted.
+            "28000" => ConnectError::Authentication {
+                target,
+                user: params.user.value.clone(),
+                hint: authorization_hint(db.message(), params, host),
+                cause,
             },
             "3D000" => ConnectError::NoDatabase {
                 target,
@@ -522,12 +601,30 @@ async fn attempt(
     }
 }
 
+/// A failed attempt at one host, with the failure of the attempt before it when the sslmode made
+/// two (allow: plain text then TLS; prefer: TLS then plain text). libpq reports both, and the
+/// first is often the one that explains the second.
+struct HostFailure {
+    error: tokio_postgres::Error,
+    /// How the earlier attempt connected ("with TLS", "without TLS"), and how it failed.
+    earlier: Option<(&'static str, tokio_postgres::Error)>,
+}
+
+impl From<tokio_postgres::Error> for HostFailure {
+    fn from(error: tokio_postgres::Error) -> Self {
+        HostFailure {
+            error,
+            earlier: None,
+        }
+    }
+}
+
 /// Connects to one host, applying libpq's sslmode fallbacks.
 async fn connect_host(
     params: &ConnParams,
     host: &HostSpec,
     tls_config: &Option<Arc<rustls::ClientConfig>>,
-) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>, Tls), tokio_postgres::Error> {
+) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>, Tls), HostFailure> {
     let mut config = base_config(params, host);
     // libpq never negotiates TLS over a Unix socket: the kernel already authenticates both ends.
     let rustls = match (host.is_socket, tls_config) {
@@ -545,12 +642,15 @@ async fn connect_host(
             config.ssl_mode(PgSslMode::Disable);
             match attempt(&config, &Tls::None).await {
                 Ok((c, t, _)) => Ok((c, t, Tls::None)),
-                Err(e) if e.code().map(|c| c.code()) == Some("28000") => {
+                Err(first) if first.code().map(|c| c.code()) == Some("28000") => {
                     config.ssl_mode(PgSslMode::Require);
-                    let (c, t, _) = attempt(&config, &tls).await?;
+                    let (c, t, _) = attempt(&config, &tls).await.map_err(|error| HostFailure {
+                        error,
+                        earlier: Some(("without TLS", first)),
+                    })?;
                     Ok((c, t, tls))
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(e.into()),
             }
         }
         (SslMode::Prefer, Some(tls)) => {
@@ -560,15 +660,21 @@ async fn connect_host(
             config.ssl_mode(PgSslMode::Prefer);
             match attempt(&config, &tls).await {
                 Ok((c, t, _)) => Ok((c, t, tls)),
-                Err(e)
-                    if (e.as_db_error().is_none() && tls_cause(&e).is_some())
-                        || e.code().map(|c| c.code()) == Some("28000") =>
+                Err(first)
+                    if (first.as_db_error().is_none() && tls_cause(&first).is_some())
+                        || first.code().map(|c| c.code()) == Some("28000") =>
                 {
                     config.ssl_mode(PgSslMode::Disable);
-                    let (c, t, _) = attempt(&config, &Tls::None).await?;
+                    let (c, t, _) =
+                        attempt(&config, &Tls::None)
+                            .await
+                            .map_err(|error| HostFailure {
+                                error,
+                                earlier: Some(("with TLS", first)),
+                            })?;
                     Ok((c, t, Tls::None))
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(e.into()),
             }
         }
         (_, Some(tls)) => {
@@ -650,7 +756,7 @@ async fn connect_once(
                 None => Ok(attempt.await),
             };
             let result = match outcome {
-                Ok(result) => result.map_err(|e| classify(e, params, host, &tried)),
+                Ok(result) => result.map_err(|e| classify_failure(e, params, host, &tried)),
                 Err(limit) => Err(ConnectError::Unreachable {
                     target: target_display(host, params),
                     cause: format!(
