@@ -1561,7 +1561,87 @@ async fn pg_hba_rejections_say_so_and_prefer_keeps_both_attempts() {
         );
         assert_fails_with(&out, "pg_hba.conf rejects connection");
         assert_fails_with(&out, "the attempt with TLS before it failed too");
-        assert_fails_with(&out, "UnknownIssuer");
+        assert_fails_with(&out, "certificate verify failed");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tls_errors_say_what_failed_in_plain_words() {
+    for_each_version("tls_words", |major| async move {
+        let home = tempfile::tempdir().unwrap();
+        let run = |port: &str, extra: &str| {
+            pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "-d",
+                    &format!("host=127.0.0.1 port={port} user=postgres dbname=postgres {extra}"),
+                ],
+                &[],
+            )
+        };
+        let no_debug_text = |out: &Output| {
+            for raw in [
+                "Other(",
+                "OtherError",
+                "InvalidCertificate",
+                "UnknownIssuer",
+            ] {
+                assert!(
+                    !stderr(out).contains(raw),
+                    "rustls debug text:\n{}",
+                    stderr(out)
+                );
+            }
+        };
+        // A server with ssl=off and sslmode=require: the server has no TLS, and that is the fix.
+        let plain = common::server(major);
+        let out = run(&plain.port().to_string(), "sslmode=require");
+        assert_fails_with(&out, "the server does not support TLS");
+        assert_fails_with(&out, "turn ssl on");
+
+        let pki = Pki::new();
+        let server = tls_server(major, &pki).await;
+        let port = server.port().to_string();
+        // require with the wrong root: fix the root or drop it, never "use sslmode=require".
+        let out = run(
+            &port,
+            &format!("sslmode=require sslrootcert={}", pki.path("other-ca.crt")),
+        );
+        assert_fails_with(&out, "certificate verify failed: ");
+        assert_fails_with(&out, "drop sslrootcert");
+        assert!(
+            !stderr(&out).contains("use sslmode=require"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(
+            !stderr(&out).contains("sslmode=require encrypts"),
+            "{}",
+            stderr(&out)
+        );
+        no_debug_text(&out);
+        // verify-full with the wrong name: the name is the problem.
+        let out = run(
+            &port,
+            &format!("sslmode=verify-full sslrootcert={}", pki.path("ca.crt")),
+        );
+        assert_fails_with(&out, "does not name the host");
+        assert_fails_with(&out, "verify-ca");
+        no_debug_text(&out);
+        drop(server);
+
+        // A CA certificate (CA:TRUE) served as the server's, checked against another root.
+        let (cert, key) = openssl_self_signed(home.path());
+        let server = tls_server_with(major, &cert, &key, &cert, &[]).await;
+        let out = run(
+            &server.port().to_string(),
+            &format!("sslmode=verify-ca sslrootcert={}", pki.path("ca.crt")),
+        );
+        assert_fails_with(&out, "certificate verify failed: ");
+        assert_fails_with(&out, "CA certificate");
+        no_debug_text(&out);
     })
     .await;
 }

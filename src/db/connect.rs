@@ -19,7 +19,10 @@ use super::facts::{ServerFacts, read_facts};
 use super::pgpass::{self, PasswordFile};
 use super::retry::RetryPolicy;
 use super::session::{Limits, set_local_statements};
-use super::tls::{MakeTls, RootCerts, TlsRequest, client_config, mode_name};
+use super::tls::{
+    MakeTls, RootCerts, TlsRequest, client_config, describe_tls_error, is_certificate_error,
+    is_name_mismatch, mode_name,
+};
 
 /// Why a connection could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -420,23 +423,111 @@ fn authorization_hint(message: &str, params: &ConnParams, host: &HostSpec) -> St
     password_hint(params, host)
 }
 
-/// Walks an error's sources looking for a TLS failure.
-fn tls_cause(error: &tokio_postgres::Error) -> Option<String> {
+/// What kind of TLS failure an error is, for the hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TlsFailureKind {
+    /// The server answered the TLS request with "no" (ssl=off).
+    NotSupported,
+    /// The server's certificate did not verify; `name` when only the host name did not match.
+    Certificate {
+        name: bool,
+    },
+    Other,
+}
+
+/// Walks an error's sources looking for a TLS failure: its plain-words cause and its kind.
+fn tls_failure(error: &tokio_postgres::Error) -> Option<(String, TlsFailureKind)> {
+    let rustls_error = |cause: &(dyn std::error::Error + 'static)| {
+        cause.downcast_ref::<rustls::Error>().map(|tls| {
+            let kind = if is_certificate_error(tls) {
+                TlsFailureKind::Certificate {
+                    name: is_name_mismatch(tls),
+                }
+            } else {
+                TlsFailureKind::Other
+            };
+            (describe_tls_error(tls), kind)
+        })
+    };
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         if let Some(io) = cause.downcast_ref::<std::io::Error>()
             && let Some(inner) = io.get_ref()
-            && inner.downcast_ref::<rustls::Error>().is_some()
+            && let Some(found) = rustls_error(inner)
         {
-            return Some(inner.to_string());
+            return Some(found);
         }
-        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
-            return Some(tls.to_string());
+        if let Some(found) = rustls_error(cause) {
+            return Some(found);
         }
         source = cause.source();
     }
     let text = error.to_string();
-    (text.contains("TLS") || text.contains("SSL")).then_some(describe(error))
+    // tokio-postgres's words when the server answers the TLS request with "N".
+    if describe(error).contains("server does not support TLS") {
+        return Some((
+            "the server does not support TLS (its ssl setting is off)".into(),
+            TlsFailureKind::NotSupported,
+        ));
+    }
+    (text.contains("TLS") || text.contains("SSL")).then(|| (describe(error), TlsFailureKind::Other))
+}
+
+fn tls_cause(error: &tokio_postgres::Error) -> Option<String> {
+    tls_failure(error).map(|(cause, _)| cause)
+}
+
+/// What to try after a TLS failure, for the sslmode and root certificate used.
+fn tls_hint(kind: TlsFailureKind, params: &ConnParams, host: &HostSpec) -> String {
+    let mode = params.sslmode.value;
+    let mode_name = mode_name(mode);
+    let root = params.sslrootcert.as_ref().map(|r| {
+        format!(
+            "root certificate {} ({})",
+            r.value,
+            r.source.describe("sslrootcert")
+        )
+    });
+    let host_name = host
+        .host
+        .clone()
+        .or_else(|| host.hostaddr.map(|a| a.to_string()))
+        .unwrap_or_else(|| "localhost".into());
+    match kind {
+        TlsFailureKind::NotSupported => format!(
+            "sslmode={mode_name} ({}) insists on TLS: turn ssl on in the server's configuration, \
+             or use sslmode=prefer (TLS when offered) or sslmode=disable",
+            params.sslmode.source.describe("sslmode")
+        ),
+        TlsFailureKind::Certificate { name: true } => format!(
+            "sslmode=verify-full needs the certificate to name the host connected to ({host_name}) \
+             in a subjectAltName, or in its Common Name when it has no subjectAltName of that kind: \
+             connect by the name the certificate carries, or use sslmode=verify-ca to check the \
+             chain only"
+        ),
+        TlsFailureKind::Certificate { name: false } => match (mode, root) {
+            (SslMode::Allow | SslMode::Prefer | SslMode::Require, Some(root)) => format!(
+                "sslmode={mode_name} verifies the certificate because a root certificate is \
+                 available ({root}): fix it (it must be the root that issued the server's \
+                 certificate), or drop sslrootcert (and ~/.postgresql/root.crt) to encrypt \
+                 without verifying"
+            ),
+            (_, Some(root)) => format!(
+                "checked against {root}: it must be the root that issued the server's certificate \
+                 (or that certificate itself, when self-signed)"
+            ),
+            // Without a root only the certificate's key is used, to check the handshake.
+            (_, None) => "no root certificate was given, so only the key in the server's \
+                          certificate was used, and the server's handshake did not match it"
+                .into(),
+        },
+        TlsFailureKind::Other => format!(
+            "the TLS handshake failed; check ssl_min_protocol_version and \
+             ssl_max_protocol_version against the server's, and the server's log{}",
+            root.map(|r| format!(" (checked against {r})"))
+                .unwrap_or_default()
+        ),
+    }
 }
 
 /// Classifies a failed host, adding the earlier attempt's failure (allow, prefer) to the cause, as
@@ -548,19 +639,11 @@ fn classify(
             ),
         };
     }
-    if let Some(cause) = tls_cause(&error) {
-        let root = params
-            .sslrootcert
-            .as_ref()
-            .map(|r| format!("root certificate {}", r.value))
-            .unwrap_or_else(|| "no root certificate".into());
+    if let Some((cause, kind)) = tls_failure(&error) {
         return ConnectError::Tls {
             target,
             sslmode: mode_name(params.sslmode.value),
-            hint: format!(
-                "checked against {root}; for verify-full the certificate must name the host \
-                 connected to; sslmode=require encrypts without verifying"
-            ),
+            hint: tls_hint(kind, params, host),
             cause,
         };
     }

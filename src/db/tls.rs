@@ -513,6 +513,86 @@ impl ServerCertVerifier for LibpqVerifier {
     }
 }
 
+/// A rustls failure in plain words, as libpq words OpenSSL's ("certificate verify failed:
+/// ..."), instead of rustls's debug text (`Other(OtherError(CaUsedAsEndEntity))`).
+pub fn describe_tls_error(error: &RustlsError) -> String {
+    match error {
+        RustlsError::InvalidCertificate(cert) => {
+            format!(
+                "certificate verify failed: {}",
+                describe_certificate_error(cert)
+            )
+        }
+        RustlsError::AlertReceived(alert) => {
+            format!("the server ended the TLS handshake with alert {alert:?}")
+        }
+        RustlsError::PeerIncompatible(why) => {
+            format!("the server and pgplan have no TLS version or algorithm in common ({why:?})")
+        }
+        RustlsError::General(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether the error is the server's certificate failing verification.
+pub fn is_certificate_error(error: &RustlsError) -> bool {
+    matches!(error, RustlsError::InvalidCertificate(_))
+}
+
+/// Whether the certificate failed only for not naming the host.
+pub fn is_name_mismatch(error: &RustlsError) -> bool {
+    matches!(
+        error,
+        RustlsError::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
+        )
+    )
+}
+
+fn describe_certificate_error(error: &CertificateError) -> String {
+    match error {
+        CertificateError::UnknownIssuer => {
+            "the server's certificate was not issued by the trusted root certificate".into()
+        }
+        CertificateError::BadSignature => "the certificate's signature does not verify".into(),
+        CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+            "the server's certificate has expired".into()
+        }
+        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+            "the server's certificate is not valid yet".into()
+        }
+        CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+            "the server's certificate does not name the host connected to".into()
+        }
+        CertificateError::BadEncoding => "the server's certificate could not be parsed".into(),
+        CertificateError::UnhandledCriticalExtension => {
+            "the certificate has a critical extension pgplan does not know".into()
+        }
+        CertificateError::Revoked => "the server's certificate has been revoked".into(),
+        CertificateError::Other(other) => {
+            // WebPKI's own errors arrive here under their variant names.
+            let text = other.0.to_string();
+            match text.as_str() {
+                "CaUsedAsEndEntity" => "the server's certificate is a CA certificate (CA:TRUE), \
+                     which OpenSSL accepts as the server's only when it is itself the trusted \
+                     root; give it as sslrootcert, or issue the server a certificate signed by it"
+                    .into(),
+                "EndEntityUsedAsCa" => {
+                    "a certificate in the chain is not a CA certificate, yet issued another".into()
+                }
+                "UnsupportedCertVersion" => {
+                    "the certificate is not X.509 version 3; reissue it as version 3".into()
+                }
+                "RequiredEkuNotFound" => {
+                    "the server's certificate is not for TLS servers (extendedKeyUsage)".into()
+                }
+                _ => text,
+            }
+        }
+        other => format!("{other:?}"),
+    }
+}
+
 /// tokio-postgres's TLS hooks on rustls, with SCRAM channel binding that works: the
 /// `tls-server-end-point` hash must be taken with the hash of the certificate's signature
 /// algorithm (RFC 5929 §4.1; MD5 and SHA-1 become SHA-256), as the server computes it.
