@@ -107,6 +107,9 @@ pub struct Connection {
     /// Set again in every transaction (`SET LOCAL`), so it shows through a transaction-mode
     /// pooler whose server connection was started by someone else.
     pub application_name: String,
+    /// libpq's startup settings from PGDATESTYLE, PGTZ and PGGEQO (`datestyle`, `timezone`,
+    /// `geqo`), set in every transaction (`SET LOCAL`) for the same reason.
+    pub session_settings: Vec<(&'static str, String)>,
     cancel: tokio_postgres::CancelToken,
     tls: Tls,
     task: tokio::task::JoinHandle<()>,
@@ -229,10 +232,11 @@ async fn facts_within_limits(
     client: &tokio_postgres::Client,
     limits: &Limits,
     application_name: &str,
+    session_settings: &[(&'static str, String)],
 ) -> Result<ServerFacts, String> {
     let setup = format!(
         "BEGIN READ ONLY; {}",
-        set_local_statements(limits, 0, false, application_name)
+        set_local_statements(limits, 0, false, application_name, session_settings)
     );
     client
         .batch_execute(&setup)
@@ -308,18 +312,12 @@ fn base_config(params: &ConnParams, host: &HostSpec) -> tokio_postgres::Config {
     if let Some(password) = &host.password {
         config.password(password.value.expose());
     }
-    // libpq sends PGDATESTYLE, PGTZ and PGGEQO as startup settings; tokio-postgres only has
-    // `options`, which carries the same `-c name=value` settings.
-    let mut options: Vec<String> = params
-        .options
-        .as_ref()
-        .map(|o| vec![o.value.clone()])
-        .unwrap_or_default();
-    for (name, value) in &params.startup_settings {
-        options.push(format!("-c {name}={}", value.value.replace(' ', "\\ ")));
-    }
-    if !options.is_empty() {
-        config.options(options.join(" "));
+    // PGDATESTYLE, PGTZ and PGGEQO are not sent here: libpq sends them as startup parameters,
+    // which tokio-postgres cannot, and as `options=-c ...` PgBouncer refuses the connection
+    // ("unsupported startup parameter: options") where psql gets through. They are set in
+    // every transaction instead (session::set_local_statements).
+    if let Some(options) = &params.options {
+        config.options(&options.value);
     }
     if let Some(timeout) = &params.connect_timeout {
         config.connect_timeout(timeout.value);
@@ -821,6 +819,11 @@ async fn connect_once(
     } else {
         &[false]
     };
+    let session_settings: Vec<(&'static str, String)> = params
+        .startup_settings
+        .iter()
+        .map(|(name, setting)| (*name, setting.value.clone()))
+        .collect();
     let mut tried: Vec<String> = Vec::new();
     let mut last_error = None;
     for &standby_only in passes {
@@ -872,18 +875,24 @@ async fn connect_once(
                     tls: tls.clone(),
                 });
             }
-            let facts =
-                match facts_within_limits(&client, limits, &params.application_name.value).await {
-                    Ok(facts) => facts,
-                    Err(e) => {
-                        task.abort();
-                        return Err(ConnectError::Server {
-                            target: target_display(host, params),
-                            cause: e,
-                            transient: false,
-                        });
-                    }
-                };
+            let facts = match facts_within_limits(
+                &client,
+                limits,
+                &params.application_name.value,
+                &session_settings,
+            )
+            .await
+            {
+                Ok(facts) => facts,
+                Err(e) => {
+                    task.abort();
+                    return Err(ConnectError::Server {
+                        target: target_display(host, params),
+                        cause: e,
+                        transient: false,
+                    });
+                }
+            };
             let role_check = if standby_only && !facts.in_recovery {
                 Err("prefer-standby: looking for a standby first".to_owned())
             } else {
@@ -904,6 +913,7 @@ async fn connect_once(
                 target: target_display(host, params),
                 encrypted,
                 application_name: params.application_name.value.clone(),
+                session_settings,
                 facts,
                 tls,
                 task,
