@@ -1645,3 +1645,51 @@ async fn tls_errors_say_what_failed_in_plain_words() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_facts_query_that_times_out_is_not_a_refused_connection() {
+    for_each_version("facts_timeout", |major| async move {
+        let db = TestDb::create(major, "facts_timeout").await;
+        let home = tempfile::tempdir().unwrap();
+        // Another session holds a lock on a catalog the facts query reads.
+        let holder = db.client().await;
+        holder
+            .batch_execute("BEGIN; LOCK TABLE pg_extension IN ACCESS EXCLUSIVE MODE")
+            .await
+            .unwrap();
+        let env = Environment::new(
+            [("HOME".to_owned(), home.path().display().to_string())]
+                .into_iter()
+                .collect(),
+            Some(home.path().to_path_buf()),
+            "postgres",
+        );
+        let params = resolve(
+            &ConnRequest {
+                dbname: Some(db.conninfo()),
+                ..ConnRequest::default()
+            },
+            &env,
+        )
+        .unwrap();
+        let options = ConnectOptions {
+            limits: Limits::read_only_defaults().with(
+                Some(Duration::from_secs(10)),
+                Some(Duration::from_millis(100)),
+            ),
+            ..ConnectOptions::default()
+        };
+        let err = connect(&params, &options, |_, _, _| {})
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("refused"), "{err}");
+        assert!(err.contains("connected to"), "{err}");
+        assert!(err.contains("timed out or was cancelled"), "{err}");
+        assert!(err.contains("SQLSTATE 55P03"), "{err}");
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        drop(holder);
+        db.drop_db().await;
+    })
+    .await;
+}

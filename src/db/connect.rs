@@ -53,6 +53,13 @@ pub enum ConnectError {
         cause: String,
         hint: String,
     },
+    #[error("connected to {target}, but {what}: {cause}")]
+    Facts {
+        target: String,
+        /// "reading the server's facts timed out or was cancelled", or "... failed".
+        what: &'static str,
+        cause: String,
+    },
     #[error("the server at {target} refused the connection: {cause}")]
     Server {
         target: String,
@@ -261,6 +268,9 @@ fn host_display(host: &HostSpec) -> String {
             name.trim_end_matches('/'),
             host.port
         )
+    } else if name.contains(':') {
+        // An IPv6 address: brackets keep the port apart, as in URLs and libpq's messages.
+        format!("[{name}]:{}", host.port)
     } else {
         format!("{name}:{}", host.port)
     }
@@ -886,10 +896,20 @@ async fn connect_once(
                 Ok(facts) => facts,
                 Err(e) => {
                     task.abort();
-                    return Err(ConnectError::Server {
+                    // The server accepted the connection; only the first query failed, most
+                    // often waiting behind a lock (lock_timeout, 55P03), running past
+                    // statement_timeout or cancelled by Ctrl-C (57014).
+                    let timed_out = ["SQLSTATE 57014", "SQLSTATE 55P03"]
+                        .iter()
+                        .any(|code| e.contains(code));
+                    return Err(ConnectError::Facts {
                         target: target_display(host, params),
+                        what: if timed_out {
+                            "reading the server's facts timed out or was cancelled"
+                        } else {
+                            "reading the server's facts failed"
+                        },
                         cause: e,
-                        transient: false,
                     });
                 }
             };
@@ -990,5 +1010,40 @@ pub async fn connect(
             }
             Err(error) => return Err(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::conninfo::Source;
+
+    fn tcp_host(host: Option<&str>, hostaddr: Option<&str>) -> HostSpec {
+        HostSpec {
+            host: host.map(str::to_owned),
+            hostaddr: hostaddr.map(|a| a.parse().unwrap()),
+            port: 5432,
+            is_socket: false,
+            password: None,
+            host_source: Source::Default,
+            port_source: Source::Default,
+        }
+    }
+
+    #[test]
+    fn ipv6_targets_are_bracketed() {
+        assert_eq!(host_display(&tcp_host(Some("::1"), None)), "[::1]:5432");
+        assert_eq!(
+            host_display(&tcp_host(None, Some("fe80::1"))),
+            "[fe80::1]:5432"
+        );
+        assert_eq!(
+            host_display(&tcp_host(Some("db.example.com"), None)),
+            "db.example.com:5432"
+        );
+        assert_eq!(
+            host_display(&tcp_host(None, Some("127.0.0.1"))),
+            "127.0.0.1:5432"
+        );
     }
 }

@@ -102,7 +102,7 @@ pub enum TlsError {
     ClientCert { path: PathBuf, detail: String },
     #[error(
         "private key file {path} has group or world access; permissions should be u=rw (0600) \
-         or less (chmod 0600 {path})"
+         or less, or u=rw,g=r (0640) or less if owned by root (chmod 0600 {path})"
     )]
     KeyPermissions { path: PathBuf },
     #[error(
@@ -237,10 +237,12 @@ fn check_key_permissions(path: &Path) -> Result<(), TlsError> {
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(()); // reading it reports the real problem
     };
-    // libpq: 0600 or less, or 0640 or less when owned by root (a key shared through a group).
-    let mode = meta.mode() & 0o777;
-    let allowed = if meta.uid() == 0 { 0o640 } else { 0o600 };
-    if mode & !allowed != 0 {
+    // libpq (fe-secure-openssl.c) forbids group and world bits only: no group or world access
+    // at all for a key not owned by root, and for a root-owned key (shared through a group) no
+    // group write or execute and no world access. The owner's own bits are the owner's affair,
+    // so 0700 is accepted as libpq accepts it.
+    let forbidden = if meta.uid() == 0 { 0o037 } else { 0o077 };
+    if meta.mode() & forbidden != 0 {
         return Err(TlsError::KeyPermissions {
             path: path.to_owned(),
         });
@@ -908,6 +910,29 @@ mod tests {
         assert!(verify(&v, &wildcard, "db.example.com"));
         assert!(!verify(&v, &wildcard, "a.db.example.com"));
         assert!(!verify(&v, &wildcard, "example.com"));
+    }
+
+    #[test]
+    fn key_permissions_follow_libpqs_rule() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("client.key");
+        std::fs::write(&key, "key").unwrap();
+        let with_mode = |mode: u32| {
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+            check_key_permissions(&key)
+        };
+        // The owner's bits are never the problem.
+        for mode in [0o600, 0o400, 0o700] {
+            assert!(with_mode(mode).is_ok(), "{mode:o}");
+        }
+        // World access, or group write, is refused whoever owns the key.
+        for mode in [0o604, 0o660, 0o601, 0o610] {
+            assert!(
+                matches!(with_mode(mode), Err(TlsError::KeyPermissions { .. })),
+                "{mode:o}"
+            );
+        }
     }
 
     #[test]
