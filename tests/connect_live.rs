@@ -1352,3 +1352,344 @@ async fn client_certificate_from_the_environment() {
     );
     assert_eq!(info_json(&out)["user"], "cert_user");
 }
+
+/// The PostgreSQL documentation's certificate-authority recipe: a root made with `openssl x509
+/// -req -signkey` and the `v3_ca` extensions, and a server certificate signed by it with `openssl
+/// x509 -req -CA root.crt -CAkey root.key -CAcreateserial`. With no `-extfile`, OpenSSL 3.0
+/// writes that server certificate as X.509 version 1 (no extensions at all). Returns the paths of
+/// (root certificate, server certificate, server key).
+fn openssl_v1_leaf(dir: &Path, common_name: &str) -> (PathBuf, PathBuf, PathBuf) {
+    let openssl = |args: &[&str]| {
+        let status = Command::new("openssl")
+            .current_dir(dir)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("running openssl");
+        assert!(status.success(), "openssl {args:?} failed");
+    };
+    std::fs::write(
+        dir.join("v3_ca.cnf"),
+        "[v3_ca]\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid:always,issuer\n\
+         basicConstraints=critical,CA:true\n",
+    )
+    .unwrap();
+    openssl(&[
+        "req",
+        "-new",
+        "-nodes",
+        "-text",
+        "-out",
+        "root.csr",
+        "-keyout",
+        "root.key",
+        "-subj",
+        "/CN=root.example.com",
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "root.csr",
+        "-text",
+        "-days",
+        "3650",
+        "-extfile",
+        "v3_ca.cnf",
+        "-extensions",
+        "v3_ca",
+        "-signkey",
+        "root.key",
+        "-out",
+        "root.crt",
+    ]);
+    openssl(&[
+        "req",
+        "-new",
+        "-nodes",
+        "-text",
+        "-out",
+        "server.csr",
+        "-keyout",
+        "server.key",
+        "-subj",
+        &format!("/CN={common_name}"),
+    ]);
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "server.csr",
+        "-text",
+        "-days",
+        "365",
+        "-CA",
+        "root.crt",
+        "-CAkey",
+        "root.key",
+        "-CAcreateserial",
+        "-out",
+        "server.crt",
+    ]);
+    for name in ["root.crt", "server.crt"] {
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    (
+        dir.join("root.crt"),
+        dir.join("server.crt"),
+        dir.join("server.key"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_x509_v1_server_certificate_works_in_every_sslmode() {
+    for_each_version("v1_leaf", |major| async move {
+        let home = tempfile::tempdir().unwrap();
+        let pki = tempfile::tempdir().unwrap();
+        let (root, cert, key) = openssl_v1_leaf(pki.path(), "localhost");
+        let text = std::fs::read_to_string(&cert).unwrap();
+        assert!(
+            text.contains("Version: 1 (0x0)"),
+            "not a v1 certificate:\n{text}"
+        );
+        let other = tempfile::tempdir().unwrap();
+        let (other_root, _, _) = openssl_v1_leaf(other.path(), "localhost");
+        let read = |p: &Path| std::fs::read_to_string(p).unwrap();
+        let server = tls_server_with(major, &read(&cert), &read(&key), &read(&root), &[]).await;
+        let port = server.port().to_string();
+        let run = |host: &str, extra: String| {
+            pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "--format",
+                    "json",
+                    "-d",
+                    &format!("host={host} port={port} user=postgres dbname=postgres {extra}"),
+                ],
+                &[],
+            )
+        };
+        let encrypted = |out: &Output| info_json(out)["tls"]["encrypted"].as_bool().unwrap();
+        let root = root.display();
+        // No root certificate: encryption without verification, as psql; prefer must not fall
+        // back to plain text because the certificate is version 1.
+        assert!(encrypted(&run("127.0.0.1", "sslmode=require".into())));
+        assert!(encrypted(&run("127.0.0.1", "sslmode=prefer".into())));
+        // A v1 leaf signed directly by the trusted root verifies, as OpenSSL verifies it.
+        assert!(encrypted(&run(
+            "127.0.0.1",
+            format!("sslmode=require sslrootcert={root}")
+        )));
+        assert!(encrypted(&run(
+            "127.0.0.1",
+            format!("sslmode=verify-ca sslrootcert={root}")
+        )));
+        assert!(encrypted(&run(
+            "localhost",
+            format!("sslmode=verify-full sslrootcert={root}")
+        )));
+        // ...and its name, dates and issuer still count.
+        assert_fails_with(
+            &run(
+                "127.0.0.1",
+                format!("sslmode=verify-full sslrootcert={root}"),
+            ),
+            "verify-full",
+        );
+        assert_fails_with(
+            &run(
+                "localhost",
+                format!("sslmode=verify-ca sslrootcert={}", other_root.display()),
+            ),
+            "verify-ca",
+        );
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pg_hba_rejections_say_so_and_prefer_keeps_both_attempts() {
+    for_each_version("hba_hints", |major| async move {
+        let pki = Pki::new();
+        let server = tls_server(major, &pki).await;
+        let home = tempfile::tempdir().unwrap();
+        let port = server.port().to_string();
+        let run = |user: &str, extra: &str| {
+            pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "-d",
+                    &format!("host=127.0.0.1 port={port} user={user} dbname=postgres {extra}"),
+                ],
+                &[],
+            )
+        };
+        let no_password_hint = |out: &Output| {
+            assert!(
+                !stderr(out).contains("password"),
+                "a pg_hba.conf rejection is not about a password:\n{}",
+                stderr(out)
+            );
+        };
+        // A hostssl-only user without TLS: pg_hba.conf, and TLS is the way in.
+        let out = run("tls_only", "sslmode=disable");
+        assert_fails_with(&out, "pg_hba.conf");
+        assert_fails_with(&out, "sslmode=require");
+        no_password_hint(&out);
+        // A hostnossl-only user with TLS: TLS is what is forbidden.
+        let out = run("plain_only", "sslmode=require");
+        assert_fails_with(&out, "pg_hba.conf");
+        assert_fails_with(&out, "hostnossl");
+        no_password_hint(&out);
+        // A role that does not exist is named as such.
+        let out = run("no_such_role", "sslmode=disable");
+        assert_fails_with(&out, "not a role");
+        no_password_hint(&out);
+        // prefer: the TLS attempt wanted a client certificate, the plain one was rejected by
+        // pg_hba.conf; both are reported, as libpq does.
+        let out = run("cert_user", "sslmode=prefer");
+        assert_fails_with(&out, "pg_hba.conf rejects connection");
+        assert_fails_with(&out, "the attempt with TLS before it failed too");
+        assert_fails_with(&out, "certificate");
+        // prefer: the TLS attempt failed verification, the plain one pg_hba.conf; both shown.
+        let out = run(
+            "tls_only",
+            &format!("sslmode=prefer sslrootcert={}", pki.path("other-ca.crt")),
+        );
+        assert_fails_with(&out, "pg_hba.conf rejects connection");
+        assert_fails_with(&out, "the attempt with TLS before it failed too");
+        assert_fails_with(&out, "certificate verify failed");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tls_errors_say_what_failed_in_plain_words() {
+    for_each_version("tls_words", |major| async move {
+        let home = tempfile::tempdir().unwrap();
+        let run = |port: &str, extra: &str| {
+            pgplan(
+                home.path(),
+                &[
+                    "info",
+                    "-d",
+                    &format!("host=127.0.0.1 port={port} user=postgres dbname=postgres {extra}"),
+                ],
+                &[],
+            )
+        };
+        let no_debug_text = |out: &Output| {
+            for raw in [
+                "Other(",
+                "OtherError",
+                "InvalidCertificate",
+                "UnknownIssuer",
+            ] {
+                assert!(
+                    !stderr(out).contains(raw),
+                    "rustls debug text:\n{}",
+                    stderr(out)
+                );
+            }
+        };
+        // A server with ssl=off and sslmode=require: the server has no TLS, and that is the fix.
+        let plain = common::server(major);
+        let out = run(&plain.port().to_string(), "sslmode=require");
+        assert_fails_with(&out, "the server does not support TLS");
+        assert_fails_with(&out, "turn ssl on");
+
+        let pki = Pki::new();
+        let server = tls_server(major, &pki).await;
+        let port = server.port().to_string();
+        // require with the wrong root: fix the root or drop it, never "use sslmode=require".
+        let out = run(
+            &port,
+            &format!("sslmode=require sslrootcert={}", pki.path("other-ca.crt")),
+        );
+        assert_fails_with(&out, "certificate verify failed: ");
+        assert_fails_with(&out, "drop sslrootcert");
+        assert!(
+            !stderr(&out).contains("use sslmode=require"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(
+            !stderr(&out).contains("sslmode=require encrypts"),
+            "{}",
+            stderr(&out)
+        );
+        no_debug_text(&out);
+        // verify-full with the wrong name: the name is the problem.
+        let out = run(
+            &port,
+            &format!("sslmode=verify-full sslrootcert={}", pki.path("ca.crt")),
+        );
+        assert_fails_with(&out, "does not name the host");
+        assert_fails_with(&out, "verify-ca");
+        no_debug_text(&out);
+        drop(server);
+
+        // A CA certificate (CA:TRUE) served as the server's, checked against another root.
+        let (cert, key) = openssl_self_signed(home.path());
+        let server = tls_server_with(major, &cert, &key, &cert, &[]).await;
+        let out = run(
+            &server.port().to_string(),
+            &format!("sslmode=verify-ca sslrootcert={}", pki.path("ca.crt")),
+        );
+        assert_fails_with(&out, "certificate verify failed: ");
+        assert_fails_with(&out, "CA certificate");
+        no_debug_text(&out);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_facts_query_that_times_out_is_not_a_refused_connection() {
+    for_each_version("facts_timeout", |major| async move {
+        let db = TestDb::create(major, "facts_timeout").await;
+        let home = tempfile::tempdir().unwrap();
+        // Another session holds a lock on a catalog the facts query reads.
+        let holder = db.client().await;
+        holder
+            .batch_execute("BEGIN; LOCK TABLE pg_extension IN ACCESS EXCLUSIVE MODE")
+            .await
+            .unwrap();
+        let env = Environment::new(
+            [("HOME".to_owned(), home.path().display().to_string())]
+                .into_iter()
+                .collect(),
+            Some(home.path().to_path_buf()),
+            "postgres",
+        );
+        let params = resolve(
+            &ConnRequest {
+                dbname: Some(db.conninfo()),
+                ..ConnRequest::default()
+            },
+            &env,
+        )
+        .unwrap();
+        let options = ConnectOptions {
+            limits: Limits::read_only_defaults().with(
+                Some(Duration::from_secs(10)),
+                Some(Duration::from_millis(100)),
+            ),
+            ..ConnectOptions::default()
+        };
+        let err = connect(&params, &options, |_, _, _| {})
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("refused"), "{err}");
+        assert!(err.contains("connected to"), "{err}");
+        assert!(err.contains("timed out or was cancelled"), "{err}");
+        assert!(err.contains("SQLSTATE 55P03"), "{err}");
+        holder.batch_execute("ROLLBACK").await.unwrap();
+        drop(holder);
+        db.drop_db().await;
+    })
+    .await;
+}

@@ -194,3 +194,85 @@ async fn compare_and_info_through_pgbouncer_in_transaction_mode() {
     })
     .await;
 }
+
+/// PGTZ, PGDATESTYLE and PGGEQO, which libpq sends as startup parameters: psql gets through
+/// PgBouncer with them, and pgplan must too, with the settings in force in its transactions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn libpq_startup_settings_through_pgbouncer() {
+    use pgplan::db::connect::{ConnectOptions, connect};
+    use pgplan::db::conninfo::{ConnRequest, Environment, resolve};
+    use pgplan::db::session::Limits;
+
+    for_each_version("pooler_startup", |major| async move {
+        let db = TestDb::create(major, "pooler_startup").await;
+        let bouncer = start_bouncer(&db);
+        let home = tempfile::tempdir().unwrap();
+        let vars = [
+            ("HOME", home.path().display().to_string()),
+            ("PGTZ", "Asia/Kolkata".to_owned()),
+            ("PGDATESTYLE", "SQL, DMY".to_owned()),
+            ("PGGEQO", "off".to_owned()),
+        ];
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
+            bouncer.port, db.name
+        );
+
+        // The binary, as a user runs it.
+        let mut cmd = Command::new(pgplan_bin());
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("NO_COLOR", "1")
+            .args(["info", "--format", "json", "-d", &conninfo]);
+        for (name, value) in &vars {
+            cmd.env(name, value);
+        }
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        // The library: the settings hold inside every transaction pgplan runs.
+        let env = Environment::new(
+            vars.iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+            Some(home.path().to_path_buf()),
+            "postgres",
+        );
+        let params = resolve(
+            &ConnRequest {
+                dbname: Some(conninfo.clone()),
+                ..ConnRequest::default()
+            },
+            &env,
+        )
+        .unwrap();
+        let mut conn = connect(&params, &ConnectOptions::default(), |_, _, _| {})
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            let seen = conn
+                .read_only(&Limits::read_only_defaults(), async |client| {
+                    let row = client
+                        .query_one(
+                            "SELECT current_setting('TimeZone') || ' | ' || \
+                             current_setting('DateStyle') || ' | ' || current_setting('geqo')",
+                            &[],
+                        )
+                        .await
+                        .unwrap();
+                    Ok(row.get::<_, String>(0))
+                })
+                .await
+                .unwrap();
+            assert_eq!(seen, "Asia/Kolkata | SQL, DMY | off");
+        }
+        drop(conn);
+        drop(bouncer);
+        db.drop_db().await;
+    })
+    .await;
+}

@@ -19,7 +19,10 @@ use super::facts::{ServerFacts, read_facts};
 use super::pgpass::{self, PasswordFile};
 use super::retry::RetryPolicy;
 use super::session::{Limits, set_local_statements};
-use super::tls::{MakeTls, RootCerts, TlsRequest, client_config, mode_name};
+use super::tls::{
+    MakeTls, RootCerts, TlsRequest, client_config, describe_tls_error, is_certificate_error,
+    is_name_mismatch, mode_name,
+};
 
 /// Why a connection could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +52,13 @@ pub enum ConnectError {
         sslmode: &'static str,
         cause: String,
         hint: String,
+    },
+    #[error("connected to {target}, but {what}: {cause}")]
+    Facts {
+        target: String,
+        /// "reading the server's facts timed out or was cancelled", or "... failed".
+        what: &'static str,
+        cause: String,
     },
     #[error("the server at {target} refused the connection: {cause}")]
     Server {
@@ -104,6 +114,9 @@ pub struct Connection {
     /// Set again in every transaction (`SET LOCAL`), so it shows through a transaction-mode
     /// pooler whose server connection was started by someone else.
     pub application_name: String,
+    /// libpq's startup settings from PGDATESTYLE, PGTZ and PGGEQO (`datestyle`, `timezone`,
+    /// `geqo`), set in every transaction (`SET LOCAL`) for the same reason.
+    pub session_settings: Vec<(&'static str, String)>,
     cancel: tokio_postgres::CancelToken,
     tls: Tls,
     task: tokio::task::JoinHandle<()>,
@@ -226,10 +239,11 @@ async fn facts_within_limits(
     client: &tokio_postgres::Client,
     limits: &Limits,
     application_name: &str,
+    session_settings: &[(&'static str, String)],
 ) -> Result<ServerFacts, String> {
     let setup = format!(
         "BEGIN READ ONLY; {}",
-        set_local_statements(limits, 0, false, application_name)
+        set_local_statements(limits, 0, false, application_name, session_settings)
     );
     client
         .batch_execute(&setup)
@@ -254,6 +268,9 @@ fn host_display(host: &HostSpec) -> String {
             name.trim_end_matches('/'),
             host.port
         )
+    } else if name.contains(':') {
+        // An IPv6 address: brackets keep the port apart, as in URLs and libpq's messages.
+        format!("[{name}]:{}", host.port)
     } else {
         format!("{name}:{}", host.port)
     }
@@ -305,18 +322,12 @@ fn base_config(params: &ConnParams, host: &HostSpec) -> tokio_postgres::Config {
     if let Some(password) = &host.password {
         config.password(password.value.expose());
     }
-    // libpq sends PGDATESTYLE, PGTZ and PGGEQO as startup settings; tokio-postgres only has
-    // `options`, which carries the same `-c name=value` settings.
-    let mut options: Vec<String> = params
-        .options
-        .as_ref()
-        .map(|o| vec![o.value.clone()])
-        .unwrap_or_default();
-    for (name, value) in &params.startup_settings {
-        options.push(format!("-c {name}={}", value.value.replace(' ', "\\ ")));
-    }
-    if !options.is_empty() {
-        config.options(options.join(" "));
+    // PGDATESTYLE, PGTZ and PGGEQO are not sent here: libpq sends them as startup parameters,
+    // which tokio-postgres cannot, and as `options=-c ...` PgBouncer refuses the connection
+    // ("unsupported startup parameter: options") where psql gets through. They are set in
+    // every transaction instead (session::set_local_statements).
+    if let Some(options) = &params.options {
+        config.options(&options.value);
     }
     if let Some(timeout) = &params.connect_timeout {
         config.connect_timeout(timeout.value);
@@ -372,23 +383,182 @@ fn password_hint(params: &ConnParams, host: &HostSpec) -> String {
     format!("no password was sent: none was given (-d, PGPASSWORD) and {why}")
 }
 
-/// Walks an error's sources looking for a TLS failure.
-fn tls_cause(error: &tokio_postgres::Error) -> Option<String> {
+/// What to do about SQLSTATE 28000, from the server's message: a pg_hba.conf line that is missing
+/// or rejects (its hostssl/hostnossl kind ties it to TLS or plain text), a role that does not
+/// exist, or a client certificate the matching line asks for.
+fn authorization_hint(message: &str, params: &ConnParams, host: &HostSpec) -> String {
+    let user = &params.user.value;
+    let database = &params.dbname.value;
+    if message.contains("pg_hba.conf") {
+        let host_name = host
+            .host
+            .clone()
+            .or_else(|| host.hostaddr.map(|a| a.to_string()))
+            .unwrap_or_else(|| "localhost".into());
+        let tls = match params.sslmode.value {
+            SslMode::Disable => {
+                "pgplan connected without TLS (sslmode=disable): if the line for this user is \
+                 hostssl, it requires TLS, so try sslmode=require"
+            }
+            SslMode::Allow | SslMode::Prefer if !host.is_socket => {
+                "pgplan tried both with and without TLS"
+            }
+            SslMode::Allow | SslMode::Prefer => "pgplan connected over the Unix socket",
+            _ => {
+                "pgplan connected with TLS: if the line for this user is hostnossl, it forbids \
+                 TLS, so try sslmode=prefer or sslmode=disable"
+            }
+        };
+        return format!(
+            "the server's pg_hba.conf has no line that lets user \"{user}\" connect to database \
+             \"{database}\" from where pgplan connects ({host_name}), or a line there rejects it; \
+             {tls}. Otherwise ask its administrator to add a line (host, hostssl or hostnossl) \
+             for this client address, user and database, and reload the server"
+        );
+    }
+    if message.contains("does not exist") {
+        return format!(
+            "user \"{user}\" ({}) is not a role on this server: give another with -U, or create \
+             it (CREATE ROLE ... LOGIN)",
+            params.user.source.describe("user")
+        );
+    }
+    if message.contains("certificate") {
+        return "the server's pg_hba.conf asks for a client certificate (cert, or clientcert=) on \
+                this line: give one with sslcert and sslkey (PGSSLCERT, PGSSLKEY), over TLS"
+            .into();
+    }
+    password_hint(params, host)
+}
+
+/// What kind of TLS failure an error is, for the hint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TlsFailureKind {
+    /// The server answered the TLS request with "no" (ssl=off).
+    NotSupported,
+    /// The server's certificate did not verify; `name` when only the host name did not match.
+    Certificate {
+        name: bool,
+    },
+    Other,
+}
+
+/// Walks an error's sources looking for a TLS failure: its plain-words cause and its kind.
+fn tls_failure(error: &tokio_postgres::Error) -> Option<(String, TlsFailureKind)> {
+    let rustls_error = |cause: &(dyn std::error::Error + 'static)| {
+        cause.downcast_ref::<rustls::Error>().map(|tls| {
+            let kind = if is_certificate_error(tls) {
+                TlsFailureKind::Certificate {
+                    name: is_name_mismatch(tls),
+                }
+            } else {
+                TlsFailureKind::Other
+            };
+            (describe_tls_error(tls), kind)
+        })
+    };
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         if let Some(io) = cause.downcast_ref::<std::io::Error>()
             && let Some(inner) = io.get_ref()
-            && inner.downcast_ref::<rustls::Error>().is_some()
+            && let Some(found) = rustls_error(inner)
         {
-            return Some(inner.to_string());
+            return Some(found);
         }
-        if let Some(tls) = cause.downcast_ref::<rustls::Error>() {
-            return Some(tls.to_string());
+        if let Some(found) = rustls_error(cause) {
+            return Some(found);
         }
         source = cause.source();
     }
     let text = error.to_string();
-    (text.contains("TLS") || text.contains("SSL")).then_some(describe(error))
+    // tokio-postgres's words when the server answers the TLS request with "N".
+    if describe(error).contains("server does not support TLS") {
+        return Some((
+            "the server does not support TLS (its ssl setting is off)".into(),
+            TlsFailureKind::NotSupported,
+        ));
+    }
+    (text.contains("TLS") || text.contains("SSL")).then(|| (describe(error), TlsFailureKind::Other))
+}
+
+fn tls_cause(error: &tokio_postgres::Error) -> Option<String> {
+    tls_failure(error).map(|(cause, _)| cause)
+}
+
+/// What to try after a TLS failure, for the sslmode and root certificate used.
+fn tls_hint(kind: TlsFailureKind, params: &ConnParams, host: &HostSpec) -> String {
+    let mode = params.sslmode.value;
+    let mode_name = mode_name(mode);
+    let root = params.sslrootcert.as_ref().map(|r| {
+        format!(
+            "root certificate {} ({})",
+            r.value,
+            r.source.describe("sslrootcert")
+        )
+    });
+    let host_name = host
+        .host
+        .clone()
+        .or_else(|| host.hostaddr.map(|a| a.to_string()))
+        .unwrap_or_else(|| "localhost".into());
+    match kind {
+        TlsFailureKind::NotSupported => format!(
+            "sslmode={mode_name} ({}) insists on TLS: turn ssl on in the server's configuration, \
+             or use sslmode=prefer (TLS when offered) or sslmode=disable",
+            params.sslmode.source.describe("sslmode")
+        ),
+        TlsFailureKind::Certificate { name: true } => format!(
+            "sslmode=verify-full needs the certificate to name the host connected to ({host_name}) \
+             in a subjectAltName, or in its Common Name when it has no subjectAltName of that kind: \
+             connect by the name the certificate carries, or use sslmode=verify-ca to check the \
+             chain only"
+        ),
+        TlsFailureKind::Certificate { name: false } => match (mode, root) {
+            (SslMode::Allow | SslMode::Prefer | SslMode::Require, Some(root)) => format!(
+                "sslmode={mode_name} verifies the certificate because a root certificate is \
+                 available ({root}): fix it (it must be the root that issued the server's \
+                 certificate), or drop sslrootcert (and ~/.postgresql/root.crt) to encrypt \
+                 without verifying"
+            ),
+            (_, Some(root)) => format!(
+                "checked against {root}: it must be the root that issued the server's certificate \
+                 (or that certificate itself, when self-signed)"
+            ),
+            // Without a root only the certificate's key is used, to check the handshake.
+            (_, None) => "no root certificate was given, so only the key in the server's \
+                          certificate was used, and the server's handshake did not match it"
+                .into(),
+        },
+        TlsFailureKind::Other => format!(
+            "the TLS handshake failed; check ssl_min_protocol_version and \
+             ssl_max_protocol_version against the server's, and the server's log{}",
+            root.map(|r| format!(" (checked against {r})"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+/// Classifies a failed host, adding the earlier attempt's failure (allow, prefer) to the cause, as
+/// libpq reports each attempt.
+fn classify_failure(
+    failure: HostFailure,
+    params: &ConnParams,
+    host: &HostSpec,
+    tried: &[String],
+) -> ConnectError {
+    let mut error = classify(failure.error, params, host, tried);
+    if let Some((how, earlier)) = failure.earlier {
+        let earlier = tls_cause(&earlier).unwrap_or_else(|| describe(&earlier));
+        let note = format!("\n(the attempt {how} before it failed too: {earlier})");
+        match &mut error {
+            ConnectError::Unreachable { cause, .. }
+            | ConnectError::Authentication { cause, .. }
+            | ConnectError::Tls { cause, .. }
+            | ConnectError::Server { cause, .. } => cause.push_str(&note),
+            _ => {}
+        }
+    }
+    error
 }
 
 fn classify(
@@ -401,12 +571,20 @@ fn classify(
     if let Some(db) = error.as_db_error() {
         let cause = describe(&error);
         return match db.code().code() {
-            // invalid_password, invalid_authorization_specification (pg_hba rejection)
-            "28P01" | "28000" => ConnectError::Authentication {
+            "28P01" => ConnectError::Authentication {
                 target,
                 user: params.user.value.clone(),
                 cause,
                 hint: password_hint(params, host),
+            },
+            // invalid_authorization_specification: no password was checked, so where it came
+            // from is beside the point. The server says why: pg_hba.conf, a role that does not
+            // exist, or a client certificate it wanted.
+            "28000" => ConnectError::Authentication {
+                target,
+                user: params.user.value.clone(),
+                hint: authorization_hint(db.message(), params, host),
+                cause,
             },
             "3D000" => ConnectError::NoDatabase {
                 target,
@@ -469,19 +647,11 @@ fn classify(
             ),
         };
     }
-    if let Some(cause) = tls_cause(&error) {
-        let root = params
-            .sslrootcert
-            .as_ref()
-            .map(|r| format!("root certificate {}", r.value))
-            .unwrap_or_else(|| "no root certificate".into());
+    if let Some((cause, kind)) = tls_failure(&error) {
         return ConnectError::Tls {
             target,
             sslmode: mode_name(params.sslmode.value),
-            hint: format!(
-                "checked against {root}; for verify-full the certificate must name the host \
-                 connected to; sslmode=require encrypts without verifying"
-            ),
+            hint: tls_hint(kind, params, host),
             cause,
         };
     }
@@ -522,12 +692,30 @@ async fn attempt(
     }
 }
 
+/// A failed attempt at one host, with the failure of the attempt before it when the sslmode made
+/// two (allow: plain text then TLS; prefer: TLS then plain text). libpq reports both, and the
+/// first is often the one that explains the second.
+struct HostFailure {
+    error: tokio_postgres::Error,
+    /// How the earlier attempt connected ("with TLS", "without TLS"), and how it failed.
+    earlier: Option<(&'static str, tokio_postgres::Error)>,
+}
+
+impl From<tokio_postgres::Error> for HostFailure {
+    fn from(error: tokio_postgres::Error) -> Self {
+        HostFailure {
+            error,
+            earlier: None,
+        }
+    }
+}
+
 /// Connects to one host, applying libpq's sslmode fallbacks.
 async fn connect_host(
     params: &ConnParams,
     host: &HostSpec,
     tls_config: &Option<Arc<rustls::ClientConfig>>,
-) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>, Tls), tokio_postgres::Error> {
+) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>, Tls), HostFailure> {
     let mut config = base_config(params, host);
     // libpq never negotiates TLS over a Unix socket: the kernel already authenticates both ends.
     let rustls = match (host.is_socket, tls_config) {
@@ -545,12 +733,15 @@ async fn connect_host(
             config.ssl_mode(PgSslMode::Disable);
             match attempt(&config, &Tls::None).await {
                 Ok((c, t, _)) => Ok((c, t, Tls::None)),
-                Err(e) if e.code().map(|c| c.code()) == Some("28000") => {
+                Err(first) if first.code().map(|c| c.code()) == Some("28000") => {
                     config.ssl_mode(PgSslMode::Require);
-                    let (c, t, _) = attempt(&config, &tls).await?;
+                    let (c, t, _) = attempt(&config, &tls).await.map_err(|error| HostFailure {
+                        error,
+                        earlier: Some(("without TLS", first)),
+                    })?;
                     Ok((c, t, tls))
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(e.into()),
             }
         }
         (SslMode::Prefer, Some(tls)) => {
@@ -560,15 +751,21 @@ async fn connect_host(
             config.ssl_mode(PgSslMode::Prefer);
             match attempt(&config, &tls).await {
                 Ok((c, t, _)) => Ok((c, t, tls)),
-                Err(e)
-                    if (e.as_db_error().is_none() && tls_cause(&e).is_some())
-                        || e.code().map(|c| c.code()) == Some("28000") =>
+                Err(first)
+                    if (first.as_db_error().is_none() && tls_cause(&first).is_some())
+                        || first.code().map(|c| c.code()) == Some("28000") =>
                 {
                     config.ssl_mode(PgSslMode::Disable);
-                    let (c, t, _) = attempt(&config, &Tls::None).await?;
+                    let (c, t, _) =
+                        attempt(&config, &Tls::None)
+                            .await
+                            .map_err(|error| HostFailure {
+                                error,
+                                earlier: Some(("with TLS", first)),
+                            })?;
                     Ok((c, t, Tls::None))
                 }
-                Err(e) => Err(e),
+                Err(e) => Err(e.into()),
             }
         }
         (_, Some(tls)) => {
@@ -632,6 +829,11 @@ async fn connect_once(
     } else {
         &[false]
     };
+    let session_settings: Vec<(&'static str, String)> = params
+        .startup_settings
+        .iter()
+        .map(|(name, setting)| (*name, setting.value.clone()))
+        .collect();
     let mut tried: Vec<String> = Vec::new();
     let mut last_error = None;
     for &standby_only in passes {
@@ -650,7 +852,7 @@ async fn connect_once(
                 None => Ok(attempt.await),
             };
             let result = match outcome {
-                Ok(result) => result.map_err(|e| classify(e, params, host, &tried)),
+                Ok(result) => result.map_err(|e| classify_failure(e, params, host, &tried)),
                 Err(limit) => Err(ConnectError::Unreachable {
                     target: target_display(host, params),
                     cause: format!(
@@ -683,18 +885,34 @@ async fn connect_once(
                     tls: tls.clone(),
                 });
             }
-            let facts =
-                match facts_within_limits(&client, limits, &params.application_name.value).await {
-                    Ok(facts) => facts,
-                    Err(e) => {
-                        task.abort();
-                        return Err(ConnectError::Server {
-                            target: target_display(host, params),
-                            cause: e,
-                            transient: false,
-                        });
-                    }
-                };
+            let facts = match facts_within_limits(
+                &client,
+                limits,
+                &params.application_name.value,
+                &session_settings,
+            )
+            .await
+            {
+                Ok(facts) => facts,
+                Err(e) => {
+                    task.abort();
+                    // The server accepted the connection; only the first query failed, most
+                    // often waiting behind a lock (lock_timeout, 55P03), running past
+                    // statement_timeout or cancelled by Ctrl-C (57014).
+                    let timed_out = ["SQLSTATE 57014", "SQLSTATE 55P03"]
+                        .iter()
+                        .any(|code| e.contains(code));
+                    return Err(ConnectError::Facts {
+                        target: target_display(host, params),
+                        what: if timed_out {
+                            "reading the server's facts timed out or was cancelled"
+                        } else {
+                            "reading the server's facts failed"
+                        },
+                        cause: e,
+                    });
+                }
+            };
             let role_check = if standby_only && !facts.in_recovery {
                 Err("prefer-standby: looking for a standby first".to_owned())
             } else {
@@ -715,6 +933,7 @@ async fn connect_once(
                 target: target_display(host, params),
                 encrypted,
                 application_name: params.application_name.value.clone(),
+                session_settings,
                 facts,
                 tls,
                 task,
@@ -791,5 +1010,40 @@ pub async fn connect(
             }
             Err(error) => return Err(error),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::conninfo::Source;
+
+    fn tcp_host(host: Option<&str>, hostaddr: Option<&str>) -> HostSpec {
+        HostSpec {
+            host: host.map(str::to_owned),
+            hostaddr: hostaddr.map(|a| a.parse().unwrap()),
+            port: 5432,
+            is_socket: false,
+            password: None,
+            host_source: Source::Default,
+            port_source: Source::Default,
+        }
+    }
+
+    #[test]
+    fn ipv6_targets_are_bracketed() {
+        assert_eq!(host_display(&tcp_host(Some("::1"), None)), "[::1]:5432");
+        assert_eq!(
+            host_display(&tcp_host(None, Some("fe80::1"))),
+            "[fe80::1]:5432"
+        );
+        assert_eq!(
+            host_display(&tcp_host(Some("db.example.com"), None)),
+            "db.example.com:5432"
+        );
+        assert_eq!(
+            host_display(&tcp_host(None, Some("127.0.0.1"))),
+            "127.0.0.1:5432"
+        );
     }
 }

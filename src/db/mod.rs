@@ -12,3 +12,4 @@ pub mod retry;
 pub mod service;
 pub mod session;
 pub mod tls;
+pub mod x509;

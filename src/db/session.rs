@@ -90,12 +90,16 @@ fn string_literal(text: &str) -> String {
 
 /// The `SET LOCAL` statements every transaction starts with. `application_name` is the
 /// connection's own (the user's, else pgplan's default), set again so it shows through a
-/// transaction-mode pooler.
+/// transaction-mode pooler. `session_settings` are the ones libpq sends as startup parameters
+/// (PGDATESTYLE, PGTZ, PGGEQO: `datestyle`, `timezone`, `geqo`); tokio-postgres can send no
+/// startup parameter of its own choosing, and as `options=-c ...` PgBouncer refuses the
+/// connection, so they are set in each transaction instead.
 pub fn set_local_statements(
     limits: &Limits,
     major: u32,
     write_capable: bool,
     application_name: &str,
+    session_settings: &[(&str, String)],
 ) -> String {
     let mut sql = format!(
         "SET LOCAL statement_timeout = {}; \
@@ -108,6 +112,10 @@ pub fn set_local_statements(
         ms_literal(limits.idle_in_transaction_timeout),
         string_literal(application_name),
     );
+    for (name, value) in session_settings {
+        // Names come from a fixed list (conninfo's STARTUP_SETTING_VARS); values are literals.
+        sql.push_str(&format!(" SET LOCAL {name} = {};", string_literal(value)));
+    }
     // PostgreSQL 14+: notice a vanished client while a long statement (an index build) runs,
     // and abort it then, rather than when the statement ends.
     if write_capable && major >= 14 {
@@ -155,7 +163,8 @@ impl Connection {
                 limits,
                 self.facts.major(),
                 !read_only,
-                &self.application_name
+                &self.application_name,
+                &self.session_settings,
             )
         );
         if let Err(e) = self.client.batch_execute(&setup).await {
@@ -178,7 +187,7 @@ mod tests {
 
     #[test]
     fn every_setting_is_transaction_local() {
-        let sql = set_local_statements(&Limits::compare_defaults(), 16, true, "pgplan");
+        let sql = set_local_statements(&Limits::compare_defaults(), 16, true, "pgplan", &[]);
         for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
             assert!(statement.starts_with("SET LOCAL "), "{statement}");
         }
@@ -186,16 +195,32 @@ mod tests {
         assert!(sql.contains("client_connection_check_interval"));
         assert!(sql.contains("application_name = 'pgplan'"));
         assert!(
-            set_local_statements(&Limits::compare_defaults(), 16, true, "it's mine")
+            set_local_statements(&Limits::compare_defaults(), 16, true, "it's mine", &[])
                 .contains("application_name = 'it''s mine'")
         );
         assert!(
-            !set_local_statements(&Limits::compare_defaults(), 13, true, "pgplan")
+            !set_local_statements(&Limits::compare_defaults(), 13, true, "pgplan", &[])
                 .contains("client_connection_check_interval")
         );
         assert!(
-            !set_local_statements(&Limits::read_only_defaults(), 16, false, "pgplan")
+            !set_local_statements(&Limits::read_only_defaults(), 16, false, "pgplan", &[])
                 .contains("client_connection_check_interval")
         );
+    }
+
+    #[test]
+    fn startup_settings_are_set_locally_and_quoted() {
+        let settings = [
+            ("timezone", "Asia/Kolkata".to_owned()),
+            ("datestyle", "ISO, DMY".to_owned()),
+            ("geqo", "it's".to_owned()),
+        ];
+        let sql = set_local_statements(&Limits::read_only_defaults(), 16, false, "p", &settings);
+        assert!(
+            sql.contains("SET LOCAL timezone = 'Asia/Kolkata';"),
+            "{sql}"
+        );
+        assert!(sql.contains("SET LOCAL datestyle = 'ISO, DMY';"), "{sql}");
+        assert!(sql.contains("SET LOCAL geqo = 'it''s';"), "{sql}");
     }
 }

@@ -14,6 +14,9 @@
 //! - A server certificate that is itself one of the trusted roots (the documentation's
 //!   self-signed recipe, the same file given as `sslrootcert`) is trusted as OpenSSL trusts it;
 //!   its validity dates and, for `verify-full`, its name are still checked.
+//! - An X.509 version 1 server certificate (OpenSSL 3.0's output for the documentation's
+//!   `openssl x509 -req -CA` recipe), which WebPKI cannot parse, is verified in `super::x509` as
+//!   OpenSSL verifies a chain of one; handshake signatures are checked there for every certificate.
 //! - `verify-full` matches the host against the subjectAltNames of the host's kind (DNS name or
 //!   IP address) and, when the certificate has none of that kind, against the Common Name.
 //! - `ssl_min_protocol_version` / `ssl_max_protocol_version` bound the TLS versions offered.
@@ -30,7 +33,7 @@ use std::task::{Context, Poll};
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{CryptoProvider, verify_tls12_signature, verify_tls13_signature};
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{
@@ -44,6 +47,7 @@ use x509_cert::ext::pkix::SubjectAltName;
 use x509_cert::ext::pkix::name::GeneralName;
 
 use super::conninfo::{SslMode, TlsVersion};
+use super::x509::{HANDSHAKE_SCHEMES, is_v3, verify_handshake_signature, verify_v1_leaf};
 
 /// Where trusted root certificates come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +102,7 @@ pub enum TlsError {
     ClientCert { path: PathBuf, detail: String },
     #[error(
         "private key file {path} has group or world access; permissions should be u=rw (0600) \
-         or less (chmod 0600 {path})"
+         or less, or u=rw,g=r (0640) or less if owned by root (chmod 0600 {path})"
     )]
     KeyPermissions { path: PathBuf },
     #[error(
@@ -233,10 +237,12 @@ fn check_key_permissions(path: &Path) -> Result<(), TlsError> {
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(()); // reading it reports the real problem
     };
-    // libpq: 0600 or less, or 0640 or less when owned by root (a key shared through a group).
-    let mode = meta.mode() & 0o777;
-    let allowed = if meta.uid() == 0 { 0o640 } else { 0o600 };
-    if mode & !allowed != 0 {
+    // libpq (fe-secure-openssl.c) forbids group and world bits only: no group or world access
+    // at all for a key not owned by root, and for a root-owned key (shared through a group) no
+    // group write or execute and no world access. The owner's own bits are the owner's affair,
+    // so 0700 is accepted as libpq accepts it.
+    let forbidden = if meta.uid() == 0 { 0o037 } else { 0o077 };
+    if meta.mode() & forbidden != 0 {
         return Err(TlsError::KeyPermissions {
             path: path.to_owned(),
         });
@@ -262,16 +268,16 @@ pub fn client_config(request: &TlsRequest) -> Result<Option<rustls::ClientConfig
                     .map_err(|e| TlsError::Rustls(RustlsError::General(e.to_string())))?;
             Arc::new(LibpqVerifier {
                 inner: Some(webpki),
+                roots: parse_roots(&root_ders),
                 root_ders,
                 check_name: verification == Verification::ChainAndHostName,
-                provider: provider.clone(),
             })
         }
         _ => Arc::new(LibpqVerifier {
             inner: None,
             root_ders: Vec::new(),
+            roots: Vec::new(),
             check_name: false,
-            provider: provider.clone(),
         }),
     };
     let builder = builder
@@ -310,8 +316,16 @@ struct LibpqVerifier {
     inner: Option<Arc<WebPkiServerVerifier>>,
     /// The trusted roots as given, to recognise a server certificate that is one of them.
     root_ders: Vec<CertificateDer<'static>>,
+    /// The same roots parsed, to verify a version 1 server certificate WebPKI cannot read.
+    roots: Vec<Certificate>,
     check_name: bool,
-    provider: Arc<CryptoProvider>,
+}
+
+/// The roots x509-cert can parse; one it cannot is still in WebPKI's store.
+fn parse_roots(ders: &[CertificateDer<'_>]) -> Vec<Certificate> {
+    ders.iter()
+        .filter_map(|der| Certificate::from_der(der.as_ref()).ok())
+        .collect()
 }
 
 fn bad_certificate(error: CertificateError) -> RustlsError {
@@ -358,10 +372,16 @@ fn check_host_name(
     cert: &Certificate,
     server_name: &ServerName<'_>,
 ) -> Result<(), RustlsError> {
-    let parsed = rustls::server::ParsedCertificate::try_from(der)?;
-    let san_error = match rustls::client::verify_server_name(&parsed, server_name) {
-        Ok(()) => return Ok(()),
-        Err(e) => e,
+    // A version 1 certificate has no extensions, so no subjectAltName: only its Common Name
+    // can name the host (and WebPKI cannot parse it to look).
+    let san_error = if is_v3(cert) {
+        let parsed = rustls::server::ParsedCertificate::try_from(der)?;
+        match rustls::client::verify_server_name(&parsed, server_name) {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        }
+    } else {
+        bad_certificate(CertificateError::NotValidForName)
     };
     let (host, host_is_ip) = match server_name {
         ServerName::DnsName(name) => (name.as_ref().to_owned(), false),
@@ -431,6 +451,23 @@ impl ServerCertVerifier for LibpqVerifier {
             }
             return Ok(ServerCertVerified::assertion());
         }
+        // WebPKI reads only version 3 certificates; OpenSSL 3.0 writes version 1 for the
+        // documentation's `openssl x509 -req -CA root.crt` recipe, and libpq accepts it.
+        let cert = parse()?;
+        if !is_v3(&cert) {
+            verify_v1_leaf(
+                end_entity.as_ref(),
+                &cert,
+                &self.roots,
+                !intermediates.is_empty(),
+                now,
+                check_validity,
+            )?;
+            if self.check_name {
+                check_host_name(end_entity, &cert, server_name)?;
+            }
+            return Ok(ServerCertVerified::assertion());
+        }
         match inner.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Ok(ok) => Ok(ok),
             Err(RustlsError::InvalidCertificate(
@@ -443,7 +480,7 @@ impl ServerCertVerifier for LibpqVerifier {
                     CertificateError::NotValidForName
                     | CertificateError::NotValidForNameContext { .. },
                 ),
-            ) => match check_host_name(end_entity, &parse()?, server_name) {
+            ) => match check_host_name(end_entity, &cert, server_name) {
                 Ok(()) => Ok(ServerCertVerified::assertion()),
                 Err(_) => Err(e),
             },
@@ -457,12 +494,10 @@ impl ServerCertVerifier for LibpqVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, RustlsError> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        // Checked with ring against the key x509-cert reads, not through WebPKI, which refuses
+        // to parse a version 1 certificate even when nothing else about it is verified.
+        verify_handshake_signature(message, cert.as_ref(), dss.scheme, dss.signature(), false)?;
+        Ok(HandshakeSignatureValid::assertion())
     }
 
     fn verify_tls13_signature(
@@ -471,18 +506,92 @@ impl ServerCertVerifier for LibpqVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, RustlsError> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        verify_handshake_signature(message, cert.as_ref(), dss.scheme, dss.signature(), true)?;
+        Ok(HandshakeSignatureValid::assertion())
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
+        HANDSHAKE_SCHEMES.to_vec()
+    }
+}
+
+/// A rustls failure in plain words, as libpq words OpenSSL's ("certificate verify failed:
+/// ..."), instead of rustls's debug text (`Other(OtherError(CaUsedAsEndEntity))`).
+pub fn describe_tls_error(error: &RustlsError) -> String {
+    match error {
+        RustlsError::InvalidCertificate(cert) => {
+            format!(
+                "certificate verify failed: {}",
+                describe_certificate_error(cert)
+            )
+        }
+        RustlsError::AlertReceived(alert) => {
+            format!("the server ended the TLS handshake with alert {alert:?}")
+        }
+        RustlsError::PeerIncompatible(why) => {
+            format!("the server and pgplan have no TLS version or algorithm in common ({why:?})")
+        }
+        RustlsError::General(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Whether the error is the server's certificate failing verification.
+pub fn is_certificate_error(error: &RustlsError) -> bool {
+    matches!(error, RustlsError::InvalidCertificate(_))
+}
+
+/// Whether the certificate failed only for not naming the host.
+pub fn is_name_mismatch(error: &RustlsError) -> bool {
+    matches!(
+        error,
+        RustlsError::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. }
+        )
+    )
+}
+
+fn describe_certificate_error(error: &CertificateError) -> String {
+    match error {
+        CertificateError::UnknownIssuer => {
+            "the server's certificate was not issued by the trusted root certificate".into()
+        }
+        CertificateError::BadSignature => "the certificate's signature does not verify".into(),
+        CertificateError::Expired | CertificateError::ExpiredContext { .. } => {
+            "the server's certificate has expired".into()
+        }
+        CertificateError::NotValidYet | CertificateError::NotValidYetContext { .. } => {
+            "the server's certificate is not valid yet".into()
+        }
+        CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+            "the server's certificate does not name the host connected to".into()
+        }
+        CertificateError::BadEncoding => "the server's certificate could not be parsed".into(),
+        CertificateError::UnhandledCriticalExtension => {
+            "the certificate has a critical extension pgplan does not know".into()
+        }
+        CertificateError::Revoked => "the server's certificate has been revoked".into(),
+        CertificateError::Other(other) => {
+            // WebPKI's own errors arrive here under their variant names.
+            let text = other.0.to_string();
+            match text.as_str() {
+                "CaUsedAsEndEntity" => "the server's certificate is a CA certificate (CA:TRUE), \
+                     which OpenSSL accepts as the server's only when it is itself the trusted \
+                     root; give it as sslrootcert, or issue the server a certificate signed by it"
+                    .into(),
+                "EndEntityUsedAsCa" => {
+                    "a certificate in the chain is not a CA certificate, yet issued another".into()
+                }
+                "UnsupportedCertVersion" => {
+                    "the certificate is not X.509 version 3; reissue it as version 3".into()
+                }
+                "RequiredEkuNotFound" => {
+                    "the server's certificate is not for TLS servers (extendedKeyUsage)".into()
+                }
+                _ => text,
+            }
+        }
+        other => format!("{other:?}"),
     }
 }
 
@@ -699,9 +808,9 @@ mod tests {
                     .build()
                     .unwrap(),
             ),
+            roots: parse_roots(&root_ders),
             root_ders,
             check_name,
-            provider: provider(),
         }
     }
 
@@ -801,6 +910,29 @@ mod tests {
         assert!(verify(&v, &wildcard, "db.example.com"));
         assert!(!verify(&v, &wildcard, "a.db.example.com"));
         assert!(!verify(&v, &wildcard, "example.com"));
+    }
+
+    #[test]
+    fn key_permissions_follow_libpqs_rule() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let key = dir.path().join("client.key");
+        std::fs::write(&key, "key").unwrap();
+        let with_mode = |mode: u32| {
+            std::fs::set_permissions(&key, std::fs::Permissions::from_mode(mode)).unwrap();
+            check_key_permissions(&key)
+        };
+        // The owner's bits are never the problem.
+        for mode in [0o600, 0o400, 0o700] {
+            assert!(with_mode(mode).is_ok(), "{mode:o}");
+        }
+        // World access, or group write, is refused whoever owns the key.
+        for mode in [0o604, 0o660, 0o601, 0o610] {
+            assert!(
+                matches!(with_mode(mode), Err(TlsError::KeyPermissions { .. })),
+                "{mode:o}"
+            );
+        }
     }
 
     #[test]
