@@ -570,6 +570,65 @@ async fn dead_tuples_and_the_session_holding_the_horizon() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_running_vacuum_does_not_hold_the_horizon() {
+    for_each_version("audit_vacuum_running", |major| async move {
+        let db = TestDb::private(major, "audit_vacuum_running").await;
+        db.run(
+            "CREATE TABLE slow (id int PRIMARY KEY, v int) WITH (autovacuum_enabled = false);
+             INSERT INTO slow SELECT i, 0 FROM generate_series(1, 20000) i;
+             UPDATE slow SET v = 1;",
+        )
+        .await;
+        // A lazy VACUUM slowed to a crawl: it has an xmin in pg_stat_activity, yet runs with
+        // PROC_IN_VACUUM, which the horizon computation skips.
+        let vacuum = db.client().await;
+        let vacuum_pid: i32 = vacuum
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        vacuum
+            .batch_execute("SET vacuum_cost_delay = 100; SET vacuum_cost_limit = 1;")
+            .await
+            .unwrap();
+        let running = tokio::spawn(async move {
+            let _ = vacuum.batch_execute("VACUUM slow").await;
+            vacuum
+        });
+        wait_until(
+            &db,
+            &format!(
+                "SELECT EXISTS (SELECT FROM pg_stat_progress_vacuum WHERE pid = {vacuum_pid})"
+            ),
+        )
+        .await;
+        wait_until(
+            &db,
+            &format!(
+                "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = {vacuum_pid}"
+            ),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let report = audit_db(&db, &quick()).await;
+        let named = format!("pid {vacuum_pid} ");
+        assert!(
+            !report.findings.iter().any(|f| f.message.contains(&named)
+                || f.fix
+                    .as_deref()
+                    .is_some_and(|x| x.contains(&vacuum_pid.to_string()))),
+            "a running VACUUM was named as holding the horizon:\n{}",
+            dump(&report)
+        );
+        db.run(&format!("SELECT pg_cancel_backend({vacuum_pid})"))
+            .await;
+        drop(running.await.unwrap());
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn tables_pg_class_has_not_measured_toast_tables_and_counters_off() {
     for_each_version("audit_unmeasured", |major| async move {
         let db = TestDb::create(major, "audit_unmeasured").await;

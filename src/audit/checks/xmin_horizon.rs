@@ -5,7 +5,10 @@
 //! snapshots reported through `hot_standby_feedback`. Each holder is named with its age.
 //!
 //! Sessions hold the horizon of their own database only (and walsenders of every database),
-//! which is why sessions are read from the audited database.
+//! which is why sessions are read from the audited database. A lazy VACUUM, manual or
+//! autovacuum, is never a holder: it runs with PROC_IN_VACUUM, which ComputeXidHorizons
+//! (procarray.c) skips, so `queries/audit_sessions.sql` leaves it out; VACUUM FULL is not lazy
+//! and does hold the horizon.
 
 use crate::audit::{Check, Context, Finding, Node, Output, Severity};
 use crate::sql::quote_literal;
