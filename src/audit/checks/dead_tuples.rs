@@ -34,7 +34,8 @@ pub fn run(ctx: &Context, out: &mut Output) {
     let settings = &primary.snapshot.settings;
     let holders = Holders {
         past_thresholds: holders(ctx),
-        oldest: oldest_holders(ctx),
+        oldest: oldest_holders(ctx, false),
+        oldest_for_catalogs: oldest_holders(ctx, true),
     };
     for table in &primary.snapshot.tables {
         if table.kind == TableKind::Partitioned {
@@ -59,10 +60,23 @@ pub fn run(ctx: &Context, out: &mut Output) {
 }
 
 /// The holders of the xmin horizon: those old enough to be findings of their own, and whatever
-/// holds the oldest xmin now, however young.
+/// holds the oldest xmin now, however young: for ordinary tables, and for user catalog tables,
+/// which a logical slot's `catalog_xmin` holds back too.
 struct Holders {
     past_thresholds: Vec<Holder>,
     oldest: Vec<Holder>,
+    oldest_for_catalogs: Vec<Holder>,
+}
+
+/// A user catalog table (`user_catalog_table` storage option): logical decoding reads it like a
+/// system catalog, so a slot's `catalog_xmin` holds its dead rows back (heapam_visibility.c,
+/// RelationIsAccessibleInLogicalDecoding). The TOAST table follows its owner.
+fn is_user_catalog(table: &Table, owner: Option<&Table>) -> bool {
+    owner
+        .unwrap_or(table)
+        .reloption("user_catalog_table")
+        .and_then(crate::audit::snapshot::parse_bool)
+        == Some(true)
 }
 
 /// The TOAST table as autovacuum sees it: its own figures and counters, and its own storage
@@ -186,7 +200,18 @@ fn judge(
         Some(_) => finding.on_table(table).subject("toast"),
         None => finding.on_table(table),
     };
-    let past = &holders.past_thresholds;
+    // A slot's catalog_xmin holds back catalogs only: never the reason for an ordinary table.
+    let catalog = is_user_catalog(table, owner);
+    let past: Vec<&Holder> = holders
+        .past_thresholds
+        .iter()
+        .filter(|h| catalog || !h.catalogs_only)
+        .collect();
+    let oldest = if catalog {
+        &holders.oldest_for_catalogs
+    } else {
+        &holders.oldest
+    };
     if !past.is_empty() {
         // A vacuum that ran while the horizon was held could not remove these rows.
         let names: Vec<String> = past.iter().take(3).map(|h| h.summary()).collect();
@@ -204,8 +229,7 @@ fn judge(
         // Nothing is old enough to be a finding of its own, yet the oldest xmin is what the
         // last vacuum could not clean past when it was already held then (or when no vacuum is
         // on record to tell).
-        let before_vacuum: Vec<&Holder> = holders
-            .oldest
+        let before_vacuum: Vec<&Holder> = oldest
             .iter()
             .filter(|h| match (h.age_seconds, last_vacuum) {
                 (Some(held), Some(vacuum)) => held >= vacuum.age_seconds,
@@ -312,6 +336,53 @@ mod tests {
                  (autovacuum_enabled);"
             )
         );
+    }
+
+    #[test]
+    fn a_slots_catalog_xmin_is_no_reason_for_dead_rows_in_ordinary_tables() {
+        use crate::audit::snapshot::ReplicationSlot;
+        let mut p = primary();
+        let mut churn = table(10, "churn");
+        churn.reltuples = 10_000.0;
+        churn.reloptions = vec!["autovacuum_enabled=false".into()];
+        churn.stats.n_live_tup = Some(10_000);
+        churn.stats.n_dead_tup = Some(15_000);
+        let mut catalog = churn.clone();
+        catalog.oid = 11;
+        catalog.name = "decoded".into();
+        catalog.reloptions = vec![
+            "autovacuum_enabled=false".into(),
+            "user_catalog_table=true".into(),
+        ];
+        p.tables = vec![churn, catalog];
+        p.replication_slots = vec![ReplicationSlot {
+            name: "decoder".into(),
+            slot_type: "logical".into(),
+            active: false,
+            catalog_xmin_age_xids: Some(5_000_000),
+            ..Default::default()
+        }];
+        let report = audit_nodes(vec![("p", p)]);
+        let dead = |name: &str| {
+            report
+                .findings
+                .iter()
+                .find(|f| f.check == Check::DeadTuples && f.table.as_deref() == Some(name))
+                .unwrap()
+        };
+        let churn = dead("churn");
+        assert!(!churn.message.contains("decoder"), "{}", churn.message);
+        assert_eq!(churn.evidence_value("horizon_holders"), Some(0.0));
+        let decoded = dead("decoded");
+        assert!(
+            decoded.message.contains("slot decoder"),
+            "{}",
+            decoded.message
+        );
+        // The slot is still a finding of its own.
+        assert!(report.findings.iter().any(|f| f.check == Check::XminHorizon
+            && f.message.contains("decoder")
+            && f.message.contains("catalog xmin horizon")));
     }
 
     #[test]
