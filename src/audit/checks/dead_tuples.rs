@@ -137,7 +137,8 @@ fn judge(
         return None;
     }
     let live = s.n_live_tup.unwrap_or(0).max(0);
-    let share = dead as f64 / (dead + live).max(1) as f64;
+    let (live_rows, from_pg_class) = super::live_rows(table);
+    let share = dead as f64 / (dead as f64 + live_rows).max(1.0);
     let severity = if dead as f64 > trigger * CRITICAL_FACTOR && share >= CRITICAL_DEAD_SHARE {
         Severity::Critical
     } else {
@@ -150,9 +151,15 @@ fn judge(
         None => name.clone(),
     };
     let mut message = format!(
-        "{what} has {} dead rows ({:.0}% of its rows), {:.1}× its autovacuum trigger of {}",
+        "{what} has {} dead rows ({:.0}% of its rows{}), {:.1}× its autovacuum trigger of {}",
         count_words(dead as f64),
         share * 100.0,
+        if from_pg_class {
+            " by pg_class's row count: live rows are not counted again until a vacuum or \
+             analyze after the statistics reset"
+        } else {
+            ""
+        },
         dead as f64 / trigger.max(1.0),
         count_words(trigger.round()),
     );
@@ -255,6 +262,7 @@ fn judge(
     finding = finding
         .evidence("dead_tuples", dead as f64)
         .evidence("live_tuples", live as f64)
+        .evidence("reltuples", table.reltuples)
         .evidence("autovacuum_trigger_tuples", trigger)
         .evidence("horizon_holders", past.len() as f64)
         .fix(fix);
@@ -383,6 +391,31 @@ mod tests {
         assert!(report.findings.iter().any(|f| f.check == Check::XminHorizon
             && f.message.contains("decoder")
             && f.message.contains("catalog xmin horizon")));
+    }
+
+    #[test]
+    fn live_rows_not_counted_since_a_reset_come_from_pg_class() {
+        let mut p = primary();
+        // pg_stat_reset(), then 30,000 updates: n_live_tup 0, no vacuum or analyze since.
+        let mut t = table(10, "reset");
+        t.reltuples = 100_000.0;
+        t.reloptions = vec!["autovacuum_enabled=false".into()];
+        t.stats = Default::default();
+        t.stats.n_live_tup = Some(0);
+        t.stats.n_dead_tup = Some(30_000);
+        p.tables = vec![t];
+        let report = audit_nodes(vec![("p", p)]);
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::DeadTuples)
+            .unwrap();
+        assert!(
+            f.message.contains("(23% of its rows by pg_class"),
+            "{}",
+            f.message
+        );
+        assert_eq!(f.evidence_value("reltuples"), Some(100_000.0));
     }
 
     #[test]

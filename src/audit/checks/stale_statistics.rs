@@ -136,15 +136,17 @@ pub fn run(ctx: &Context, out: &mut Output) {
             message.push_str(&format!("; last analyzed {} ago", age_words(t.age_seconds)));
         }
         let live = s.n_live_tup.unwrap_or(0).max(0) as f64;
+        // Not counted since a statistics reset: no measure of how far reltuples is off.
+        let (compared_live, _) = super::live_rows(table);
         let planner_rows = table.reltuples.max(0.0);
-        if (live >= 1000.0 || planner_rows >= 1000.0)
-            && (live.max(1.0) / planner_rows.max(1.0) >= 10.0
-                || planner_rows.max(1.0) / live.max(1.0) >= 10.0)
+        if (compared_live >= 1000.0 || planner_rows >= 1000.0)
+            && (compared_live.max(1.0) / planner_rows.max(1.0) >= 10.0
+                || planner_rows.max(1.0) / compared_live.max(1.0) >= 10.0)
         {
             message.push_str(&format!(
                 "; the planner's row count (reltuples {}) is far from the live rows ({})",
                 count_words(planner_rows),
-                count_words(live)
+                count_words(compared_live)
             ));
         }
         let mut fix = format!("ANALYZE {name};");
@@ -325,6 +327,9 @@ mod tests {
         quiet.stats.last_autoanalyze = None;
         quiet.stats.autoanalyze_count = Some(0);
         quiet.stats.n_mod_since_analyze = Some(0);
+        quiet.stats.n_live_tup = Some(0);
+        quiet.stats.last_autovacuum = None;
+        quiet.stats.autovacuum_count = Some(0);
         // The same with column statistics: analyzed before the reset.
         let mut analyzed = quiet.clone();
         analyzed.oid = 11;
@@ -349,6 +354,12 @@ mod tests {
         assert!(f.message.contains("it was never analyzed"), "{}", f.message);
         assert!(f.message.contains("will never analyze it"), "{}", f.message);
         assert_eq!(f.fix.as_deref(), Some("ANALYZE public.quiet;"));
+        // The reset zeroed n_live_tup too: that is no live-row count to compare reltuples with.
+        assert!(
+            !f.message.contains("far from the live rows"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
