@@ -1220,7 +1220,10 @@ async fn a_primary_and_its_standby() {
         );
         assert_eq!(
             feedback.fix.as_deref(),
-            Some(format!("SELECT pg_terminate_backend({holder_pid});").as_str())
+            Some(
+                format!("-- on standby host=standby\nSELECT pg_terminate_backend({holder_pid});")
+                    .as_str()
+            )
         );
         drop(holder);
         drop(standby);

@@ -175,7 +175,16 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
                     description,
                     age_seconds: Some(age),
                     age_xids,
-                    fix: format!("SELECT pg_terminate_backend({});", s.pid),
+                    // pg_terminate_backend acts on the server it runs on: a standby's pid
+                    // means nothing on the primary.
+                    fix: if standby {
+                        format!(
+                            "-- on standby {}\nSELECT pg_terminate_backend({});",
+                            node.name, s.pid
+                        )
+                    } else {
+                        format!("SELECT pg_terminate_backend({});", s.pid)
+                    },
                     severity: severity_for(ctx, node, Some(age), age_xids),
                     catalogs_only: false,
                     evidence,
@@ -444,6 +453,10 @@ mod tests {
             .unwrap();
         assert_eq!(f.severity, Severity::Critical);
         assert!(f.message.contains("through hot_standby_feedback"));
+        assert_eq!(
+            f.fix.as_deref(),
+            Some("-- on standby s\nSELECT pg_terminate_backend(9);")
+        );
     }
 
     #[test]
