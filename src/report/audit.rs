@@ -127,7 +127,10 @@ fn summary_line(report: &AuditReport) -> String {
         let _ = write!(text, " in {} databases", report.databases.len());
     }
     let failed = report.nodes.iter().filter(|n| n.error.is_some()).count();
-    if failed > 0 {
+    if failed > 0 && failed == report.nodes.len() {
+        // The exit code is then a connection error (2), not a partial audit (3).
+        text.push_str("; no node could be read: nothing was audited");
+    } else if failed > 0 {
         let _ = write!(
             text,
             "; {failed} node(s) could not be read: the audit is partial"
@@ -1031,6 +1034,23 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn no_node_read_is_not_called_partial() {
+        let report = audit(
+            &[NodeResult {
+                name: "host=db1".into(),
+                outcome: Err("connection refused".into()),
+            }],
+            &Default::default(),
+        );
+        assert_eq!(report.exit_code(Severity::Warning), crate::exit::ERROR);
+        let mut out = Vec::new();
+        write_audit_text(&mut out, &report, &TextOptions::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("no node could be read"), "{text}");
+        assert!(!text.contains("partial"), "{text}");
     }
 
     #[test]
