@@ -225,6 +225,58 @@ async fn indexes_unused_duplicate_redundant_and_foreign_keys() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unused_index_of_a_partitioned_table() {
+    for_each_version("audit_partitioned_unused", |major| async move {
+        let db = TestDb::create(major, "audit_partitioned_unused").await;
+        db.run(
+            "CREATE TABLE events (id int, kind int, note text) PARTITION BY RANGE (id);
+             CREATE TABLE events_1 PARTITION OF events FOR VALUES FROM (0) TO (5000);
+             CREATE TABLE events_2 PARTITION OF events FOR VALUES FROM (5000) TO (10000);
+             INSERT INTO events SELECT i, i % 10, 'n' FROM generate_series(0, 9999) i;
+             CREATE INDEX events_kind ON events (kind);
+             CREATE INDEX events_note ON events (note);
+             ANALYZE;",
+        )
+        .await;
+        db.run(
+            "SET enable_seqscan = off; SET enable_bitmapscan = off;
+             SELECT count(*) FROM events WHERE id >= 5000 AND kind = 3;",
+        )
+        .await;
+        wait_until(
+            &db,
+            "SELECT sum(idx_scan) > 0 FROM pg_stat_user_indexes
+             WHERE indexrelid IN (SELECT relid FROM pg_partition_tree('events_kind'))",
+        )
+        .await;
+        let report = audit_db(&db, &quick()).await;
+        let note = find(&report, Check::UnusedIndex, "events_note");
+        assert!(
+            note.message.contains("partitioned index events_note"),
+            "{}",
+            note.message
+        );
+        assert!(note.evidence_value("index_size_bytes").unwrap() > 0.0);
+        assert_eq!(
+            note.fix.as_deref().and_then(|f| f.lines().last()),
+            Some("DROP INDEX public.events_note;")
+        );
+        absent(&report, Check::UnusedIndex, "events_kind");
+        // A partition's index goes only with its parent index: never reported on its own.
+        assert!(
+            !report.findings.iter().any(|f| f.check == Check::UnusedIndex
+                && f.index
+                    .as_deref()
+                    .is_some_and(|i| i.starts_with("events_1") || i.starts_with("events_2"))),
+            "{}",
+            dump(&report)
+        );
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn duplicates_keep_what_constraints_and_replication_need() {
     for_each_version("audit_dup_protected", |major| async move {
         let db = TestDb::create(major, "audit_dup_protected").await;
@@ -564,6 +616,65 @@ async fn dead_tuples_and_the_session_holding_the_horizon() {
             dump(&report)
         );
         drop(young);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_running_vacuum_does_not_hold_the_horizon() {
+    for_each_version("audit_vacuum_running", |major| async move {
+        let db = TestDb::private(major, "audit_vacuum_running").await;
+        db.run(
+            "CREATE TABLE slow (id int PRIMARY KEY, v int) WITH (autovacuum_enabled = false);
+             INSERT INTO slow SELECT i, 0 FROM generate_series(1, 20000) i;
+             UPDATE slow SET v = 1;",
+        )
+        .await;
+        // A lazy VACUUM slowed to a crawl: it has an xmin in pg_stat_activity, yet runs with
+        // PROC_IN_VACUUM, which the horizon computation skips.
+        let vacuum = db.client().await;
+        let vacuum_pid: i32 = vacuum
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        vacuum
+            .batch_execute("SET vacuum_cost_delay = 100; SET vacuum_cost_limit = 1;")
+            .await
+            .unwrap();
+        let running = tokio::spawn(async move {
+            let _ = vacuum.batch_execute("VACUUM slow").await;
+            vacuum
+        });
+        wait_until(
+            &db,
+            &format!(
+                "SELECT EXISTS (SELECT FROM pg_stat_progress_vacuum WHERE pid = {vacuum_pid})"
+            ),
+        )
+        .await;
+        wait_until(
+            &db,
+            &format!(
+                "SELECT backend_xmin IS NOT NULL FROM pg_stat_activity WHERE pid = {vacuum_pid}"
+            ),
+        )
+        .await;
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let report = audit_db(&db, &quick()).await;
+        let named = format!("pid {vacuum_pid} ");
+        assert!(
+            !report.findings.iter().any(|f| f.message.contains(&named)
+                || f.fix
+                    .as_deref()
+                    .is_some_and(|x| x.contains(&vacuum_pid.to_string()))),
+            "a running VACUUM was named as holding the horizon:\n{}",
+            dump(&report)
+        );
+        db.run(&format!("SELECT pg_cancel_backend({vacuum_pid})"))
+            .await;
+        drop(running.await.unwrap());
         db.drop_db().await;
     })
     .await;
@@ -1161,7 +1272,10 @@ async fn a_primary_and_its_standby() {
         );
         assert_eq!(
             feedback.fix.as_deref(),
-            Some(format!("SELECT pg_terminate_backend({holder_pid});").as_str())
+            Some(
+                format!("-- on standby host=standby\nSELECT pg_terminate_backend({holder_pid});")
+                    .as_str()
+            )
         );
         drop(holder);
         drop(standby);

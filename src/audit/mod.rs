@@ -533,6 +533,8 @@ pub struct Context<'a> {
     /// The primary's table rows by (schema, name): the only place table statistics are kept.
     primary_tables: HashMap<&'a str, HashMap<&'a str, &'a Table>>,
     pub indexes_by_table: HashMap<u32, Vec<&'a Index>>,
+    /// The partition indexes attached to each partitioned index (`pg_inherits`), by its oid.
+    pub index_partitions: HashMap<u32, Vec<&'a Index>>,
 }
 
 impl<'a> Context<'a> {
@@ -568,11 +570,15 @@ impl<'a> Context<'a> {
                 .insert(table.name.as_str(), table);
         }
         let mut indexes_by_table: HashMap<u32, Vec<&Index>> = HashMap::new();
+        let mut index_partitions: HashMap<u32, Vec<&Index>> = HashMap::new();
         for index in &reference.snapshot.indexes {
             indexes_by_table
                 .entry(index.table_oid)
                 .or_default()
                 .push(index);
+            if let Some(parent) = index.parent_index_oid {
+                index_partitions.entry(parent).or_default().push(index);
+            }
         }
         Some(Self {
             options,
@@ -585,6 +591,7 @@ impl<'a> Context<'a> {
             tables_by_oid,
             primary_tables,
             indexes_by_table,
+            index_partitions,
         })
     }
 
@@ -655,19 +662,34 @@ impl<'a> Context<'a> {
     }
 
     /// `--min-size` for an index, the same way: its `relpages` scaled by its table's growth,
-    /// never left out when its table has not been measured.
+    /// never left out when its table has not been measured. A partitioned index has no storage
+    /// of its own (its size is always 0): it is as big as its partitions' indexes together.
     pub fn index_big_enough(&self, index: &Index) -> bool {
-        if index.partitioned {
-            return self.big_enough(index.size_bytes);
-        }
-        let growth = match self.tables_by_oid.get(&index.table_oid) {
-            Some(table) => self.growth_since_pg_class(table),
-            None => Some(1.0),
-        };
-        match growth {
-            Some(growth) => self.big_enough(index.size_bytes.map(|b| (b as f64 * growth) as i64)),
+        match self.index_bytes_for_min_size(index, 0) {
+            Some(bytes) => self.big_enough(Some(bytes)),
             None => true,
         }
+    }
+
+    /// The size `--min-size` compares, or none when something in it was never measured.
+    fn index_bytes_for_min_size(&self, index: &Index, depth: u8) -> Option<i64> {
+        if index.partitioned {
+            // Partitioned indexes nest as deep as the tables do; the bound only guards a
+            // catalog that loops.
+            if depth >= 32 {
+                return Some(0);
+            }
+            let mut total = 0i64;
+            for child in self.index_partitions.get(&index.oid).into_iter().flatten() {
+                total = total.saturating_add(self.index_bytes_for_min_size(child, depth + 1)?);
+            }
+            return Some(total);
+        }
+        let growth = match self.tables_by_oid.get(&index.table_oid) {
+            Some(table) => self.growth_since_pg_class(table)?,
+            None => 1.0,
+        };
+        Some((index.size_bytes.unwrap_or(0).max(0) as f64 * growth) as i64)
     }
 
     /// The shortest counting window among the combined nodes (the one that may have missed the

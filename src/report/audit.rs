@@ -39,6 +39,26 @@ fn evidence_line(f: &Finding) -> String {
         .join(" · ")
 }
 
+/// An index's usage on each node, one line per node: "host=db1 · 0 index scans · last scan
+/// 2026-11-01T00:00:00Z". Each node counts only its own scans, so the lines are what the
+/// unused verdict was summed from.
+fn usage_lines(f: &Finding) -> Vec<String> {
+    f.usage
+        .iter()
+        .map(|u| {
+            let mut line = format!("{} · ", u.node);
+            match u.index_scans {
+                Some(n) => line.push_str(&format!("{} index scans", count(n as f64))),
+                None => line.push_str("index scans not reported"),
+            }
+            if let Some(t) = &u.last_idx_scan {
+                line.push_str(&format!(" · last scan {t}"));
+            }
+            line
+        })
+        .collect()
+}
+
 /// "primary · PostgreSQL 17.4 · database app · counting since 2026-11-01T00:00:00Z (29.0 days,
 /// statistics reset)".
 pub fn node_line(n: &NodeSummary) -> String {
@@ -107,7 +127,10 @@ fn summary_line(report: &AuditReport) -> String {
         let _ = write!(text, " in {} databases", report.databases.len());
     }
     let failed = report.nodes.iter().filter(|n| n.error.is_some()).count();
-    if failed > 0 {
+    if failed > 0 && failed == report.nodes.len() {
+        // The exit code is then a connection error (2), not a partial audit (3).
+        text.push_str("; no node could be read: nothing was audited");
+    } else if failed > 0 {
         let _ = write!(
             text,
             "; {failed} node(s) could not be read: the audit is partial"
@@ -174,6 +197,13 @@ pub fn write_audit_text(
             writeln!(out, "    {}", f.message)?;
             if !f.evidence.is_empty() {
                 writeln!(out, "    {} {}", paint.dim("evidence:"), evidence_line(f))?;
+            }
+            for (i, line) in usage_lines(f).iter().enumerate() {
+                if i == 0 {
+                    writeln!(out, "    {} {line}", paint.dim("usage:"))?;
+                } else {
+                    writeln!(out, "           {line}")?;
+                }
             }
             if let Some(c) = &f.confidence
                 && !c.reasons.is_empty()
@@ -288,6 +318,9 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
             writeln!(out, ": {}", f.message.replace('\n', " "))?;
             if !f.evidence.is_empty() {
                 writeln!(out, "  <br>evidence: {}", evidence_line(f))?;
+            }
+            for line in usage_lines(f) {
+                writeln!(out, "  <br>usage on {}", line.replace('\n', " "))?;
             }
             if let Some(c) = &f.confidence {
                 writeln!(
@@ -955,6 +988,69 @@ mod tests {
             text.contains("         ALTER TABLE public.\"or\"\"ders\" RESET (autovacuum_enabled);")
         );
         assert!(text.contains("the audit is partial"));
+        assert!(
+            text.contains("    usage: host=db1 dbname=app · 0 index scans\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn usage_is_one_line_per_node() {
+        let mut report = report();
+        let f = report
+            .findings
+            .iter_mut()
+            .find(|f| f.check == Check::UnusedIndex)
+            .unwrap();
+        f.usage = vec![
+            crate::audit::NodeUsage {
+                node: "primary".into(),
+                index_scans: Some(0),
+                last_idx_scan: None,
+            },
+            crate::audit::NodeUsage {
+                node: "standby".into(),
+                index_scans: Some(1200),
+                last_idx_scan: Some("2026-11-01T00:00:00Z".into()),
+            },
+        ];
+        let mut out = Vec::new();
+        write_audit_text(&mut out, &report, &TextOptions::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "    usage: primary · 0 index scans\n           standby · 1,200 index scans · \
+                 last scan 2026-11-01T00:00:00Z\n"
+            ),
+            "{text}"
+        );
+        let mut out = Vec::new();
+        write_audit_markdown(&mut out, &report).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "  <br>usage on primary · 0 index scans\n  <br>usage on standby · 1,200 index \
+                 scans · last scan 2026-11-01T00:00:00Z\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn no_node_read_is_not_called_partial() {
+        let report = audit(
+            &[NodeResult {
+                name: "host=db1".into(),
+                outcome: Err("connection refused".into()),
+            }],
+            &Default::default(),
+        );
+        assert_eq!(report.exit_code(Severity::Warning), crate::exit::ERROR);
+        let mut out = Vec::new();
+        write_audit_text(&mut out, &report, &TextOptions::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("no node could be read"), "{text}");
+        assert!(!text.contains("partial"), "{text}");
     }
 
     #[test]
@@ -965,6 +1061,10 @@ mod tests {
         assert!(text.contains("| host=db1 dbname=app | primary | 17.4 |"));
         assert!(text.contains("### Warnings (2)"));
         assert!(text.contains("  ```sql\n  DROP INDEX CONCURRENTLY public.orders_note;\n  ```"));
+        assert!(
+            text.contains("  <br>usage on host=db1 dbname=app · 0 index scans\n"),
+            "{text}"
+        );
     }
 
     #[test]

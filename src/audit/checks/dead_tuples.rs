@@ -34,7 +34,8 @@ pub fn run(ctx: &Context, out: &mut Output) {
     let settings = &primary.snapshot.settings;
     let holders = Holders {
         past_thresholds: holders(ctx),
-        oldest: oldest_holders(ctx),
+        oldest: oldest_holders(ctx, false),
+        oldest_for_catalogs: oldest_holders(ctx, true),
     };
     for table in &primary.snapshot.tables {
         if table.kind == TableKind::Partitioned {
@@ -59,10 +60,23 @@ pub fn run(ctx: &Context, out: &mut Output) {
 }
 
 /// The holders of the xmin horizon: those old enough to be findings of their own, and whatever
-/// holds the oldest xmin now, however young.
+/// holds the oldest xmin now, however young: for ordinary tables, and for user catalog tables,
+/// which a logical slot's `catalog_xmin` holds back too.
 struct Holders {
     past_thresholds: Vec<Holder>,
     oldest: Vec<Holder>,
+    oldest_for_catalogs: Vec<Holder>,
+}
+
+/// A user catalog table (`user_catalog_table` storage option): logical decoding reads it like a
+/// system catalog, so a slot's `catalog_xmin` holds its dead rows back (heapam_visibility.c,
+/// RelationIsAccessibleInLogicalDecoding). The TOAST table follows its owner.
+fn is_user_catalog(table: &Table, owner: Option<&Table>) -> bool {
+    owner
+        .unwrap_or(table)
+        .reloption("user_catalog_table")
+        .and_then(crate::audit::snapshot::parse_bool)
+        == Some(true)
 }
 
 /// The TOAST table as autovacuum sees it: its own figures and counters, and its own storage
@@ -123,7 +137,8 @@ fn judge(
         return None;
     }
     let live = s.n_live_tup.unwrap_or(0).max(0);
-    let share = dead as f64 / (dead + live).max(1) as f64;
+    let (live_rows, from_pg_class) = super::live_rows(table);
+    let share = dead as f64 / (dead as f64 + live_rows).max(1.0);
     let severity = if dead as f64 > trigger * CRITICAL_FACTOR && share >= CRITICAL_DEAD_SHARE {
         Severity::Critical
     } else {
@@ -136,9 +151,15 @@ fn judge(
         None => name.clone(),
     };
     let mut message = format!(
-        "{what} has {} dead rows ({:.0}% of its rows), {:.1}× its autovacuum trigger of {}",
+        "{what} has {} dead rows ({:.0}% of its rows{}), {:.1}× its autovacuum trigger of {}",
         count_words(dead as f64),
         share * 100.0,
+        if from_pg_class {
+            " by pg_class's row count: live rows are not counted again until a vacuum or \
+             analyze after the statistics reset"
+        } else {
+            ""
+        },
         dead as f64 / trigger.max(1.0),
         count_words(trigger.round()),
     );
@@ -186,7 +207,18 @@ fn judge(
         Some(_) => finding.on_table(table).subject("toast"),
         None => finding.on_table(table),
     };
-    let past = &holders.past_thresholds;
+    // A slot's catalog_xmin holds back catalogs only: never the reason for an ordinary table.
+    let catalog = is_user_catalog(table, owner);
+    let past: Vec<&Holder> = holders
+        .past_thresholds
+        .iter()
+        .filter(|h| catalog || !h.catalogs_only)
+        .collect();
+    let oldest = if catalog {
+        &holders.oldest_for_catalogs
+    } else {
+        &holders.oldest
+    };
     if !past.is_empty() {
         // A vacuum that ran while the horizon was held could not remove these rows.
         let names: Vec<String> = past.iter().take(3).map(|h| h.summary()).collect();
@@ -204,8 +236,7 @@ fn judge(
         // Nothing is old enough to be a finding of its own, yet the oldest xmin is what the
         // last vacuum could not clean past when it was already held then (or when no vacuum is
         // on record to tell).
-        let before_vacuum: Vec<&Holder> = holders
-            .oldest
+        let before_vacuum: Vec<&Holder> = oldest
             .iter()
             .filter(|h| match (h.age_seconds, last_vacuum) {
                 (Some(held), Some(vacuum)) => held >= vacuum.age_seconds,
@@ -231,6 +262,7 @@ fn judge(
     finding = finding
         .evidence("dead_tuples", dead as f64)
         .evidence("live_tuples", live as f64)
+        .evidence("reltuples", table.reltuples)
         .evidence("autovacuum_trigger_tuples", trigger)
         .evidence("horizon_holders", past.len() as f64)
         .fix(fix);
@@ -312,6 +344,78 @@ mod tests {
                  (autovacuum_enabled);"
             )
         );
+    }
+
+    #[test]
+    fn a_slots_catalog_xmin_is_no_reason_for_dead_rows_in_ordinary_tables() {
+        use crate::audit::snapshot::ReplicationSlot;
+        let mut p = primary();
+        let mut churn = table(10, "churn");
+        churn.reltuples = 10_000.0;
+        churn.reloptions = vec!["autovacuum_enabled=false".into()];
+        churn.stats.n_live_tup = Some(10_000);
+        churn.stats.n_dead_tup = Some(15_000);
+        let mut catalog = churn.clone();
+        catalog.oid = 11;
+        catalog.name = "decoded".into();
+        catalog.reloptions = vec![
+            "autovacuum_enabled=false".into(),
+            "user_catalog_table=true".into(),
+        ];
+        p.tables = vec![churn, catalog];
+        p.replication_slots = vec![ReplicationSlot {
+            name: "decoder".into(),
+            slot_type: "logical".into(),
+            active: false,
+            catalog_xmin_age_xids: Some(5_000_000),
+            ..Default::default()
+        }];
+        let report = audit_nodes(vec![("p", p)]);
+        let dead = |name: &str| {
+            report
+                .findings
+                .iter()
+                .find(|f| f.check == Check::DeadTuples && f.table.as_deref() == Some(name))
+                .unwrap()
+        };
+        let churn = dead("churn");
+        assert!(!churn.message.contains("decoder"), "{}", churn.message);
+        assert_eq!(churn.evidence_value("horizon_holders"), Some(0.0));
+        let decoded = dead("decoded");
+        assert!(
+            decoded.message.contains("slot decoder"),
+            "{}",
+            decoded.message
+        );
+        // The slot is still a finding of its own.
+        assert!(report.findings.iter().any(|f| f.check == Check::XminHorizon
+            && f.message.contains("decoder")
+            && f.message.contains("catalog xmin horizon")));
+    }
+
+    #[test]
+    fn live_rows_not_counted_since_a_reset_come_from_pg_class() {
+        let mut p = primary();
+        // pg_stat_reset(), then 30,000 updates: n_live_tup 0, no vacuum or analyze since.
+        let mut t = table(10, "reset");
+        t.reltuples = 100_000.0;
+        t.reloptions = vec!["autovacuum_enabled=false".into()];
+        t.stats = Default::default();
+        t.stats.n_live_tup = Some(0);
+        t.stats.n_dead_tup = Some(30_000);
+        p.tables = vec![t];
+        let report = audit_nodes(vec![("p", p)]);
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::DeadTuples)
+            .unwrap();
+        assert!(
+            f.message.contains("(23% of its rows by pg_class"),
+            "{}",
+            f.message
+        );
+        assert_eq!(f.evidence_value("reltuples"), Some(100_000.0));
     }
 
     #[test]

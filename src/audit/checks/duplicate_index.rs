@@ -330,7 +330,7 @@ fn redundant_prefix(ctx: &Context, index: &Index, keep: &Index) -> Finding {
 mod tests {
     use super::*;
     use crate::audit::checks::fixture::*;
-    use crate::audit::snapshot::IndexConstraint;
+    use crate::audit::snapshot::{IndexConstraint, TableKind};
 
     fn found(report: &crate::audit::AuditReport, check: Check) -> Vec<(String, Option<String>)> {
         report
@@ -339,6 +339,47 @@ mod tests {
             .filter(|f| f.check == check)
             .map(|f| (f.index.clone().unwrap(), f.fix.clone()))
             .collect()
+    }
+
+    #[test]
+    fn min_size_measures_a_partitioned_index_by_its_partitions() {
+        let mut p = primary();
+        let mut parent = table(10, "events");
+        parent.kind = TableKind::Partitioned;
+        parent.relpages = 0;
+        parent.table_bytes = Some(0);
+        parent.heap_bytes = Some(0);
+        let mut part = table(11, "events_1");
+        part.parent_oid = Some(10);
+        let on_parent = |oid, name: &str| {
+            let mut i = index(oid, &parent, name, vec![col(1, "id")]);
+            i.partitioned = true;
+            i.relpages = 0;
+            i.size_bytes = Some(0);
+            i
+        };
+        let a = on_parent(100, "events_a");
+        let b = on_parent(101, "events_b");
+        let mut part_a = index(110, &part, "events_1_a", vec![col(1, "id")]);
+        part_a.parent_index_oid = Some(100);
+        part_a.partition_child = true;
+        let mut part_b = index(111, &part, "events_1_b", vec![col(1, "id")]);
+        part_b.parent_index_oid = Some(101);
+        part_b.partition_child = true;
+        p.indexes = vec![a, b, part_a, part_b];
+        p.tables = vec![parent, part];
+        // Each partition index is 300 pages (2.4 MB); the partitioned ones have no storage.
+        let options = crate::audit::AuditOptions {
+            min_size_bytes: 1 << 20,
+            ..Default::default()
+        };
+        let report = run_with(vec![("p", p)], &options);
+        let dups = found(&report, Check::DuplicateIndex);
+        assert!(
+            dups.iter()
+                .any(|(name, _)| name.starts_with("events_") && !name.starts_with("events_1")),
+            "{dups:?}"
+        );
     }
 
     #[test]

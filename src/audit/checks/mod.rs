@@ -166,6 +166,23 @@ pub fn analyze_trigger(table: &Table, settings: &Settings) -> f64 {
     base + scale * reltuples_for_triggers(table)
 }
 
+/// The table's live rows for comparing against: `n_live_tup`, except when it is 0 with no
+/// vacuum or analyze on record. A statistics reset (or a crash on 15+, which discards the
+/// counters) zeroes `n_live_tup`, and only a VACUUM or ANALYZE counts the rows again
+/// (pgstat_report_vacuum/pgstat_report_analyze set it), so that 0 means "not counted since",
+/// and the row count `pg_class` kept is the better figure. The flag says `reltuples` was used.
+pub fn live_rows(table: &Table) -> (f64, bool) {
+    let s = &table.stats;
+    let counted = s.n_live_tup.unwrap_or(0).max(0) as f64;
+    let recounted = latest(s.last_vacuum, s.last_autovacuum).is_some()
+        || latest(s.last_analyze, s.last_autoanalyze).is_some();
+    if counted == 0.0 && !recounted && table.reltuples > 0.0 {
+        (table.reltuples, true)
+    } else {
+        (counted, false)
+    }
+}
+
 /// The most recent of two times (manual and automatic vacuum, or analyze).
 pub fn latest(
     a: Option<super::snapshot::Timestamp>,

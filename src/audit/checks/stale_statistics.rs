@@ -1,7 +1,9 @@
 //! stale_statistics: tables the planner sees through old statistics — never analyzed, or more
 //! rows modified since the last ANALYZE than the table's own autoanalyze trigger
 //! (`autovacuum_analyze_threshold + autovacuum_analyze_scale_factor × reltuples`), typical after a
-//! bulk load. `reltuples` far from `n_live_tup` is shown as evidence of how far off plans are.
+//! bulk load, or a table with rows that nothing ever analyzed and autovacuum never will (its
+//! modification counter is zero after a statistics reset, a crash or a restore). `reltuples`
+//! far from `n_live_tup` is shown as evidence of how far off plans are.
 //!
 //! Modification counts and analyze times exist only on the primary.
 
@@ -18,6 +20,9 @@ use super::{
 pub const BEHIND_FACTOR: f64 = 2.0;
 /// Fewer modified rows than this are never a finding.
 pub const MIN_MODIFIED_ROWS: i64 = 1000;
+/// A table with at least this many rows (`reltuples`) and no statistics at all is a finding
+/// even with no modifications counted.
+pub const MIN_UNANALYZED_ROWS: f64 = 1000.0;
 
 pub fn run(ctx: &Context, out: &mut Output) {
     let Some(primary) = ctx.primary else {
@@ -57,24 +62,37 @@ pub fn run(ctx: &Context, out: &mut Output) {
             continue;
         }
         let s = &table.stats;
-        let Some(modified) = s.n_mod_since_analyze else {
-            continue;
-        };
-        if modified < MIN_MODIFIED_ROWS {
-            continue;
-        }
+        let modified = s.n_mod_since_analyze.unwrap_or(0);
         let trigger = analyze_trigger(table, settings);
         let off = autovacuum_off_reason(table, settings);
         let factor = if off.is_some() { 1.0 } else { BEHIND_FACTOR };
-        if (modified as f64) <= trigger * factor {
-            continue;
-        }
+        let past_trigger = s.n_mod_since_analyze.is_some()
+            && modified >= MIN_MODIFIED_ROWS
+            && (modified as f64) > trigger * factor;
         let name = qualified(&table.schema, &table.name);
         let last = latest(s.last_analyze, s.last_autoanalyze);
         let analyzed_ever =
             last.is_some() || s.analyze_count.unwrap_or(0) + s.autoanalyze_count.unwrap_or(0) > 0;
+        // Rows in pg_class, no column statistics and no analyze on record, yet too few
+        // modifications counted to trigger autoanalyze: what a VACUUM then a statistics reset,
+        // a crash (15+ discards the counters) or a pg_restore (CREATE INDEX sets reltuples)
+        // leave behind. Autovacuum analyzes only on counted modifications, so it never will.
+        let quietly_unanalyzed = !past_trigger
+            && !analyzed_ever
+            && !with_column_stats.contains(&table.oid)
+            && table.reltuples >= MIN_UNANALYZED_ROWS;
+        if !past_trigger && !quietly_unanalyzed {
+            continue;
+        }
         let mut severity = Severity::Warning;
-        let mut message = if analyzed_ever {
+        let mut message = if quietly_unanalyzed {
+            format!(
+                "{name} has {} rows (reltuples) and no ANALYZE recorded, with {} rows modified \
+                 since: too few for autoanalyze, which will never analyze it",
+                count_words(table.reltuples.round()),
+                count_words(modified as f64)
+            )
+        } else if analyzed_ever {
             format!(
                 "{name} has had {} rows modified since its last ANALYZE, {:.1}× its autoanalyze \
                  trigger of {}",
@@ -118,15 +136,17 @@ pub fn run(ctx: &Context, out: &mut Output) {
             message.push_str(&format!("; last analyzed {} ago", age_words(t.age_seconds)));
         }
         let live = s.n_live_tup.unwrap_or(0).max(0) as f64;
+        // Not counted since a statistics reset: no measure of how far reltuples is off.
+        let (compared_live, _) = super::live_rows(table);
         let planner_rows = table.reltuples.max(0.0);
-        if (live >= 1000.0 || planner_rows >= 1000.0)
-            && (live.max(1.0) / planner_rows.max(1.0) >= 10.0
-                || planner_rows.max(1.0) / live.max(1.0) >= 10.0)
+        if (compared_live >= 1000.0 || planner_rows >= 1000.0)
+            && (compared_live.max(1.0) / planner_rows.max(1.0) >= 10.0
+                || planner_rows.max(1.0) / compared_live.max(1.0) >= 10.0)
         {
             message.push_str(&format!(
                 "; the planner's row count (reltuples {}) is far from the live rows ({})",
                 count_words(planner_rows),
-                count_words(live)
+                count_words(compared_live)
             ));
         }
         let mut fix = format!("ANALYZE {name};");
@@ -297,6 +317,49 @@ mod tests {
             .unwrap();
         assert_eq!(reset.severity, Severity::Info, "{}", reset.message);
         assert!(reset.message.contains("its columns have statistics"));
+    }
+
+    #[test]
+    fn a_table_with_rows_and_no_statistics_but_no_modifications_counted() {
+        let mut p = primary();
+        // VACUUM then pg_stat_reset(): reltuples set, every counter zero, no pg_stats rows.
+        let mut quiet = table(10, "quiet");
+        quiet.stats.last_autoanalyze = None;
+        quiet.stats.autoanalyze_count = Some(0);
+        quiet.stats.n_mod_since_analyze = Some(0);
+        quiet.stats.n_live_tup = Some(0);
+        quiet.stats.last_autovacuum = None;
+        quiet.stats.autovacuum_count = Some(0);
+        // The same with column statistics: analyzed before the reset.
+        let mut analyzed = quiet.clone();
+        analyzed.oid = 11;
+        analyzed.name = "analyzed".into();
+        // Too small to matter.
+        let mut small = quiet.clone();
+        small.oid = 12;
+        small.name = "small".into();
+        small.reltuples = 999.0;
+        p.columns = vec![int_column(&analyzed, 1, "id")];
+        p.tables = vec![quiet, analyzed, small];
+        let report = audit_nodes(vec![("p", p)]);
+        let found: Vec<_> = report
+            .findings
+            .iter()
+            .filter(|f| f.check == Check::StaleStatistics)
+            .collect();
+        assert_eq!(found.len(), 1, "{found:#?}");
+        let f = found[0];
+        assert_eq!(f.table.as_deref(), Some("quiet"));
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.message.contains("it was never analyzed"), "{}", f.message);
+        assert!(f.message.contains("will never analyze it"), "{}", f.message);
+        assert_eq!(f.fix.as_deref(), Some("ANALYZE public.quiet;"));
+        // The reset zeroed n_live_tup too: that is no live-row count to compare reltuples with.
+        assert!(
+            !f.message.contains("far from the live rows"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]

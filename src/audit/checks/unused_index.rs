@@ -4,8 +4,12 @@
 //! `idx_scan` is per node: a standby counts only the scans it served itself, so an index is
 //! unused only when the sum over every audited node is 0. Indexes that enforce a constraint,
 //! uniqueness or the replica identity are never offered for dropping, whatever their scans.
+//!
+//! A partitioned index has no storage and no scans of its own: the planner scans its
+//! partitions' indexes. Its usage is theirs, summed on each node; a partition's index cannot be
+//! dropped on its own (it goes with its parent index), so it is never reported by itself.
 
-use crate::audit::snapshot::Index;
+use crate::audit::snapshot::{Index, Timestamp};
 use crate::audit::{Check, Context, Finding, NodeUsage, Output, Severity};
 
 use super::{age_words, bytes_words, count_words, qualified};
@@ -29,43 +33,113 @@ pub fn run(ctx: &Context, out: &mut Output) {
     }
     let min_age = ctx.options.min_stats_age.as_secs_f64();
     let window = ctx.shortest_window();
-    let mut skipped_partitions = 0usize;
     for index in &ctx.reference.snapshot.indexes {
         if !index.valid || index.is_load_bearing() || !ctx.index_big_enough(index) {
             continue;
         }
-        if index.partitioned || index.partition_child {
-            skipped_partitions += 1;
+        // Judged through the partitioned index at the top of its tree.
+        if index.partition_child || index.parent_index_oid.is_some() {
             continue;
         }
-        let rows = ctx.usage_of(index);
+        let (rows, size_bytes) = if index.partitioned {
+            let leaves = partition_leaves(ctx, index);
+            if leaves.is_empty() {
+                continue; // no partition yet: nothing could have scanned it
+            }
+            let size = leaves
+                .iter()
+                .map(|l| l.size_bytes.unwrap_or(0).max(0))
+                .sum();
+            (summed_usage(ctx, &leaves), size)
+        } else {
+            let rows = ctx
+                .usage_of(index)
+                .iter()
+                .map(|row| {
+                    row.map(|i| Usage {
+                        scans: i.scans,
+                        last_scan: i.last_scan,
+                    })
+                })
+                .collect();
+            (rows, index.size_bytes.unwrap_or(0))
+        };
         let usage: Vec<NodeUsage> = ctx
             .nodes
             .iter()
-            .zip(rows)
+            .zip(&rows)
             .map(|(node, row)| NodeUsage {
                 node: node.name.to_owned(),
-                index_scans: row.and_then(|i| i.scans),
-                last_idx_scan: row.and_then(|i| i.last_scan).map(|t| t.iso()),
+                index_scans: row.and_then(|u| u.scans),
+                last_idx_scan: row.and_then(|u| u.last_scan).map(|t| t.iso()),
             })
             .collect();
-        let scans = ctx.total_scans(index);
+        let scans: i64 = rows.iter().flatten().map(|u| u.scans.unwrap_or(0)).sum();
+        let target = Target { index, size_bytes };
         if scans == 0 {
             out.findings
-                .push(never_scanned(ctx, index, window, min_age, usage));
-        } else if let Some(finding) = not_scanned_lately(ctx, index, rows, min_age, usage) {
+                .push(never_scanned(ctx, &target, window, min_age, usage));
+        } else if let Some(finding) = not_scanned_lately(ctx, &target, &rows, scans, min_age, usage)
+        {
             out.findings.push(finding);
         }
     }
-    if skipped_partitions > 0 {
-        out.skip(
-            Check::UnusedIndex,
-            format!(
-                "{skipped_partitions} index(es) of partitioned tables: usage is not added up \
-                 across partitions, and a partition's index cannot be dropped on its own"
-            ),
-        );
+}
+
+/// An index's usage on one node: its own, or for a partitioned index its partitions' summed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Usage {
+    scans: Option<i64>,
+    last_scan: Option<Timestamp>,
+}
+
+/// The index judged, with its size (a partitioned index's is its partitions').
+struct Target<'i> {
+    index: &'i Index,
+    size_bytes: i64,
+}
+
+/// The indexes with storage under a partitioned index, through every level of partitioning.
+fn partition_leaves<'a>(ctx: &Context<'a>, index: &Index) -> Vec<&'a Index> {
+    let mut leaves = Vec::new();
+    let mut pending = vec![(index.oid, 0u8)];
+    while let Some((oid, depth)) = pending.pop() {
+        for child in ctx.index_partitions.get(&oid).into_iter().flatten() {
+            if child.partitioned {
+                // The bound only guards a catalog that loops.
+                if depth < 32 {
+                    pending.push((child.oid, depth + 1));
+                }
+            } else {
+                leaves.push(*child);
+            }
+        }
     }
+    leaves
+}
+
+/// The partitions' index scans summed on each node, with the latest last scan among them; a
+/// node where no partition's index is known reads as unknown.
+fn summed_usage(ctx: &Context, leaves: &[&Index]) -> Vec<Option<Usage>> {
+    let mut summed: Vec<Option<Usage>> = vec![None; ctx.nodes.len()];
+    for leaf in leaves {
+        for (slot, row) in summed.iter_mut().zip(ctx.usage_of(leaf)) {
+            let Some(row) = row else { continue };
+            let usage = slot.get_or_insert_with(Usage::default);
+            if let Some(n) = row.scans {
+                usage.scans = Some(usage.scans.unwrap_or(0) + n);
+            }
+            usage.last_scan = match (usage.last_scan, row.last_scan) {
+                (Some(a), Some(b)) => Some(if a.epoch_seconds >= b.epoch_seconds {
+                    a
+                } else {
+                    b
+                }),
+                (a, b) => a.or(b),
+            };
+        }
+    }
+    summed
 }
 
 /// The foreign key whose referencing columns this index's leading columns cover (in any order):
@@ -79,9 +153,19 @@ fn supported_foreign_key<'a>(ctx: &Context<'a>, index: &Index) -> Option<&'a str
         .map(|fk| fk.name.as_str())
 }
 
-fn base_finding(ctx: &Context, index: &Index, severity: Severity, message: String) -> Finding {
+fn base_finding(ctx: &Context, target: &Target, severity: Severity, message: String) -> Finding {
+    let index = target.index;
     let name = qualified(&index.schema, &index.name);
-    let drop = format!("DROP INDEX CONCURRENTLY {name};");
+    // DROP INDEX CONCURRENTLY refuses a partitioned index (it would have to lock every
+    // partition at once); dropping it drops its partitions' indexes with it.
+    let drop = if index.partitioned {
+        format!(
+            "-- a partitioned index cannot be dropped concurrently: this locks the table and \
+             its partitions\nDROP INDEX {name};"
+        )
+    } else {
+        format!("DROP INDEX CONCURRENTLY {name};")
+    };
     let (mut message, fix) = (message, drop);
     // A node the user named could not be read: it may be the one standby whose read traffic
     // uses this index (each node counts only its own scans), so the drop is no longer a
@@ -94,16 +178,27 @@ fn base_finding(ctx: &Context, index: &Index, severity: Severity, message: Strin
             "; {nodes} could not be read in this run, so its scans there were not seen: check \
              them before dropping"
         ));
+        let literal = crate::sql::quote_literal(&name);
+        // A partitioned index counts no scans itself: its partitions' indexes do.
+        let read = if index.partitioned {
+            format!(
+                "SELECT sum(idx_scan) FROM pg_stat_all_indexes WHERE indexrelid IN \
+                 (SELECT relid FROM pg_partition_tree({literal}::regclass) WHERE isleaf);"
+            )
+        } else {
+            format!(
+                "SELECT idx_scan FROM pg_stat_all_indexes WHERE indexrelid = {literal}::regclass;"
+            )
+        };
         format!(
-            "-- on {nodes} (not read in this run), check its scans first:\n\
-             SELECT idx_scan FROM pg_stat_all_indexes WHERE indexrelid = {}::regclass;\n\
-             -- then, if they are 0 there too:\n-- {fix}",
-            crate::sql::quote_literal(&name)
+            "-- on {nodes} (not read in this run), check its scans first:\n{read}\n\
+             -- then, if they are 0 there too:\n-- {}",
+            fix.replace('\n', "\n-- ")
         )
     };
     let mut finding = Finding::new(Check::UnusedIndex, severity, message)
         .on_index(index)
-        .evidence("index_size_bytes", index.size_bytes.unwrap_or(0) as f64)
+        .evidence("index_size_bytes", target.size_bytes as f64)
         .evidence("nodes_not_read", ctx.nodes_not_read.len() as f64)
         .fix(fix);
     // What the index costs: every insert and every non-HOT update writes an entry into it.
@@ -128,18 +223,27 @@ fn base_finding(ctx: &Context, index: &Index, severity: Severity, message: Strin
 
 fn never_scanned(
     ctx: &Context,
-    index: &Index,
+    target: &Target,
     window: Option<(f64, &str)>,
     min_age: f64,
     usage: Vec<NodeUsage>,
 ) -> Finding {
+    let index = target.index;
     let nodes = ctx.nodes.len();
     let mut message = format!(
-        "index {} on {} ({}) has not been scanned on any of the {nodes} audited node(s)",
+        "{} {} on {} ({}) has not been scanned on any of the {nodes} audited node(s)",
+        if index.partitioned {
+            "partitioned index"
+        } else {
+            "index"
+        },
         index.name,
         qualified(&index.schema, &index.table),
-        bytes_words(index.size_bytes.unwrap_or(0) as f64),
+        bytes_words(target.size_bytes as f64),
     );
+    if index.partitioned {
+        message.push_str(" (its partitions' indexes, summed)");
+    }
     let mut severity = Severity::Warning;
     match window {
         Some((seconds, node)) => {
@@ -175,7 +279,7 @@ fn never_scanned(
     if !ctx.nodes_not_read.is_empty() {
         severity = Severity::Info;
     }
-    let mut finding = base_finding(ctx, index, severity, message).evidence("index_scans", 0.0);
+    let mut finding = base_finding(ctx, target, severity, message).evidence("index_scans", 0.0);
     if let Some((seconds, _)) = window {
         finding = finding.evidence("counting_window_seconds", seconds);
     }
@@ -188,8 +292,9 @@ fn never_scanned(
 /// statistics age.
 fn not_scanned_lately(
     ctx: &Context,
-    index: &Index,
-    rows: &[Option<&Index>],
+    target: &Target,
+    rows: &[Option<Usage>],
+    scans: i64,
     min_age: f64,
     usage: Vec<NodeUsage>,
 ) -> Option<Finding> {
@@ -210,7 +315,7 @@ fn not_scanned_lately(
     if age < min_age.max(NOT_SCANNED_LATELY_MIN_SECONDS) {
         return None;
     }
-    let scans = ctx.total_scans(index);
+    let index = target.index;
     let mut message = format!(
         "index {} on {} was last scanned {} ago on any audited node ({} scans in all)",
         index.name,
@@ -221,7 +326,7 @@ fn not_scanned_lately(
     if let Some(fk) = supported_foreign_key(ctx, index) {
         message.push_str(&format!("; it may support foreign key {fk}"));
     }
-    let mut finding = base_finding(ctx, index, Severity::Info, message)
+    let mut finding = base_finding(ctx, target, Severity::Info, message)
         .evidence("index_scans", scans as f64)
         .evidence("last_idx_scan_age_seconds", age);
     finding.usage = usage;
@@ -355,6 +460,78 @@ mod tests {
         assert_eq!(f.severity, Severity::Info);
         assert!(f.message.contains("orders_note_fk"));
     }
+
+    #[test]
+    fn a_partitioned_index_is_unused_when_its_partitions_indexes_are_on_every_node() {
+        use crate::audit::snapshot::TableKind;
+        let mut p = primary();
+        let mut parent = table(10, "events");
+        parent.kind = TableKind::Partitioned;
+        let mut part_1 = table(11, "events_1");
+        part_1.parent_oid = Some(10);
+        let mut part_2 = table(12, "events_2");
+        part_2.parent_oid = Some(10);
+        let on_parent = |oid, name: &str, column: IndexColumnSpec| {
+            let mut i = index(oid, &parent, name, vec![col(column.0, column.1)]);
+            i.partitioned = true;
+            i.relpages = 0;
+            i.size_bytes = Some(0);
+            i.scans = Some(0);
+            i
+        };
+        let unused = on_parent(100, "events_note", (3, "note"));
+        let used = on_parent(101, "events_kind", (2, "kind"));
+        let mut leaves = Vec::new();
+        for (oid, part, parent_oid, name, column) in [
+            (110, &part_1, 100, "events_1_note", (3, "note")),
+            (111, &part_2, 100, "events_2_note", (3, "note")),
+            (120, &part_1, 101, "events_1_kind", (2, "kind")),
+            (121, &part_2, 101, "events_2_kind", (2, "kind")),
+        ] {
+            let mut leaf = index(oid, part, name, vec![col(column.0, column.1)]);
+            leaf.parent_index_oid = Some(parent_oid);
+            leaf.partition_child = true;
+            leaf.scans = Some(0);
+            leaves.push(leaf);
+        }
+        p.tables = vec![parent, part_1, part_2];
+        p.indexes = vec![unused, used];
+        p.indexes.extend(leaves);
+        p.standbys.push(Standby {
+            pid: 1,
+            ..Default::default()
+        });
+        let mut s = standby();
+        s.tables = p.tables.clone();
+        s.indexes = p.indexes.clone();
+        // Only the standby scans one partition's index of events_kind.
+        s.indexes
+            .iter_mut()
+            .find(|i| i.name == "events_2_kind")
+            .unwrap()
+            .scans = Some(7);
+        let report = audit_nodes(vec![("primary", p), ("standby", s)]);
+        let found = of(&report);
+        let names: Vec<_> = found.iter().filter_map(|f| f.index.as_deref()).collect();
+        assert_eq!(names, vec!["events_note"], "{found:#?}");
+        let f = found[0];
+        assert!(
+            f.message.contains("partitioned index events_note"),
+            "{}",
+            f.message
+        );
+        assert_eq!(
+            f.evidence_value("index_size_bytes"),
+            Some(2.0 * 300.0 * 8192.0)
+        );
+        assert_eq!(f.usage.len(), 2);
+        assert!(f.usage.iter().all(|u| u.index_scans == Some(0)));
+        let fix = f.fix.as_deref().unwrap();
+        assert!(fix.ends_with("\nDROP INDEX public.events_note;"), "{fix}");
+        assert!(!fix.contains("CONCURRENTLY"), "{fix}");
+    }
+
+    type IndexColumnSpec = (i16, &'static str);
 
     #[test]
     fn standby_only_is_skipped_not_clean() {

@@ -5,7 +5,10 @@
 //! snapshots reported through `hot_standby_feedback`. Each holder is named with its age.
 //!
 //! Sessions hold the horizon of their own database only (and walsenders of every database),
-//! which is why sessions are read from the audited database.
+//! which is why sessions are read from the audited database. A lazy VACUUM, manual or
+//! autovacuum, is never a holder: it runs with PROC_IN_VACUUM, which ComputeXidHorizons
+//! (procarray.c) skips, so `queries/audit_sessions.sql` leaves it out; VACUUM FULL is not lazy
+//! and does hold the horizon.
 
 use crate::audit::{Check, Context, Finding, Node, Output, Severity};
 use crate::sql::quote_literal;
@@ -32,6 +35,11 @@ pub struct Holder {
     pub age_xids: Option<i64>,
     pub fix: String,
     pub severity: Severity,
+    /// A logical slot's `catalog_xmin` alone: it holds back only system catalogs and user
+    /// catalog tables (`user_catalog_table`), which logical decoding reads with historic
+    /// snapshots, never the dead rows of ordinary tables (procarray.c keeps a separate
+    /// catalog horizon for it).
+    pub catalogs_only: bool,
     /// Figures for the finding.
     pub evidence: Vec<(String, f64)>,
 }
@@ -81,8 +89,14 @@ pub fn holders(ctx: &Context) -> Vec<Holder> {
 /// rows behind, this is the reason, thresholds or not. Ties (the same xmin age) are all named,
 /// the longest-held first: a session whose snapshot was taken while another transaction ran
 /// inherits that transaction's xmin, and the older one is where it comes from.
-pub fn oldest_holders(ctx: &Context) -> Vec<Holder> {
-    let all = collect(ctx, false);
+///
+/// `catalogs`: whether the rows in question are in a catalog (system or user catalog table);
+/// otherwise a slot's `catalog_xmin` is no holder of them.
+pub fn oldest_holders(ctx: &Context, catalogs: bool) -> Vec<Holder> {
+    let all: Vec<Holder> = collect(ctx, false)
+        .into_iter()
+        .filter(|h| catalogs || !h.catalogs_only)
+        .collect();
     let Some(oldest) = all.iter().filter_map(|h| h.age_xids).max() else {
         return Vec::new();
     };
@@ -161,8 +175,18 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
                     description,
                     age_seconds: Some(age),
                     age_xids,
-                    fix: format!("SELECT pg_terminate_backend({});", s.pid),
+                    // pg_terminate_backend acts on the server it runs on: a standby's pid
+                    // means nothing on the primary.
+                    fix: if standby {
+                        format!(
+                            "-- on standby {}\nSELECT pg_terminate_backend({});",
+                            node.name, s.pid
+                        )
+                    } else {
+                        format!("SELECT pg_terminate_backend({});", s.pid)
+                    },
                     severity: severity_for(ctx, node, Some(age), age_xids),
+                    catalogs_only: false,
                     evidence,
                 });
             }
@@ -208,6 +232,7 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
                     quote_literal(&slot.name)
                 ),
                 severity,
+                catalogs_only: slot.xmin_age_xids.is_none(),
                 evidence,
             });
         }
@@ -239,6 +264,7 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
                     quote_literal(&p.gid)
                 ),
                 severity: severity_for(ctx, node, Some(age), p.xid_age_xids),
+                catalogs_only: false,
                 evidence,
             });
         }
@@ -270,6 +296,7 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
                       (pg_stat_activity), or turn hot_standby_feedback off there"
                     .into(),
                 severity: severity_for(ctx, node, None, Some(xids)),
+                catalogs_only: false,
                 evidence: vec![("xmin_age_xids".into(), xids as f64)],
             });
         }
@@ -289,17 +316,23 @@ pub fn run(ctx: &Context, out: &mut Output) {
         );
     }
     for holder in holders(ctx) {
-        let mut finding = Finding::new(
-            Check::XminHorizon,
-            holder.severity,
+        let message = if holder.catalogs_only {
+            format!(
+                "{} holds back the catalog xmin horizon: VACUUM cannot remove rows of system \
+                 catalogs (and user catalog tables) that died after it started; other tables \
+                 are not held back",
+                holder.summary()
+            )
+        } else {
             format!(
                 "{} holds back the xmin horizon: VACUUM cannot remove rows that died after it \
                  started",
                 holder.summary()
-            ),
-        )
-        .fix(holder.fix.clone())
-        .subject(holder.subject.clone());
+            )
+        };
+        let mut finding = Finding::new(Check::XminHorizon, holder.severity, message)
+            .fix(holder.fix.clone())
+            .subject(holder.subject.clone());
         finding.evidence = holder.evidence.clone();
         finding.node = Some(holder.node.clone());
         out.findings.push(finding);
@@ -380,6 +413,15 @@ mod tests {
         assert!(fixes.contains(&"SELECT pg_terminate_backend(4711);"));
         assert!(fixes.contains(&"SELECT pg_drop_replication_slot('old_subscriber');"));
         assert!(fixes.contains(&"-- in database app\nROLLBACK PREPARED 'tx''1';"));
+        let slot = found
+            .iter()
+            .find(|f| f.message.contains("old_subscriber"))
+            .unwrap();
+        assert!(
+            slot.message.contains("catalog xmin horizon") && slot.message.contains("catalogs"),
+            "{}",
+            slot.message
+        );
         let session = found.iter().find(|f| f.message.contains("4711")).unwrap();
         assert_eq!(session.severity, Severity::Warning);
         assert_eq!(session.evidence_value("xmin_age_xids"), Some(5000.0));
@@ -411,6 +453,10 @@ mod tests {
             .unwrap();
         assert_eq!(f.severity, Severity::Critical);
         assert!(f.message.contains("through hot_standby_feedback"));
+        assert_eq!(
+            f.fix.as_deref(),
+            Some("-- on standby s\nSELECT pg_terminate_backend(9);")
+        );
     }
 
     #[test]
