@@ -325,11 +325,7 @@ mod tests {
             ..Default::default()
         }];
         let report = audit_nodes(vec![("p", p)]);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::DeadTuples)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::DeadTuples);
         assert_eq!(found.len(), 1);
         let f = found[0];
         assert_eq!(f.table.as_deref(), Some("churn"));

@@ -444,11 +444,7 @@ mod tests {
                 Some("DROP INDEX CONCURRENTLY public.t_a;".into())
             )]
         );
-        let redundant: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::RedundantIndex)
-            .collect();
+        let redundant: Vec<_> = findings_of(&report, Check::RedundantIndex);
         assert!(redundant.is_empty(), "{redundant:#?}");
     }
 
@@ -463,11 +459,7 @@ mod tests {
         p.indexes = vec![wide, prefix, desc];
         p.tables.push(t);
         let report = audit_nodes(vec![("p", p)]);
-        let f: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::RedundantIndex)
-            .collect();
+        let f: Vec<_> = findings_of(&report, Check::RedundantIndex);
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!(f[0].index.as_deref(), Some("t_a"));
         assert_eq!(f[0].severity, Severity::Info);
@@ -549,11 +541,7 @@ mod tests {
         p.indexes = vec![pk, uc, ri];
         p.tables.push(t);
         let report = audit_nodes(vec![("p", p)]);
-        let dups: Vec<&Finding> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::DuplicateIndex)
-            .collect();
+        let dups: Vec<&Finding> = findings_of(&report, Check::DuplicateIndex);
         assert_eq!(dups.len(), 2, "{dups:#?}");
         for f in dups {
             assert_ne!(f.index.as_deref(), Some("t_pkey"));

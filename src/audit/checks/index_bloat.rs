@@ -291,11 +291,7 @@ mod tests {
         p.indexes = vec![sparse, packed];
         p.tables = vec![t];
         let report = audit_nodes(vec![("p", p)]);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::IndexBloat)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::IndexBloat);
         assert_eq!(found.len(), 1, "{found:#?}");
         let f = found[0];
         assert_eq!(f.index.as_deref(), Some("t_sparse"));

@@ -135,11 +135,7 @@ mod tests {
         p.foreign_keys = vec![fk(10, vec![2], vec!["Parent Id"]), other];
         p.tables = vec![parent, child, covered];
         let report = audit_nodes(vec![("p", p)]);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::MissingFkIndex)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::MissingFkIndex);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].table.as_deref(), Some("child"));
         assert_eq!(found[0].severity, Severity::Warning);

@@ -344,6 +344,18 @@ pub mod fixture {
         }
     }
 
+    /// The findings of one check.
+    pub fn findings_of(
+        report: &AuditReport,
+        check: crate::audit::Check,
+    ) -> Vec<&crate::audit::Finding> {
+        report
+            .findings
+            .iter()
+            .filter(|f| f.check == check)
+            .collect()
+    }
+
     pub fn audit_nodes(nodes: Vec<(&str, NodeSnapshot)>) -> AuditReport {
         run_with(nodes, &AuditOptions::default())
     }

@@ -91,11 +91,7 @@ mod tests {
             },
         ];
         let report = audit_nodes(vec![("p", p)]);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::ReplicationSlot)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::ReplicationSlot);
         assert_eq!(found.len(), 1);
         assert_eq!(
             found[0].fix.as_deref(),

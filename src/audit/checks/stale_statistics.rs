@@ -251,11 +251,7 @@ mod tests {
         fresh.stats.n_mod_since_analyze = Some(5_000);
         p.tables = vec![loaded, fresh];
         let report = audit_nodes(vec![("p", p)]);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::StaleStatistics)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::StaleStatistics);
         assert_eq!(found.len(), 1, "{found:#?}");
         let f = found[0];
         assert_eq!(f.table.as_deref(), Some("loaded"));
@@ -342,11 +338,7 @@ mod tests {
         p.columns = vec![int_column(&analyzed, 1, "id")];
         p.tables = vec![quiet, analyzed, small];
         let report = audit_nodes(vec![("p", p)]);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::StaleStatistics)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::StaleStatistics);
         assert_eq!(found.len(), 1, "{found:#?}");
         let f = found[0];
         assert_eq!(f.table.as_deref(), Some("quiet"));
@@ -385,11 +377,7 @@ mod tests {
             ..Default::default()
         };
         let report = run_with(vec![("p", p)], &options);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::StaleStatistics)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::StaleStatistics);
         assert_eq!(found.len(), 1, "{found:#?}");
         assert_eq!(found[0].table.as_deref(), Some("events"));
         assert_eq!(found[0].severity, Severity::Info);

@@ -192,11 +192,7 @@ mod tests {
         ];
         p.tables = vec![sparse, packed];
         let report = audit_nodes(vec![("p", p)]);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::TableBloat)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::TableBloat);
         assert_eq!(found.len(), 1, "{found:#?}");
         assert_eq!(found[0].table.as_deref(), Some("sparse"));
         assert_eq!(found[0].evidence_value("expected_pages"), Some(443.0));

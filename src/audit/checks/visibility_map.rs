@@ -141,11 +141,7 @@ mod tests {
         p.indexes = vec![i, j];
         p.tables = vec![t, vacuumed];
         let report = audit_nodes(vec![("p", p)]);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::VisibilityMap)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::VisibilityMap);
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].table.as_deref(), Some("events"));
         assert_eq!(found[0].evidence_value("all_visible_percent"), Some(2.0));

@@ -403,11 +403,7 @@ mod tests {
             ..Default::default()
         }];
         let report = audit_nodes(vec![("p", p)]);
-        let found: Vec<_> = report
-            .findings
-            .iter()
-            .filter(|f| f.check == Check::XminHorizon)
-            .collect();
+        let found: Vec<_> = findings_of(&report, Check::XminHorizon);
         assert_eq!(found.len(), 3, "{found:#?}");
         let fixes: Vec<_> = found.iter().filter_map(|f| f.fix.as_deref()).collect();
         assert!(fixes.contains(&"SELECT pg_terminate_backend(4711);"));
