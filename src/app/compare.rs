@@ -541,7 +541,14 @@ pub async fn run_compare(
                         CandidateSpec::Create(_) => None,
                     }))
                     .collect();
-                let name = display_name(spec, &facts.plan_index_name, &taken);
+                // HypoPG's names (`<13556>btree_events_status`) are not names an index would
+                // have in production: an unnamed hypothetical candidate goes by its definition.
+                let production_name = if request.mode == Mode::Hypothetical {
+                    ""
+                } else {
+                    facts.plan_index_name.as_str()
+                };
+                let name = display_name(spec, production_name, &taken);
                 if let CandidateSpec::Create(_) = spec
                     && facts.has_expressions
                     && !request.analyze

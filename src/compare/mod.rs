@@ -254,11 +254,13 @@ pub struct CandidateRun {
 /// The name to show for a candidate whose index ended up named `plan_name`: unnamed candidates
 /// are built unnamed in separate transactions, so PostgreSQL can give two of them the same name.
 /// Had both been built, it would have named the second as it does any clash, with the lowest
-/// free number appended (`events_created_at_idx1`); the report does the same.
+/// free number appended (`events_created_at_idx1`); the report does the same. With no
+/// `plan_name` PostgreSQL would use (a hypothetical index, which HypoPG names
+/// `<13556>btree_events_status`), an unnamed candidate is named by its definition.
 pub fn display_name(spec: &CandidateSpec, plan_name: &str, taken: &[&str]) -> String {
     let base = match spec {
         CandidateSpec::Create(c) if c.name_generated && !plan_name.is_empty() => plan_name,
-        spec => return spec.name().to_owned(),
+        spec => return spec.describe().to_owned(),
     };
     if !taken.contains(&base) {
         return base.to_owned();
@@ -556,5 +558,10 @@ mod tests {
         );
         let named = spec("CREATE INDEX mine ON events (created_at)");
         assert_eq!(display_name(&named, "mine", &["other"]), "mine");
+        // A hypothetical index has no name PostgreSQL would give it: its definition stands in.
+        assert_eq!(
+            display_name(&plain, "", &[]),
+            "unnamed index ON events (created_at)"
+        );
     }
 }
