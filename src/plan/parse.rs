@@ -72,7 +72,28 @@ pub const MAX_ESTIMATE: f64 = 1e200;
 /// pasted from psql's aligned or expanded output.
 pub fn parse_plan(input: &str) -> Result<Plan, PlanError> {
     let json = extract_json(input)?;
-    parse_json(&json)
+    let mut plan = parse_json(&json)?;
+    // auto_explain's JSON has no "Execution Time": the time is in the log line's prefix
+    // ("duration: 12.345 ms  plan:"), the executor's run time, which Execution Time also
+    // measures. Taken only for an analyzed plan, so an estimate-only plan stays unmeasured.
+    if plan.execution_ms.is_none() && plan.is_analyzed() {
+        plan.execution_ms = logged_duration_ms(input);
+    }
+    Ok(plan)
+}
+
+/// The `duration: 12.345 ms` of an auto_explain log line, when the input has one before its plan.
+fn logged_duration_ms(input: &str) -> Option<f64> {
+    // Only the text before the JSON: a query's own text may hold these words.
+    let head = &input[..input.find(['{', '['])?];
+    let before_plan = &head[..head.find("plan:")?];
+    let after = &before_plan[before_plan.rfind("duration:")? + "duration:".len()..];
+    let mut words = after.split_whitespace();
+    let (number, unit) = (words.next()?, words.next()?);
+    (unit == "ms")
+        .then(|| number.parse::<f64>().ok())
+        .flatten()
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
 }
 
 /// Finds the JSON in what the user gave us, undoing psql's table decorations.
@@ -1352,6 +1373,19 @@ mod tests {
         let log = "2026-01-01 00:00:00 UTC [1] LOG:  duration: 0.045 ms  plan:\n\t{\n\t  \"Query Text\": \"select 1\",\n\t  \"Plan\": {\"Node Type\": \"Result\"}\n\t}\n";
         let plan = parse_plan(log).unwrap();
         assert_eq!(plan.query_text.as_deref(), Some("select 1"));
+        // Not analyzed: the logged duration does not make it a measured plan.
+        assert_eq!(plan.execution_ms, None);
+        // Analyzed (log_analyze): the log line's duration is its execution time.
+        let analyzed = "LOG:  duration: 12.500 ms  plan:\n\t{\n\t  \"Query Text\": \"select 'duration: 9 ms plan:'\",\n\t  \"Plan\": {\"Node Type\": \"Result\", \"Actual Startup Time\": 0.001, \"Actual Total Time\": 0.002, \"Actual Rows\": 1, \"Actual Loops\": 1}\n\t}\n";
+        assert_eq!(parse_plan(analyzed).unwrap().execution_ms, Some(12.5));
+        // The same plan without the log line has no execution time to give.
+        let bare = &analyzed[analyzed.find('{').unwrap()..];
+        let bare: String = bare
+            .lines()
+            .map(|l| l.trim_start_matches('\t'))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(parse_plan(&bare).unwrap().execution_ms, None);
     }
 
     #[test]
