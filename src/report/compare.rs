@@ -298,6 +298,26 @@ fn verdict_text(paint: &Paint, verdict: Verdict) -> String {
 }
 
 /// "9,205 → 5 (1,841× fewer)" for the deciding figure of a candidate.
+/// The ranking's figure cells, the same in text and Markdown: the deciding figure, the warm
+/// time (measured only), the index size and the build time.
+fn figure_cells(report: &CompareReport, judged: &Judged) -> [String; 4] {
+    let run = report.outcomes[judged.index].result.as_ref().ok();
+    [
+        deciding(report, judged),
+        if report.request.mode == Mode::Measured {
+            time_text(judged)
+        } else {
+            "—".into()
+        },
+        run.and_then(|r| r.size_bytes)
+            .map(bytes)
+            .unwrap_or_default(),
+        run.and_then(|r| r.build_ms)
+            .map(ms)
+            .unwrap_or_else(|| "—".into()),
+    ]
+}
+
 fn deciding(report: &CompareReport, judged: &Judged) -> String {
     let (b, a) = &judged.warm;
     match report.request.mode {
@@ -525,28 +545,20 @@ pub fn write_text(
     );
     for (position, judged) in report.ranking.iter().enumerate() {
         let outcome = &report.outcomes[judged.index];
-        let run = outcome.result.as_ref().ok();
         let name = match outcome.spec {
             CandidateSpec::Drop { .. } => format!("without {}", report.name(judged.index)),
             CandidateSpec::Create(_) => report.name(judged.index).to_owned(),
         };
+        let [deciding, time, size, build] = figure_cells(report, judged);
         table.add_row(vec![
             (position + 1).to_string(),
             name,
             verdict_text(&paint, judged.verdict),
             uses_text(&judged.uses),
-            deciding(report, judged),
-            if r.mode == Mode::Measured {
-                time_text(judged)
-            } else {
-                "—".into()
-            },
-            run.and_then(|r| r.size_bytes)
-                .map(bytes)
-                .unwrap_or_default(),
-            run.and_then(|r| r.build_ms)
-                .map(ms)
-                .unwrap_or_else(|| "—".into()),
+            deciding,
+            time,
+            size,
+            build,
         ]);
     }
     write_table(out, &table)?;
@@ -668,27 +680,14 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
     )?;
     writeln!(out, "|---|---|---|---|---|---|---:|---:|")?;
     for (position, judged) in report.ranking.iter().enumerate() {
-        let outcome = &report.outcomes[judged.index];
-        let run = outcome.result.as_ref().ok();
+        let [deciding, time, size, build] = figure_cells(report, judged);
         writeln!(
             out,
-            "| {} | `{}` | {} | {} | {} | {} | {} | {} |",
+            "| {} | `{}` | {} | {} | {deciding} | {time} | {size} | {build} |",
             position + 1,
             report.name(judged.index),
             judged.verdict.as_str(),
             markdown::cell(&uses_text(&judged.uses)),
-            deciding(report, judged),
-            if r.mode == Mode::Measured {
-                time_text(judged)
-            } else {
-                "—".into()
-            },
-            run.and_then(|r| r.size_bytes)
-                .map(bytes)
-                .unwrap_or_default(),
-            run.and_then(|r| r.build_ms)
-                .map(ms)
-                .unwrap_or_else(|| "—".into())
         )?;
     }
     for (i, error) in report.failed() {
