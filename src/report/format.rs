@@ -109,7 +109,15 @@ pub fn change(before: Option<f64>, after: Option<f64>, fewer: &str, more: &str) 
     let (factor, word) = if a < b { (b / a, fewer) } else { (a / b, more) };
     if factor < 1.1 {
         let pct = 100.0 * (a - b) / b;
-        format!("{pct:+.0}%")
+        // Under half a percent, a whole-number percentage would read "-0%"; under a twentieth
+        // of one, so would one decimal.
+        if pct.abs() < 0.05 {
+            format!("under 0.1% {word}")
+        } else if pct.abs() < 0.5 {
+            format!("{pct:+.1}%")
+        } else {
+            format!("{pct:+.0}%")
+        }
     } else if factor < 10.0 {
         format!("{factor:.1}× {word}")
     } else {
@@ -161,6 +169,11 @@ mod tests {
         );
         assert_eq!(change(Some(10.0), Some(21.0), "fewer", "more"), "2.1× more");
         assert_eq!(change(Some(10.0), Some(10.5), "fewer", "more"), "+5%");
+        assert_eq!(change(Some(83.29), Some(83.06), "fewer", "more"), "-0.3%");
+        assert_eq!(
+            change(Some(14_915.0), Some(14_914.0), "fewer", "more"),
+            "under 0.1% fewer"
+        );
         assert_eq!(change(Some(10.0), Some(10.0), "fewer", "more"), "same");
         assert_eq!(change(None, Some(10.0), "fewer", "more"), "");
     }
