@@ -432,35 +432,21 @@ async fn blocked_audit(db: &TestDb) -> (tokio_postgres::Client, std::process::Ch
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let waiting = db
-            .value("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' AND wait_event_type = 'Lock'")
-            .await
-            .unwrap();
-        if waiting != "0" {
-            return (holder, child);
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the audit never reached the lock"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let waiting = "SELECT count(*) FROM pg_stat_activity \
+                   WHERE application_name = 'pgplan' AND wait_event_type = 'Lock'";
+    db.wait_for(waiting, |n| n != "0", Duration::from_secs(30))
+        .await
+        .expect("the audit never reached the lock");
+    (holder, child)
 }
 
 async fn assert_no_pgplan_session(db: &TestDb) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let left = db
-            .value("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan'")
-            .await
-            .unwrap();
-        if left == "0" {
-            return;
-        }
-        assert!(Instant::now() < deadline, "{left} pgplan sessions left");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let sessions = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan'";
+    if let Err(left) = db
+        .wait_for(sessions, |n| n == "0", Duration::from_secs(30))
+        .await
+    {
+        panic!("{left} pgplan sessions left");
     }
 }
 

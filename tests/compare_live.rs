@@ -182,23 +182,13 @@ async fn pgplan_session_holdings(db: &TestDb) -> (String, String) {
 }
 
 async fn wait_until_pgplan_sessions_are_gone(db: &TestDb) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let sessions = db
-            .value(
-                "SELECT count(*) FROM pg_stat_activity \
-                 WHERE application_name = 'pgplan' AND datname = current_database()",
-            )
-            .await
-            .unwrap();
-        if sessions == "0" {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{sessions} pgplan sessions are still there a minute later"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let sql = "SELECT count(*) FROM pg_stat_activity \
+               WHERE application_name = 'pgplan' AND datname = current_database()";
+    if let Err(sessions) = db
+        .wait_for(sql, |n| n == "0", Duration::from_secs(60))
+        .await
+    {
+        panic!("{sessions} pgplan sessions are still there a minute later");
     }
 }
 
@@ -509,26 +499,22 @@ async fn start_slow_build(db: &TestDb, query: &str) -> Child {
     .stderr(Stdio::piped())
     .spawn()
     .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let building = db
-            .value("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' AND state = 'active' AND query LIKE 'CREATE INDEX slow_build%'")
-            .await
-            .unwrap();
-        if building == "1" {
-            return child;
-        }
-        if Instant::now() > deadline {
-            let mut child = child;
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "the build never started: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let building = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
+                    AND state = 'active' AND query LIKE 'CREATE INDEX slow_build%'";
+    if db
+        .wait_for(building, |n| n == "1", Duration::from_secs(30))
+        .await
+        .is_err()
+    {
+        let mut child = child;
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "the build never started: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
+    child
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -168,6 +168,27 @@ impl TestDb {
         })
     }
 
+    /// Polls `sql` (one value) until `done` accepts it or `within` passes; returns the last
+    /// value on success and `Err` with it on timeout, for the caller's message.
+    pub async fn wait_for(
+        &self,
+        sql: &str,
+        done: impl Fn(&str) -> bool,
+        within: std::time::Duration,
+    ) -> Result<String, String> {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let value = self.value(sql).await.unwrap_or_default();
+            if done(&value) {
+                return Ok(value);
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(value);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
     /// Drops the database (terminating any session still in it).
     pub async fn drop_db(self) {
         let sql = if self.major() >= 13 {
