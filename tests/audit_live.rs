@@ -124,6 +124,27 @@ async fn wait_until(db: &TestDb, sql: &str) {
     panic!("PostgreSQL {}: timed out waiting for: {sql}", db.major());
 }
 
+/// Each of `checks` is listed as skipped, with a reason starting `reason`, and found nothing:
+/// a skipped check never reads as a clean one.
+fn assert_skipped(report: &AuditReport, checks: &[Check], reason: &str) {
+    for &check in checks {
+        assert!(
+            report
+                .skipped
+                .iter()
+                .any(|k| k.check == check && k.reason.starts_with(reason)),
+            "{} not skipped:\n{}",
+            check.as_str(),
+            dump(report)
+        );
+        assert!(
+            !report.findings.iter().any(|f| f.check == check),
+            "{}",
+            dump(report)
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn indexes_unused_duplicate_redundant_and_foreign_keys() {
     for_each_version("audit_indexes", |major| async move {
@@ -763,27 +784,16 @@ async fn tables_pg_class_has_not_measured_toast_tables_and_counters_off() {
         ))
         .await;
         let report = audit_db(&db, &quick()).await;
-        for check in [
-            Check::UnusedIndex,
-            Check::DeadTuples,
-            Check::StaleStatistics,
-            Check::VisibilityMap,
-        ] {
-            assert!(
-                report
-                    .skipped
-                    .iter()
-                    .any(|k| k.check == check && k.reason.starts_with("track_counts is off")),
-                "{} not skipped:\n{}",
-                check.as_str(),
-                dump(&report)
-            );
-            assert!(
-                !report.findings.iter().any(|f| f.check == check),
-                "{}",
-                dump(&report)
-            );
-        }
+        assert_skipped(
+            &report,
+            &[
+                Check::UnusedIndex,
+                Check::DeadTuples,
+                Check::StaleStatistics,
+                Check::VisibilityMap,
+            ],
+            "track_counts is off",
+        );
         db.drop_db().await;
     })
     .await;
@@ -1198,28 +1208,17 @@ async fn a_primary_and_its_standby() {
         assert_eq!(standby_only.nodes[0].role, Some(Role::Standby));
         let dup = find(&standby_only, Check::DuplicateIndex, "t_w_again");
         assert_eq!(dup.severity, Severity::Warning);
-        for check in [
-            Check::DeadTuples,
-            Check::StaleStatistics,
-            Check::UnusedIndex,
-            Check::XminHorizon,
-            Check::ReplicationSlot,
-        ] {
-            assert!(
-                standby_only
-                    .skipped
-                    .iter()
-                    .any(|k| k.check == check && k.reason.starts_with("standby:")),
-                "{} not skipped:\n{}",
-                check.as_str(),
-                dump(&standby_only)
-            );
-            assert!(
-                !standby_only.findings.iter().any(|f| f.check == check),
-                "{}",
-                dump(&standby_only)
-            );
-        }
+        assert_skipped(
+            &standby_only,
+            &[
+                Check::DeadTuples,
+                Check::StaleStatistics,
+                Check::UnusedIndex,
+                Check::XminHorizon,
+                Check::ReplicationSlot,
+            ],
+            "standby:",
+        );
         let mut text = Vec::new();
         pgplan::report::audit::write_audit_text(
             &mut text,
