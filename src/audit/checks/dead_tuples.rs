@@ -303,14 +303,20 @@ mod tests {
     use crate::audit::checks::fixture::*;
     use crate::audit::snapshot::Session;
 
+    /// 10,000 live and 15,000 dead rows, autovacuum off for the table.
+    fn churn_without_autovacuum(oid: u32, name: &str) -> Table {
+        let mut t = table(oid, name);
+        t.reltuples = 10_000.0;
+        t.reloptions = vec!["autovacuum_enabled=false".into()];
+        t.stats.n_live_tup = Some(10_000);
+        t.stats.n_dead_tup = Some(15_000);
+        t
+    }
+
     #[test]
     fn dead_rows_past_the_trigger_with_autovacuum_off() {
         let mut p = primary();
-        let mut off = table(10, "churn");
-        off.reltuples = 10_000.0;
-        off.reloptions = vec!["autovacuum_enabled=false".into()];
-        off.stats.n_live_tup = Some(10_000);
-        off.stats.n_dead_tup = Some(15_000);
+        let off = churn_without_autovacuum(10, "churn");
         // Autovacuum on and 1.5× the trigger: due, not behind.
         let mut due = table(11, "due");
         due.reltuples = 10_000.0;
@@ -346,11 +352,7 @@ mod tests {
     fn a_slots_catalog_xmin_is_no_reason_for_dead_rows_in_ordinary_tables() {
         use crate::audit::snapshot::ReplicationSlot;
         let mut p = primary();
-        let mut churn = table(10, "churn");
-        churn.reltuples = 10_000.0;
-        churn.reloptions = vec!["autovacuum_enabled=false".into()];
-        churn.stats.n_live_tup = Some(10_000);
-        churn.stats.n_dead_tup = Some(15_000);
+        let churn = churn_without_autovacuum(10, "churn");
         let mut catalog = churn.clone();
         catalog.oid = 11;
         catalog.name = "decoded".into();
