@@ -448,17 +448,23 @@ pub struct ChangeDoc {
     pub after: Option<f64>,
 }
 
-/// The body of `pgplan diff --format json`, embedded by `compare` as each candidate's `diff`.
+/// `pgplan diff --format json`; `compare` embeds it whole as each candidate's `diff`.
 #[derive(Debug, Serialize)]
-pub struct DiffBody {
+pub struct DiffDoc {
+    pub schema_version: u32,
+    pub before: PlanDoc,
+    pub after: PlanDoc,
     pub totals: DiffTotalsDoc,
     pub changes: Vec<ChangeDoc>,
 }
 
-impl DiffBody {
+impl DiffDoc {
     pub fn new(comparison: &Comparison) -> Self {
         let t = &comparison.diff.totals;
-        DiffBody {
+        DiffDoc {
+            schema_version: SCHEMA_VERSION,
+            before: PlanDoc::new(&comparison.before),
+            after: PlanDoc::new(&comparison.after),
             totals: DiffTotalsDoc {
                 execution_ms: t.execution_ms.into(),
                 planning_ms: t.planning_ms.into(),
@@ -484,27 +490,6 @@ impl DiffBody {
                     after: c.figure.and_then(|f| f.after),
                 })
                 .collect(),
-        }
-    }
-}
-
-/// `pgplan diff --format json`.
-#[derive(Debug, Serialize)]
-pub struct DiffDoc {
-    pub schema_version: u32,
-    pub before: PlanDoc,
-    pub after: PlanDoc,
-    #[serde(flatten)]
-    pub body: DiffBody,
-}
-
-impl DiffDoc {
-    pub fn new(comparison: &Comparison) -> Self {
-        DiffDoc {
-            schema_version: SCHEMA_VERSION,
-            before: PlanDoc::new(&comparison.before),
-            after: PlanDoc::new(&comparison.after),
-            body: DiffBody::new(comparison),
         }
     }
 }
