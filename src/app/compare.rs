@@ -124,8 +124,8 @@ struct Leftovers {
 struct SetupFacts {
     build_ms: Option<f64>,
     size_bytes: Option<f64>,
-    plan_index_name: String,
-    /// Every name the plans may show for the index (its partitions' indexes too).
+    /// Every name the plans may show for the index: its own first, then (on a partitioned
+    /// table) its partitions' indexes.
     plan_index_names: Vec<String>,
     has_expressions: bool,
 }
@@ -142,7 +142,6 @@ async fn setup_and_runs(
     let mut facts = SetupFacts {
         build_ms: None,
         size_bytes: None,
-        plan_index_name: String::new(),
         plan_index_names: Vec::new(),
         has_expressions: false,
     };
@@ -180,9 +179,8 @@ async fn setup_and_runs(
                 facts.plan_index_names = index.plan_names;
             }
             if facts.plan_index_names.is_empty() {
-                facts.plan_index_names = vec![name.clone()];
+                facts.plan_index_names = vec![name];
             }
-            facts.plan_index_name = name;
             if request.analyze {
                 progress.update(&format!("{label}: analyzing {}", candidate.table));
                 run(
@@ -203,7 +201,6 @@ async fn setup_and_runs(
                 });
             };
             facts.size_bytes = Some(existing.size_bytes);
-            facts.plan_index_name = existing.relname;
             facts.plan_index_names = existing.plan_names;
             progress.update(&format!("{label}: dropping {name}"));
             let started = Instant::now();
@@ -219,8 +216,7 @@ async fn setup_and_runs(
             let (oid, name) = explain::hypopg_create(client, &candidate.sql).await?;
             leftovers.hypothetical = Some(oid);
             facts.size_bytes = explain::hypopg_size(client, oid).await?;
-            facts.plan_index_names = vec![name.clone()];
-            facts.plan_index_name = name;
+            facts.plan_index_names = vec![name];
         }
         Setup::HypotheticalDrop(name) => {
             let Some(existing) = explain::existing_index(client, name).await? else {
@@ -233,7 +229,6 @@ async fn setup_and_runs(
             explain::hypopg_hide(client, name).await?;
             leftovers.hidden = Some(name.to_owned());
             facts.size_bytes = Some(existing.size_bytes);
-            facts.plan_index_name = existing.relname;
             facts.plan_index_names = existing.plan_names;
         }
     }
@@ -546,7 +541,7 @@ pub async fn run_compare(
                 let production_name = if request.mode == Mode::Hypothetical {
                     ""
                 } else {
-                    facts.plan_index_name.as_str()
+                    facts.plan_index_names.first().map_or("", String::as_str)
                 };
                 let name = display_name(spec, production_name, &taken);
                 if let CandidateSpec::Create(_) = spec
@@ -563,7 +558,6 @@ pub async fn run_compare(
                     measurement,
                     build_ms: facts.build_ms,
                     size_bytes: facts.size_bytes,
-                    plan_index_name: facts.plan_index_name,
                     plan_index_names: facts.plan_index_names,
                     name,
                 })

@@ -241,14 +241,20 @@ pub struct CandidateRun {
     pub build_ms: Option<f64>,
     /// `pg_relation_size` of the built index (or HypoPG's estimate, or the dropped index's size).
     pub size_bytes: Option<f64>,
-    /// The name the plans use for the index (HypoPG names hypothetical ones itself).
-    pub plan_index_name: String,
-    /// Every name a plan may show for it: on a partitioned table the plan scans each
-    /// partition's index, never the partitioned index itself.
+    /// Every name a plan may show for it, its own first (HypoPG names hypothetical ones
+    /// itself): on a partitioned table the plan scans each partition's index, never the
+    /// partitioned index itself.
     pub plan_index_names: Vec<String>,
     /// The name the report shows: as the user wrote it, or as PostgreSQL named an unnamed
     /// candidate, made unique across candidates (see [`display_name`]).
     pub name: String,
+}
+
+impl CandidateRun {
+    /// The index's own name, as plans and the catalog know it.
+    pub fn plan_index_name(&self) -> &str {
+        self.plan_index_names.first().map_or("", String::as_str)
+    }
 }
 
 /// The name to show for a candidate whose index ended up named `plan_name`: unnamed candidates

@@ -193,7 +193,7 @@ impl CompareDoc {
                     (Ok(run), Some(position)) => {
                         let judged = &report.ranking[position];
                         let representative = run.measurement.representative();
-                        doc.plan_index_name = Some(run.plan_index_name.clone());
+                        doc.plan_index_name = Some(run.plan_index_name().to_owned());
                         doc.used = Some(!judged.uses.is_empty());
                         doc.used_by = judged.uses.clone();
                         doc.verdict = Some(judged.verdict.as_str());
