@@ -1,9 +1,9 @@
 -- An existing index found by name (as regclass input, optionally schema-qualified), for
--- --drop-index: its size, its table and the names plans use for it.
+-- --drop-index: its size and the names plans use for it.
 -- $1: the index name as the user wrote it.
--- Returns: size_bytes (summed over its partition tree, as in index_facts.sql), table_name
--- (regclass text), relname (the bare name EXPLAIN shows), plan_names (relname and, for a
--- partitioned index, every partition's index).
+-- Returns: size_bytes (summed over its partition tree, as in index_facts.sql), relname (the
+-- bare name EXPLAIN shows), plan_names (relname and, for a partitioned index, every
+-- partition's index).
 -- pg_partition_tree returns nothing for an index outside any partition tree, hence the
 -- relation's own size and name first.
 -- Minimum server version: 12 (pg_partition_tree).
@@ -12,7 +12,6 @@ SELECT CASE WHEN c.relkind = 'I'
                   FROM pg_partition_tree(c.oid) AS t)
             ELSE pg_relation_size(c.oid)
        END::float8 AS size_bytes,
-       i.indrelid::regclass::text AS table_name,
        c.relname::text AS relname,
        ARRAY[c.relname::text]
          || ARRAY(SELECT p.relname::text

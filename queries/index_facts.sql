@@ -3,7 +3,7 @@
 -- as stored (folded to lower case unless it was quoted).
 -- Returns: size_bytes (summed over its partition tree: a partitioned index has no storage of
 -- its own, its partitions' indexes do), has_expressions (the planner has no statistics on an
--- expression index until ANALYZE), qualified name, plan_names (the bare names plans show for
+-- expression index until ANALYZE), plan_names (the bare names plans show for
 -- it: the index itself and, on a partitioned table, every partition's index).
 -- pg_partition_tree returns nothing for an index outside any partition tree, hence the
 -- relation's own size and name first.
@@ -14,7 +14,6 @@ SELECT CASE WHEN c.relkind = 'I'
             ELSE pg_relation_size(i.indexrelid)
        END::float8 AS size_bytes,
        i.indexprs IS NOT NULL AS has_expressions,
-       i.indexrelid::regclass::text AS qualified_name,
        ARRAY[c.relname::text]
          || ARRAY(SELECT p.relname::text
                   FROM pg_partition_tree(i.indexrelid) AS t

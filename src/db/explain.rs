@@ -94,7 +94,6 @@ pub async fn table_estimates(
 pub struct IndexFacts {
     pub size_bytes: f64,
     pub has_expressions: bool,
-    pub qualified_name: String,
     /// The names plans show for it: itself and, on a partitioned table, each partition's index
     /// (a plan scans those, never the partitioned index).
     pub plan_names: Vec<String>,
@@ -117,8 +116,7 @@ pub async fn index_facts(
     Ok(rows.first().map(|r| IndexFacts {
         size_bytes: r.get(0),
         has_expressions: r.get(1),
-        qualified_name: r.get(2),
-        plan_names: r.get(3),
+        plan_names: r.get(2),
     }))
 }
 
@@ -154,8 +152,8 @@ pub async fn existing_index(
         .map_err(err("looking up the index to drop"))?;
     Ok(rows.first().map(|r| ExistingIndex {
         size_bytes: r.get(0),
-        relname: r.get(2),
-        plan_names: r.get(3),
+        relname: r.get(1),
+        plan_names: r.get(2),
     }))
 }
 
