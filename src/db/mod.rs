@@ -1,5 +1,6 @@
 //! The I/O shell: everything that talks to a PostgreSQL server or starts one.
 
+pub mod advise;
 pub mod catalog;
 pub mod cluster;
 pub mod connect;
