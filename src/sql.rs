@@ -1031,7 +1031,7 @@ pub struct IndexCandidate {
     /// The user wrote CONCURRENTLY.
     pub concurrently: bool,
     pub unique: bool,
-    /// The table after ON [ONLY], as written (schema-qualified and quoted parts kept; whitespace
+    /// The table after `ON [ONLY]`, as written (schema-qualified and quoted parts kept; whitespace
     /// and comments between the parts dropped).
     pub table: String,
     /// The USING method, folded to lower case unless quoted.
