@@ -184,7 +184,7 @@ pub struct CompareArgs {
     /// The query: a file holding one statement, or - for standard input.
     pub query: String,
 
-    /// A candidate: one CREATE [UNIQUE] INDEX statement. Repeat for several; each is measured
+    /// A candidate: one CREATE INDEX (or CREATE UNIQUE INDEX) statement. Repeat for several; each is measured
     /// alone, in its own rolled-back transaction.
     #[arg(long = "index", value_name = "SQL")]
     pub indexes: Vec<String>,

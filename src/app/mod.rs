@@ -33,7 +33,7 @@ pub fn run(cli: Cli) -> Result<u8> {
 }
 
 /// Decides colour and width once: colour only for a terminal unless forced, never with NO_COLOR
-/// (https://no-color.org: set and not empty).
+/// (<https://no-color.org>: set and not empty).
 pub fn text_options(choice: ColorChoice) -> TextOptions {
     let terminal = io::stdout().is_terminal();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
