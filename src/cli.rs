@@ -58,6 +58,26 @@ pub enum Command {
     Audit(AuditArgs),
     /// Start a throwaway server, load a 500,000-row table and run compare and audit on it.
     Demo(DemoArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to standard output.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to standard output, or write one page per command into a
+    /// directory.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write pgplan.1 and one pgplan-<command>.1 per command into DIR instead of printing
+    /// pgplan.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

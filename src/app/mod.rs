@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod compare;
 pub mod demo;
+pub mod docs;
 pub mod info;
 pub mod live;
 pub mod offline;
@@ -26,6 +27,8 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Compare(args) => compare::compare(*args, &text),
         Command::Demo(args) => demo::demo(args, &text),
         Command::Audit(args) => audit::audit_command(args, &text),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
     }
 }
 
