@@ -11,6 +11,7 @@ pub mod choose;
 pub mod drops;
 pub mod expr;
 pub mod facts;
+pub mod report;
 pub mod rules;
 #[cfg(test)]
 pub(crate) mod testing;
