@@ -10,6 +10,7 @@ pub mod cli;
 pub mod compare;
 pub mod db;
 pub mod exit;
+pub mod explain;
 pub mod plan;
 pub mod report;
 pub mod server;

@@ -7,6 +7,7 @@ pub mod conninfo;
 pub mod error;
 pub mod explain;
 pub mod facts;
+pub mod live;
 pub mod pgpass;
 pub mod retry;
 pub mod service;

@@ -7,6 +7,7 @@ pub mod hash_mem;
 pub mod metrics;
 pub mod model;
 pub mod parse;
+pub mod side_effects;
 
 pub use diff::{Change, ChangeKind, Pair, PlanDiff, diff};
 pub use findings::{Finding, FindingKind, Severity};
