@@ -173,9 +173,14 @@ pub fn side_effect_notes(scans: &[IndexScansCounted], dead: &[DeadVersions]) -> 
         ));
     }
     for d in dead {
+        let noun = if d.rows == 1.0 {
+            "dead row version"
+        } else {
+            "dead row versions"
+        };
         notes.push(format!(
-            "the rolled-back write left about {} dead row versions in {} until VACUUM removes \
-             them (autovacuum counts them toward its next run)",
+            "the rolled-back write left about {} {noun} in {} until VACUUM removes them \
+             (autovacuum counts them toward its next run)",
             count(d.rows),
             d.table
         ));
