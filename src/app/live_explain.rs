@@ -235,6 +235,12 @@ fn read_query(arg: &str) -> Result<(String, String)> {
 }
 
 pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
+    if args.plan_number.is_some() {
+        bail!(
+            "--plan chooses among the plans of a saved input; with a connection pgplan runs one \
+             query and reads its one plan: leave --plan out"
+        );
+    }
     let (query_source, query_text) = read_query(&args.plan)?;
     let request = ExplainRequest::validate(ExplainInput {
         query_text,
