@@ -11,6 +11,7 @@ pub mod cli;
 pub mod compare;
 pub mod db;
 pub mod exit;
+pub mod explain;
 pub mod pgdist;
 pub mod plan;
 pub mod report;

@@ -10,6 +10,7 @@ pub mod error;
 pub mod explain;
 pub mod facts;
 pub mod fetch;
+pub mod live;
 pub mod pgpass;
 pub mod retry;
 pub mod service;
