@@ -1,7 +1,7 @@
 //! `pgplan compare`: the baseline and each candidate measured in its own transaction that is
 //! always rolled back, then judged and ranked.
 
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
 
@@ -20,31 +20,18 @@ use crate::plan::{Analysis, parse_plan};
 use crate::report::{Format, TextOptions, compare as render, write_json};
 use crate::sql::{IndexCandidate, QueryKind, quote_ident, quote_literal};
 
+use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
-
-/// Reads a file argument, or standard input for `-`.
-fn read_input(arg: &str, what: &str) -> Result<(String, String)> {
-    if arg == "-" {
-        let mut text = String::new();
-        io::stdin()
-            .read_to_string(&mut text)
-            .with_context(|| format!("reading the {what} from standard input"))?;
-        Ok(("standard input".into(), text))
-    } else {
-        let text = std::fs::read_to_string(arg).with_context(|| format!("reading {arg}"))?;
-        Ok((arg.to_owned(), text))
-    }
-}
 
 /// Turns the command line into a validated request, before connecting.
 pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
-    let (query_source, query_text) = read_input(&args.query, "query")?;
+    let (query_source, query_text) = read_text(&args.query, "the query", QUERY_LIMIT_BYTES)?;
     let index_file = match &args.index_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            Some((path.display().to_string(), text))
-        }
+        Some(path) => Some(read_text(
+            &path.display().to_string(),
+            "the candidate file",
+            QUERY_LIMIT_BYTES,
+        )?),
         None => None,
     };
     let input = RequestInput {
@@ -694,6 +681,8 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
         }
     }
     let params = resolve(&args.conn)?;
+    // Checked (and for a file, its temporary created) before anything is measured.
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
@@ -704,7 +693,6 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     if let Some(dir) = &args.save_plans {
         save_plans(dir, &report)?;
     }
-    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
         Format::Text => render::write_text(&mut out, &report, &text_options)?,
         Format::Json => write_json(&mut out, &render::CompareDoc::new(&report))?,

@@ -5,8 +5,10 @@ pub mod audit;
 pub mod compare;
 pub mod demo;
 pub mod info;
+pub mod input;
 pub mod live;
 pub mod offline;
+pub mod output;
 
 use std::io::{self, IsTerminal};
 

@@ -119,6 +119,10 @@ pub enum RequestError {
     )]
     Parameters { highest: u32, given: usize },
     #[error(
+        "the query has no parameters ($1, $2, ...) but {given} --param value(s) were given; drop --param, or write the query with $1 where the value goes"
+    )]
+    ParamsWithoutParameters { given: usize },
+    #[error(
         "--param with --generic-plan: the generic plan is planned without parameter values; drop the --param values, or drop --generic-plan to measure with them"
     )]
     ParamsWithGenericPlan,
@@ -207,6 +211,11 @@ impl CompareRequest {
         if mode == Mode::GenericPlan && !input.params.is_empty() {
             return Err(RequestError::ParamsWithGenericPlan);
         }
+        if mode != Mode::GenericPlan && highest == 0 && !input.params.is_empty() {
+            return Err(RequestError::ParamsWithoutParameters {
+                given: input.params.len(),
+            });
+        }
         if mode != Mode::GenericPlan && highest as usize != input.params.len() {
             return Err(RequestError::Parameters {
                 highest,
@@ -251,7 +260,7 @@ impl CompareRequest {
             // Hypothetical indexes are never built, so no lock is taken.
             if c.concurrently && mode != Mode::Hypothetical {
                 let which = if c.name_generated {
-                    c.original.clone()
+                    sql::shorten(&c.original)
                 } else {
                     c.name.clone()
                 };
@@ -416,6 +425,13 @@ mod tests {
         ))
         .unwrap_err();
         assert!(err.to_string().contains("$2"), "{err}");
+        let mut none = input("SELECT * FROM t WHERE a = 1", &["CREATE INDEX ON t (a)"]);
+        none.params = vec!["7".into()];
+        assert_eq!(
+            CompareRequest::validate(none).unwrap_err().to_string(),
+            "the query has no parameters ($1, $2, ...) but 1 --param value(s) were given; drop \
+             --param, or write the query with $1 where the value goes"
+        );
         let mut with_params = input("SELECT * FROM t WHERE a = $1", &["CREATE INDEX ON t (a)"]);
         with_params.params = vec!["7".into()];
         assert!(CompareRequest::validate(with_params).is_ok());
