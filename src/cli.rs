@@ -188,9 +188,15 @@ pub struct CompareArgs {
     /// statistics until then).
     #[arg(long)]
     pub analyze: bool,
-    /// Allow INSERT, UPDATE, DELETE and MERGE (still rolled back; sequences still advance).
+    /// Allow INSERT, UPDATE, DELETE and MERGE, and functions that write (still rolled back;
+    /// sequences still advance). Without it the measured runs are read-only.
     #[arg(long)]
     pub allow_writes: bool,
+    /// Run a query that calls functions whose effects outlive the rollback or reach outside the
+    /// session (replication slots, signals to other backends, statistics resets, session
+    /// advisory locks, dblink, ...), which pgplan refuses otherwise.
+    #[arg(long)]
+    pub allow_lasting_effects: bool,
     /// A value for the query's parameters $1, $2, ... in order (repeatable).
     #[arg(long = "param", value_name = "VALUE")]
     pub params: Vec<String>,

@@ -20,6 +20,7 @@ use crate::plan::{Analysis, parse_plan};
 use crate::report::{Format, TextOptions, compare as render, write_json};
 use crate::sql::{IndexCandidate, QueryKind, quote_ident, quote_literal};
 
+use super::guard;
 use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
 
@@ -44,6 +45,7 @@ pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
         min_gain_percent: args.min_gain,
         analyze: args.analyze,
         allow_writes: args.allow_writes,
+        allow_lasting_effects: args.allow_lasting_effects,
         params: args.params.clone(),
         generic_plan: args.generic_plan,
         hypothetical: args.hypothetical,
@@ -220,6 +222,58 @@ async fn setup_and_runs(
         }
     }
 
+    let statement = statement(client, request, leftovers).await?;
+    let measured = request.mode == Mode::Measured;
+    if measured && !request.allow_writes {
+        guard::read_only_from_here(client).await?;
+    }
+    let sql = explain_sql(&statement, measured);
+    let writes = matches!(request.query.kind, QueryKind::Write(_));
+    let total = if measured { 1 + request.runs } else { 1 };
+    let mut plans = Vec::with_capacity(total as usize);
+    for i in 0..total {
+        let which = if i == 0 {
+            if measured {
+                "cold run".to_owned()
+            } else {
+                "estimating".to_owned()
+            }
+        } else {
+            format!("run {i} of {}", request.runs)
+        };
+        if stop_requested() {
+            return Err(interrupted(label));
+        }
+        progress.update(&format!("{label}: {which}"));
+        // A write runs under a savepoint that is rolled back, so every run sees the same rows.
+        if writes {
+            run(client, "SAVEPOINT pgplan_run", "setting a savepoint").await?;
+        }
+        let context = format!("running the query ({label}, {which})");
+        plans.push(
+            explain::explain(client, &sql, &context)
+                .await
+                .map_err(guard::explain_read_only)?,
+        );
+        if writes {
+            run(
+                client,
+                "ROLLBACK TO SAVEPOINT pgplan_run",
+                "rolling back the run",
+            )
+            .await?;
+        }
+    }
+    Ok((facts, plans))
+}
+
+/// The statement the runs explain: the query itself, or with parameters `EXECUTE` of a prepared
+/// statement (recorded in `leftovers`, to be deallocated).
+async fn statement(
+    client: &tokio_postgres::Client,
+    request: &CompareRequest,
+    leftovers: &mut Leftovers,
+) -> Result<String, SessionError> {
     // Parameters go through a prepared statement, with plan_cache_mode set for this transaction
     // only: a custom plan for the given values, or the generic plan.
     let statement = if !request.params.is_empty() || request.mode == Mode::GenericPlan {
@@ -256,41 +310,7 @@ async fn setup_and_runs(
     } else {
         request.query.text.clone()
     };
-    let measured = request.mode == Mode::Measured;
-    let sql = explain_sql(&statement, measured);
-    let writes = matches!(request.query.kind, QueryKind::Write(_));
-    let total = if measured { 1 + request.runs } else { 1 };
-    let mut plans = Vec::with_capacity(total as usize);
-    for i in 0..total {
-        let which = if i == 0 {
-            if measured {
-                "cold run".to_owned()
-            } else {
-                "estimating".to_owned()
-            }
-        } else {
-            format!("run {i} of {}", request.runs)
-        };
-        if stop_requested() {
-            return Err(interrupted(label));
-        }
-        progress.update(&format!("{label}: {which}"));
-        // A write runs under a savepoint that is rolled back, so every run sees the same rows.
-        if writes {
-            run(client, "SAVEPOINT pgplan_run", "setting a savepoint").await?;
-        }
-        let context = format!("running the query ({label}, {which})");
-        plans.push(explain::explain(client, &sql, &context).await?);
-        if writes {
-            run(
-                client,
-                "ROLLBACK TO SAVEPOINT pgplan_run",
-                "rolling back the run",
-            )
-            .await?;
-        }
-    }
-    Ok((facts, plans))
+    Ok(statement)
 }
 
 /// The error that ends a transaction's work once the user has interrupted.
@@ -466,6 +486,35 @@ fn version_below(version: &str, (major, minor): (u32, u32)) -> bool {
     (v_major, v_minor) < (major, minor)
 }
 
+/// Before anything runs the query: the functions it calls, judged from its estimate-only plan
+/// in a read-only transaction (refused when their effects would outlive the rollback). Only
+/// measured runs execute the query, so the estimate-only modes need no check.
+async fn check_effects(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+) -> Result<Vec<String>> {
+    if request.mode != Mode::Measured {
+        return Ok(Vec::new());
+    }
+    conn.read_only(limits, async |client| {
+        run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
+        let mut leftovers = Leftovers::default();
+        let result = async {
+            let statement = statement(client, request, &mut leftovers).await?;
+            guard::check_calls(client, &statement, request.allow_lasting_effects).await
+        }
+        .await;
+        if result.is_err() {
+            let _ = run(client, "ROLLBACK TO SAVEPOINT pgplan_work", "rolling back").await;
+        }
+        clean_up(client, &leftovers).await?;
+        result
+    })
+    .await
+    .map_err(|e| anyhow!("{}", e.message))
+}
+
 /// Measures the baseline and every candidate, and judges them.
 pub async fn run_compare(
     conn: &mut Connection,
@@ -475,6 +524,7 @@ pub async fn run_compare(
 ) -> Result<CompareReport> {
     check_server(conn, request)?;
     let mut warnings = request.warnings.clone();
+    warnings.extend(check_effects(conn, request, limits).await?);
     let (_, baseline) = measure(conn, request, limits, Setup::Baseline, progress, "baseline")
         .await
         .map_err(|e| {

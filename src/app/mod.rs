@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod compare;
 pub mod demo;
+pub mod guard;
 pub mod info;
 pub mod input;
 pub mod live;

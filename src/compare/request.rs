@@ -90,6 +90,7 @@ pub struct RequestInput {
     pub min_gain_percent: f64,
     pub analyze: bool,
     pub allow_writes: bool,
+    pub allow_lasting_effects: bool,
     pub params: Vec<String>,
     pub generic_plan: bool,
     pub hypothetical: bool,
@@ -157,6 +158,10 @@ pub struct CompareRequest {
     pub runs: u32,
     pub min_gain_percent: f64,
     pub analyze: bool,
+    /// `--allow-writes`: the measured runs may write (rolled back); read-only otherwise.
+    pub allow_writes: bool,
+    /// `--allow-lasting-effects`: functions whose effects outlive the rollback are run anyway.
+    pub allow_lasting_effects: bool,
     pub params: Vec<String>,
     pub mode: Mode,
     /// Things the user must know before reading the figures.
@@ -327,6 +332,8 @@ impl CompareRequest {
             runs: input.runs,
             min_gain_percent: input.min_gain_percent,
             analyze: input.analyze,
+            allow_writes: input.allow_writes,
+            allow_lasting_effects: input.allow_lasting_effects,
             params: input.params,
             mode,
             warnings,
