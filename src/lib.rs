@@ -11,6 +11,7 @@ pub mod compare;
 pub mod db;
 pub mod effects;
 pub mod exit;
+pub mod pgdist;
 pub mod plan;
 pub mod report;
 pub mod server;

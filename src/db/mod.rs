@@ -1,4 +1,5 @@
-//! The I/O shell: everything that talks to a PostgreSQL server or starts one.
+//! The I/O shell: everything that talks to a PostgreSQL server or starts one, and fetches the
+//! server builds `pgplan demo` starts.
 
 pub mod catalog;
 pub mod cluster;
@@ -8,6 +9,7 @@ pub mod effects;
 pub mod error;
 pub mod explain;
 pub mod facts;
+pub mod fetch;
 pub mod pgpass;
 pub mod retry;
 pub mod service;
