@@ -503,14 +503,16 @@ async fn check_effects(
     conn.read_only(limits, async |client| {
         run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
         let mut leftovers = Leftovers::default();
-        let result = async {
-            let statement = statement(client, request, &mut leftovers).await?;
-            guard::check_calls(client, &statement, request.allow_lasting_effects).await
-        }
-        .await;
-        if result.is_err() {
-            let _ = run(client, "ROLLBACK TO SAVEPOINT pgplan_work", "rolling back").await;
-        }
+        let result = match statement(client, request, &mut leftovers).await {
+            Ok(statement) => {
+                guard::check_calls(client, &statement, request.allow_lasting_effects).await
+            }
+            // A query that cannot even be prepared runs nothing: the baseline reports its error.
+            Err(_) => Ok(Vec::new()),
+        };
+        // Back to a usable transaction whatever happened (a query that failed to plan leaves
+        // it aborted), so the cleanup below can run.
+        run(client, "ROLLBACK TO SAVEPOINT pgplan_work", "rolling back").await?;
         clean_up(client, &leftovers).await?;
         result
     })
