@@ -4,6 +4,7 @@
 //! database or an async runtime, an I/O shell ([`db`]) that talks to PostgreSQL, and one
 //! orchestration layer ([`app`]) that joins them for each command.
 
+pub mod advise;
 pub mod app;
 pub mod audit;
 pub mod cli;

@@ -1,6 +1,7 @@
 //! The I/O shell: everything that talks to a PostgreSQL server or starts one, and fetches the
 //! server builds `pgplan demo` starts.
 
+pub mod advise;
 pub mod catalog;
 pub mod cluster;
 pub mod connect;
