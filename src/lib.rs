@@ -12,6 +12,7 @@ pub mod compare;
 pub mod db;
 pub mod effects;
 pub mod exit;
+pub mod explain;
 pub mod pgdist;
 pub mod plan;
 pub mod report;

@@ -36,6 +36,18 @@ pub fn read_chosen_plan(arg: &str, choice: Option<usize>) -> Result<(String, Ana
 }
 
 pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
+    let live_only = [
+        (!args.params.is_empty(), "--param"),
+        (args.generic_plan, "--generic-plan"),
+        (args.allow_writes, "--allow-writes"),
+        (args.save_plan.is_some(), "--save-plan"),
+    ];
+    if let Some((_, flag)) = live_only.iter().find(|(given, _)| *given) {
+        bail!(
+            "{flag} runs the query on a server: give a connection (-d DBNAME, -h, -p, -U) and the \
+             query file, or leave {flag} out to read a saved plan"
+        );
+    }
     let (title, analysis) = read_chosen_plan(&args.plan, args.plan_number)?;
     let mut out = io::stdout().lock();
     match args.format {

@@ -11,6 +11,7 @@ pub mod error;
 pub mod explain;
 pub mod facts;
 pub mod fetch;
+pub mod live;
 pub mod pgpass;
 pub mod retry;
 pub mod service;
