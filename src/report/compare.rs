@@ -110,13 +110,13 @@ pub struct SummaryPairsDoc {
 
 impl SummaryPairsDoc {
     fn new(f: &(Figures, Figures)) -> Self {
-        let [exec, pages, hit, read, temp] = pairs(f).map(|(_, p)| PairDoc::from(p));
+        let [exec, pages, hit, read, temp] = pairs(f).map(|(_, p)| p);
         SummaryPairsDoc {
-            execution_ms: exec,
-            pages_touched: pages,
-            shared_hit_blocks: hit,
-            shared_read_blocks: read,
-            temp_blocks: temp,
+            execution_ms: exec.into(),
+            pages_touched: PairDoc::count(pages),
+            shared_hit_blocks: PairDoc::count(hit),
+            shared_read_blocks: PairDoc::count(read),
+            temp_blocks: PairDoc::count(temp),
             total_cost: Pair::new(f.0.total_cost, f.1.total_cost).into(),
         }
     }
