@@ -349,6 +349,7 @@ async fn measure(
     if stop_requested() {
         return Err(interrupted(label));
     }
+    let major = conn.facts.major();
     let work = async |client: &tokio_postgres::Client| {
         run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
         let mut leftovers = Leftovers::default();
@@ -369,11 +370,13 @@ async fn measure(
     let mut analyses = raw_plans
         .iter()
         .map(|raw| {
-            parse_plan(raw).map(Analysis::of).map_err(|e| SessionError {
-                context: "reading the plan the server returned".into(),
-                message: e.to_string(),
-                sqlstate: None,
-            })
+            parse_plan(raw)
+                .map(|p| Analysis::from_server(p, major))
+                .map_err(|e| SessionError {
+                    context: "reading the plan the server returned".into(),
+                    message: e.to_string(),
+                    sqlstate: None,
+                })
         })
         .collect::<Result<Vec<_>, _>>()?
         .into_iter();

@@ -49,15 +49,19 @@ pub fn binaries_cache_dir() -> PathBuf {
 pub enum ClusterError {
     #[error(
         "no PostgreSQL server binaries found (looked in: {searched})\n\
-         hint: install a server (Debian: apt-get install postgresql), or point --pg-bin / {PG_BIN_ENV} \
-         at a directory holding initdb and postgres; scripts/fetch-postgres.sh fetches them"
+         hint: install a server (Debian: apt-get install postgresql), point --pg-bin / {PG_BIN_ENV} \
+         at a directory holding initdb and postgres, or fetch them with scripts/fetch-postgres.sh \
+         (into {cache}, which is searched last; {PG_CACHE_ENV} moves it)",
+        cache = binaries_cache_dir().display()
     )]
     BinariesNotFound { searched: String },
     #[error(
         "{path}: not a PostgreSQL bin directory ({reason})\n\
          hint: point --pg-bin / {PG_BIN_ENV} at a directory holding initdb and postgres (Debian: \
          /usr/lib/postgresql/<major>/bin after apt-get install postgresql), or unset it to search \
-         pg_config, PATH and /usr/lib/postgresql"
+         pg_config, PATH, /usr/lib/postgresql and the cache scripts/fetch-postgres.sh fills \
+         ({cache}; {PG_CACHE_ENV} moves it)",
+        cache = binaries_cache_dir().display()
     )]
     BadBinDir { path: PathBuf, reason: String },
     #[error(
@@ -978,6 +982,26 @@ impl Drop for Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both hints name every place pgplan searches, the fetch script's cache included.
+    #[test]
+    fn the_binaries_hints_name_the_fetch_cache() {
+        let cache = binaries_cache_dir().display().to_string();
+        let not_found = ClusterError::BinariesNotFound {
+            searched: "PATH".into(),
+        }
+        .to_string();
+        let bad = ClusterError::BadBinDir {
+            path: PathBuf::from("/nowhere"),
+            reason: "no initdb".into(),
+        }
+        .to_string();
+        for message in [not_found, bad] {
+            assert!(message.contains("scripts/fetch-postgres.sh"), "{message}");
+            assert!(message.contains(&cache), "{message}");
+            assert!(message.contains(PG_CACHE_ENV), "{message}");
+        }
+    }
 
     /// A pid that was alive a moment ago and is not now (its owner "died").
     fn dead_pid() -> u32 {

@@ -3,6 +3,7 @@
 
 pub mod diff;
 pub mod findings;
+pub mod hash_mem;
 pub mod metrics;
 pub mod model;
 pub mod parse;
@@ -22,9 +23,20 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// A plan whose server is not known (a saved plan).
     pub fn of(plan: Plan) -> Self {
+        Self::analyse(plan, None)
+    }
+
+    /// A plan made by a server of major version `server_major` just now: defaults that changed
+    /// between versions (`hash_mem_multiplier`) are that version's.
+    pub fn from_server(plan: Plan, server_major: u32) -> Self {
+        Self::analyse(plan, Some(server_major))
+    }
+
+    fn analyse(plan: Plan, server_major: Option<u32>) -> Self {
         let metrics = measure(&plan);
-        let findings = findings::find(&plan, &metrics);
+        let findings = findings::find(&plan, &metrics, server_major);
         Self {
             plan,
             metrics,
