@@ -14,6 +14,8 @@
 //!
 //! Every case runs in a transaction that is rolled back. Unless `cold`, the query runs once
 //! before the recorded run, so the recorded figures are a warm cache's.
+//! Cases live in `fixtures/plans` and `fixtures/story` (each with its setup script) and
+//! `fixtures/advise` (its own `setup.sql`).
 //! Output: `<case>.pg<major>.json` beside the case (`.txt` for FORMAT TEXT), plus
 //! `<case>.pg<major>.psql.txt` / `<case>.pg<major>.auto_explain.json` for captures.
 
@@ -79,7 +81,11 @@ fn parse_case(path: &Path, database: &'static str) -> Case {
 fn cases() -> Vec<Case> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut cases = Vec::new();
-    for (dir, db) in [("plans", "fixtures"), ("story", "story")] {
+    for (dir, db) in [
+        ("plans", "fixtures"),
+        ("story", "story"),
+        ("advise", "advise"),
+    ] {
         let mut paths: Vec<PathBuf> = fs::read_dir(root.join(dir))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -278,6 +284,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let setup = fs::read_to_string(root.join("fixtures/plans/setup.sql"))?;
     let story = fs::read_to_string(root.join("demo/story.sql"))?;
+    let advise = fs::read_to_string(root.join("fixtures/advise/setup.sql"))?;
     let cases = cases();
 
     for major in versions {
@@ -294,12 +301,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .execute("postgres", "CREATE DATABASE fixtures")
             .await?;
         cluster.execute("postgres", "CREATE DATABASE story").await?;
+        cluster
+            .execute("postgres", "CREATE DATABASE advise")
+            .await?;
         // One statement at a time: VACUUM refuses the implicit transaction of a multi-statement query.
         for statement in script_statements(&setup) {
             cluster.execute("fixtures", &statement).await?;
         }
         for statement in script_statements(&story) {
             cluster.execute("story", &statement).await?;
+        }
+        for statement in script_statements(&advise) {
+            cluster.execute("advise", &statement).await?;
         }
         for case in &cases {
             if major < case.min_version {

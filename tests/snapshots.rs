@@ -14,7 +14,7 @@ fn fixtures_dir() -> PathBuf {
 /// Every recorded plan: server JSON, auto_explain's JSON and psql's pasted output.
 fn plan_fixtures() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for dir in ["plans", "story"] {
+    for dir in ["plans", "story", "advise"] {
         for entry in std::fs::read_dir(fixtures_dir().join(dir)).unwrap() {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();

@@ -700,7 +700,7 @@ mod tests {
     fn fixtures() -> Vec<(String, String)> {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
         let mut out = Vec::new();
-        for dir in ["plans", "story"] {
+        for dir in ["plans", "story", "advise"] {
             for entry in std::fs::read_dir(root.join(dir)).unwrap() {
                 let path = entry.unwrap().path();
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();
