@@ -82,9 +82,14 @@ pub struct ManArgs {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The plan: a file with EXPLAIN (FORMAT JSON) output (as psql prints it, or auto_explain's
-    /// JSON), or - for standard input.
+    /// The plan: a file with EXPLAIN output in any format (TEXT as psql prints it, JSON, YAML,
+    /// XML, or an auto_explain log excerpt), or - for standard input.
     pub plan: String,
+
+    /// Which plan to read when the input holds several (an auto_explain log, a psql session):
+    /// 1 for the first (the default).
+    #[arg(long = "plan", value_name = "N")]
+    pub plan_number: Option<usize>,
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
