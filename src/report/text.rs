@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use anstyle::{AnsiColor, Style};
 use unicode_width::UnicodeWidthStr;
 
-use comfy_table::{Cell, ContentArrangement, Table, presets};
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 
 use crate::plan::{Analysis, Comparison, Finding};
 
@@ -14,7 +14,7 @@ use super::format::{change, count, ms, printable};
 use super::tree::{TreeRow, figures, labelled, rows, unified_diff};
 use super::{Paint, TextOptions};
 
-/// The compare report's candidate table, wrapped to the terminal if there is one (comfy-table:
+/// The compare and advise reports' tables, wrapped to the terminal if there is one (comfy-table:
 /// a few rows whose cells may need wrapping). Plan trees and before/after tables are [`Grid`]s.
 pub fn new_table(headers: &[&str], options: &TextOptions) -> Table {
     let mut table = Table::new();
@@ -32,6 +32,15 @@ pub fn new_table(headers: &[&str], options: &TextOptions) -> Table {
     let paint = Paint::new(options.color);
     table.set_header(headers.iter().map(|h| Cell::new(paint.bold(h))));
     table
+}
+
+/// Right-aligns columns `from..` (the numeric ones) of a [`new_table`].
+pub fn align_numbers(table: &mut Table, from: usize) {
+    for index in from..table.column_count() {
+        if let Some(column) = table.column_mut(index) {
+            column.set_cell_alignment(CellAlignment::Right);
+        }
+    }
 }
 
 /// Writes the table, trimming the padding comfy-table leaves at the end of each line.
