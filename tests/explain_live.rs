@@ -319,7 +319,7 @@ async fn runs_are_rolled_back_read_only_unless_writing_and_leave_nothing_behind(
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(
             report.contains(
-                "the rolled-back write left about 8,000 dead row versions in public.events until \
+                "the run left about 8,000 dead row versions in public.events (the rolled-back write's) until \
                  VACUUM removes them"
             ),
             "PostgreSQL {major}:\n{report}"
