@@ -248,6 +248,7 @@ pub enum AuditFormat {
     Json,
     Markdown,
     Prometheus,
+    Html,
 }
 
 #[derive(Debug, Args)]
