@@ -8,8 +8,10 @@
 
 pub mod access;
 pub mod choose;
+pub mod drops;
 pub mod expr;
 pub mod facts;
+pub mod report;
 pub mod rules;
 #[cfg(test)]
 pub(crate) mod testing;

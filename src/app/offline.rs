@@ -1,8 +1,10 @@
 //! `pgplan explain` and `pgplan diff`: saved plans in, reports out, no database.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 
-use anyhow::{Context, Result, bail};
+use super::input::{PLAN_LIMIT_BYTES, read_text};
+
+use anyhow::{Result, bail};
 
 use crate::cli::{DiffArgs, ExplainArgs};
 use crate::exit;
@@ -17,21 +19,11 @@ pub fn read_plan_input(arg: &str) -> Result<(String, Analysis)> {
 /// Reads plan `choice` (from 1; the first when `None`) of a plan argument, and says on stderr
 /// when the input holds more plans than the one read.
 pub fn read_chosen_plan(arg: &str, choice: Option<usize>) -> Result<(String, Analysis)> {
-    let (title, content) = if arg == "-" {
-        let mut content = String::new();
-        io::stdin()
-            .read_to_string(&mut content)
-            .context("reading the plan from standard input")?;
-        ("(standard input)".to_owned(), content)
+    let (name, content) = read_text(arg, "the plan", PLAN_LIMIT_BYTES)?;
+    let title = if arg == "-" {
+        "(standard input)".to_owned()
     } else {
-        let bytes = std::fs::read(arg).with_context(|| format!("reading {arg}"))?;
-        let content = String::from_utf8(bytes).map_err(|e| {
-            anyhow::anyhow!(
-                "{arg}: not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            )
-        })?;
-        (arg.to_owned(), content)
+        name
     };
     let read = read_plan(&content, choice).map_err(|e| anyhow::anyhow!("{title}: {e}"))?;
     if read.count > 1 {
@@ -44,6 +36,18 @@ pub fn read_chosen_plan(arg: &str, choice: Option<usize>) -> Result<(String, Ana
 }
 
 pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
+    let live_only = [
+        (!args.params.is_empty(), "--param"),
+        (args.generic_plan, "--generic-plan"),
+        (args.allow_writes, "--allow-writes"),
+        (args.save_plan.is_some(), "--save-plan"),
+    ];
+    if let Some((_, flag)) = live_only.iter().find(|(given, _)| *given) {
+        bail!(
+            "{flag} runs the query on a server: give a connection (-d DBNAME, -h, -p, -U) and the \
+             query file, or leave {flag} out to read a saved plan"
+        );
+    }
     let (title, analysis) = read_chosen_plan(&args.plan, args.plan_number)?;
     let mut out = io::stdout().lock();
     match args.format {

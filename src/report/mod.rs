@@ -2,6 +2,7 @@
 //! Markdown (for a pull request or a ticket) or a self-contained HTML page, and the audit also as Prometheus metrics, to any
 //! `io::Write`.
 
+pub mod advise;
 pub mod audit;
 pub mod compare;
 pub mod format;

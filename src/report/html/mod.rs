@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 pub use audit::{audit_body, write_audit};
 pub use compare::{compare_body, write_compare};
-pub use plan::{write_diff, write_explain};
+pub use plan::{write_diff, write_explain, write_explain_with_notes};
 
 use crate::plan::Severity;
 

@@ -14,10 +14,28 @@ use crate::report::format::{change, count, ms};
 
 /// `pgplan explain --format html`.
 pub fn write_explain(out: &mut dyn Write, title: &str, analysis: &Analysis) -> io::Result<()> {
+    write_explain_with_notes(out, title, analysis, &[])
+}
+
+/// `pgplan explain -d --format html`: the plan, and what the run left that a rollback does not
+/// undo.
+pub fn write_explain_with_notes(
+    out: &mut dyn Write,
+    title: &str,
+    analysis: &Analysis,
+    notes: &[String],
+) -> io::Result<()> {
     let mut html = String::new();
     let _ = writeln!(html, "<h1>Plan {}</h1>", escape(title));
     plan_summary(&mut html, analysis);
     plan_section(&mut html, analysis, "");
+    if !notes.is_empty() {
+        html.push_str("<h3>Notes</h3>\n<ul>\n");
+        for note in notes {
+            element(&mut html, "li", "", note);
+        }
+        html.push_str("</ul>\n");
+    }
     page(out, &format!("pgplan explain · {title}"), &html)
 }
 
