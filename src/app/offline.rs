@@ -49,7 +49,7 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
         );
     }
     let (title, analysis) = read_chosen_plan(&args.plan, args.plan_number)?;
-    let mut out = io::stdout().lock();
+    let mut out = buffered_stdout();
     match args.format {
         Format::Text => text::write_explain(&mut out, &title, &analysis, options)?,
         Format::Json => write_json(&mut out, &wire::ExplainDoc::new(&analysis))?,
@@ -73,7 +73,7 @@ pub fn diff(args: DiffArgs, options: &TextOptions) -> Result<u8> {
     let (before_title, before) = read_plan_input(&args.before)?;
     let (after_title, after) = read_plan_input(&args.after)?;
     let comparison = Comparison::of(before, after);
-    let mut out = io::stdout().lock();
+    let mut out = buffered_stdout();
     let titles = (before_title.as_str(), after_title.as_str());
     match args.format {
         Format::Text => text::write_diff(&mut out, titles, &comparison, options)?,
@@ -86,6 +86,13 @@ pub fn diff(args: DiffArgs, options: &TextOptions) -> Result<u8> {
         Some(percent) if regressed(&comparison, percent) => exit::FINDINGS,
         _ => exit::SUCCESS,
     })
+}
+
+/// Standard output with a buffer of its own: a report is written in pieces of a line or less,
+/// and standard output alone (line-buffered) would make a system call for each line, a million
+/// of them for a large plan's JSON.
+fn buffered_stdout() -> io::BufWriter<io::StdoutLock<'static>> {
+    io::BufWriter::with_capacity(1 << 16, io::stdout().lock())
 }
 
 /// Whether the after plan is worse by more than `percent`: pages touched when both plans have
