@@ -3,6 +3,7 @@
 //! decided on pages touched, never on estimated cost.
 
 pub mod noise;
+pub mod workload;
 pub mod request;
 
 use serde::Serialize;
