@@ -8,6 +8,7 @@ pub mod docs;
 pub mod info;
 pub mod live;
 pub mod offline;
+pub mod workload;
 
 use std::io::{self, IsTerminal};
 

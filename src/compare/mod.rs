@@ -3,8 +3,8 @@
 //! decided on pages touched, never on estimated cost.
 
 pub mod noise;
-pub mod workload;
 pub mod request;
+pub mod workload;
 
 use serde::Serialize;
 

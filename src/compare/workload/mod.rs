@@ -84,13 +84,15 @@ pub struct WorkloadMeasurements {
     pub skipped_for_budget: Vec<usize>,
 }
 
+/// Per sample: baseline and candidate warm figures (None where a run failed).
+pub type SamplePairs = Vec<Option<(Figures, Figures)>>;
+
 /// One query under one candidate, as the report shows it.
 #[derive(Debug, Clone)]
 pub struct QueryOutcome {
     pub figures: QueryFigures,
     pub judgement: QueryJudgement,
-    /// Per sample: baseline and candidate warm figures (None where a run failed).
-    pub samples: Vec<Option<(Figures, Figures)>>,
+    pub samples: SamplePairs,
 }
 
 /// A candidate judged over the workload.
@@ -133,7 +135,7 @@ fn query_figures(
     baseline: &QueryRuns,
     with: &QueryRuns,
     plan_index_names: &[String],
-) -> (QueryFigures, Vec<Option<(Figures, Figures)>>) {
+) -> (QueryFigures, SamplePairs) {
     let measured = query.samples.iter().all(|s| !s.generic) && query.runnable;
     let mut pairs = Vec::new();
     let mut used = false;
@@ -169,10 +171,26 @@ fn query_figures(
         calls_per_day: query.source.calls_per_day,
         measured,
         used,
-        pages_before: if measured { avg(|f| f.pages_touched, 0) } else { None },
-        pages_after: if measured { avg(|f| f.pages_touched, 1) } else { None },
-        ms_before: if measured { avg(|f| f.execution_ms, 0) } else { None },
-        ms_after: if measured { avg(|f| f.execution_ms, 1) } else { None },
+        pages_before: if measured {
+            avg(|f| f.pages_touched, 0)
+        } else {
+            None
+        },
+        pages_after: if measured {
+            avg(|f| f.pages_touched, 1)
+        } else {
+            None
+        },
+        ms_before: if measured {
+            avg(|f| f.execution_ms, 0)
+        } else {
+            None
+        },
+        ms_after: if measured {
+            avg(|f| f.execution_ms, 1)
+        } else {
+            None
+        },
         time_within_noise: noise,
         cost_before: avg(|f| f.total_cost, 0),
         cost_after: avg(|f| f.total_cost, 1),
@@ -193,11 +211,16 @@ pub fn judge(
     for (i, result) in measurements.candidates.iter().enumerate() {
         let Ok(run) = result else { continue };
         let baseline = &measurements.baselines[run.baseline];
-        let outcomes: Vec<(QueryFigures, Vec<Option<(Figures, Figures)>>)> = queries
+        let outcomes: Vec<(QueryFigures, SamplePairs)> = queries
             .iter()
             .enumerate()
             .map(|(q, query)| {
-                query_figures(query, &baseline.queries[q], &run.queries[q], &run.plan_index_names)
+                query_figures(
+                    query,
+                    &baseline.queries[q],
+                    &run.queries[q],
+                    &run.plan_index_names,
+                )
             })
             .collect();
         let table = table_of(&candidates[i]);
@@ -216,10 +239,9 @@ pub fn judge(
                         wal_bytes: (a.wal_bytes - b.wal_bytes).max(0.0),
                         estimated: false,
                     },
-                    _ => write_cost::estimated_entry_cost(
-                        run.size_bytes.unwrap_or(0.0),
-                        run.entries,
-                    ),
+                    _ => {
+                        write_cost::estimated_entry_cost(run.size_bytes.unwrap_or(0.0), run.entries)
+                    }
                 };
                 vec![write_cost::write_cost(
                     activity,
@@ -232,8 +254,8 @@ pub fn judge(
             .unwrap_or_default();
         let figures: Vec<QueryFigures> = outcomes.iter().map(|(f, _)| f.clone()).collect();
         let verdict = judge_workload(&figures, &writes, min_gain_percent);
-        let estimated = figures.iter().any(|f| !f.measured)
-            || writes.iter().any(|w| w.entry_cost.estimated);
+        let estimated =
+            figures.iter().any(|f| !f.measured) || writes.iter().any(|w| w.entry_cost.estimated);
         let queries = outcomes
             .into_iter()
             .zip(verdict.queries.iter().cloned())
@@ -260,4 +282,40 @@ pub fn judge(
 /// Whether any judged candidate pays.
 pub fn any_pays(judged: &[JudgedCandidate]) -> bool {
     judged.iter().any(|j| j.verdict.verdict == Verdict::Pays)
+}
+
+/// Everything `compare --workload` reports.
+#[derive(Debug, Clone)]
+pub struct WorkloadReport {
+    pub server_version: String,
+    /// "pg_stat_statements", the file or directory, or "query files".
+    pub source: String,
+    pub queries: Vec<WorkloadQuery>,
+    pub candidates: Vec<IndexCandidate>,
+    /// The name each candidate goes by (PostgreSQL's for an unnamed one, made unique).
+    pub names: Vec<String>,
+    pub measurements: WorkloadMeasurements,
+    /// Measured candidates, best first.
+    pub ranking: Vec<JudgedCandidate>,
+    pub runs: u32,
+    pub min_gain_percent: f64,
+    pub allow_writes: bool,
+    pub warnings: Vec<String>,
+}
+
+impl WorkloadReport {
+    /// The best candidate that pays for the workload.
+    pub fn best(&self) -> Option<&JudgedCandidate> {
+        self.ranking
+            .iter()
+            .find(|j| j.verdict.verdict == Verdict::Pays)
+    }
+
+    pub fn failed(&self) -> impl Iterator<Item = (usize, &str)> {
+        self.measurements
+            .candidates
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_ref().err().map(|e| (i, e.as_str())))
+    }
 }

@@ -70,9 +70,31 @@ fn column_after(toks: &[Token<'_>], start: usize) -> Option<ParamUse> {
 fn is_keyword(word: &str) -> bool {
     matches!(
         word,
-        "and" | "or" | "not" | "select" | "where" | "in" | "any" | "all" | "null" | "true"
-            | "false" | "case" | "when" | "then" | "else" | "end" | "between" | "like"
-            | "ilike" | "limit" | "offset" | "set" | "values" | "on" | "exists"
+        "and"
+            | "or"
+            | "not"
+            | "select"
+            | "where"
+            | "in"
+            | "any"
+            | "all"
+            | "null"
+            | "true"
+            | "false"
+            | "case"
+            | "when"
+            | "then"
+            | "else"
+            | "end"
+            | "between"
+            | "like"
+            | "ilike"
+            | "limit"
+            | "offset"
+            | "set"
+            | "values"
+            | "on"
+            | "exists"
     )
 }
 
@@ -84,7 +106,10 @@ pub fn parameter_uses(toks: &[Token<'_>], max: u32) -> Vec<ParamUse> {
         if t.kind != TokenKind::Parameter {
             continue;
         }
-        let Some(n) = t.text[1..].parse::<usize>().ok().filter(|n| (1..=max as usize).contains(n))
+        let Some(n) = t.text[1..]
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=max as usize).contains(n))
         else {
             continue;
         };
@@ -100,27 +125,28 @@ pub fn parameter_uses(toks: &[Token<'_>], max: u32) -> Vec<ParamUse> {
                     || p.is_keyword("like")
                     || p.is_keyword("ilike") =>
             {
-                i.checked_sub(2).and_then(|end| column_before(toks, end)).or_else(|| {
-                    // `col NOT LIKE $1`
-                    (i >= 3 && toks[i - 2].is_keyword("not"))
-                        .then(|| column_before(toks, i - 3))
-                        .flatten()
-                })
+                i.checked_sub(2)
+                    .and_then(|end| column_before(toks, end))
+                    .or_else(|| {
+                        // `col NOT LIKE $1`
+                        (i >= 3 && toks[i - 2].is_keyword("not"))
+                            .then(|| column_before(toks, i - 3))
+                            .flatten()
+                    })
             }
             Some(p) if p.is_keyword("between") => column_before(toks, i - 2),
             // `col BETWEEN $1 AND $2`: the second bound.
-            Some(p)
-                if p.is_keyword("and")
-                    && i >= 4
-                    && toks[i - 3].is_keyword("between") =>
-            {
+            Some(p) if p.is_keyword("and") && i >= 4 && toks[i - 3].is_keyword("between") => {
                 column_before(toks, i - 4)
             }
             // `col IN ($1, $2, ...)`: walk back over the list to `IN (`.
             Some(p) if p.text == "(" || p.text == "," => {
                 let mut j = i - 1;
-                while j > 0 && (toks[j].text == "," || toks[j].kind == TokenKind::Parameter
-                    || toks[j].kind == TokenKind::Number || matches!(toks[j].kind, TokenKind::String(_)))
+                while j > 0
+                    && (toks[j].text == ","
+                        || toks[j].kind == TokenKind::Parameter
+                        || toks[j].kind == TokenKind::Number
+                        || matches!(toks[j].kind, TokenKind::String(_)))
                 {
                     j -= 1;
                 }
@@ -159,7 +185,10 @@ pub struct ColumnStats {
 pub enum ParamSource {
     Stats(ColumnStats),
     /// A value of the column read from a sampled row (the column has no statistics).
-    Sampled { column: String, value: String },
+    Sampled {
+        column: String,
+        value: String,
+    },
     Limit,
     Offset,
     /// Nothing found; the message says why.
@@ -202,10 +231,7 @@ fn pick(source: &ParamSource, kind: &str) -> Option<(String, String)> {
                 )
             };
             let from_hist = |i: usize, what: &str| {
-                (
-                    hist[i].clone(),
-                    format!("{}'s histogram {what}", s.column),
-                )
+                (hist[i].clone(), format!("{}'s histogram {what}", s.column))
             };
             match kind {
                 "common" if !mcv.is_empty() => Some(from_mcv(0)),
@@ -282,9 +308,7 @@ pub fn choose_samples(given: Option<&[String]>, sources: &[ParamSource]) -> Vec<
             why: missing,
         }];
     }
-    let only_sampled = sources
-        .iter()
-        .all(|s| !matches!(s, ParamSource::Stats(_)));
+    let only_sampled = sources.iter().all(|s| !matches!(s, ParamSource::Stats(_)));
     let kinds: &[&str] = if only_sampled {
         &["common"]
     } else {
@@ -352,7 +376,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            uses("SELECT 1 FROM t WHERE \"Kind\" IN ($1, $2) AND v BETWEEN $3 AND $4", 4),
+            uses(
+                "SELECT 1 FROM t WHERE \"Kind\" IN ($1, $2) AND v BETWEEN $3 AND $4",
+                4
+            ),
             [
                 col(None, "Kind"),
                 col(None, "Kind"),
@@ -361,7 +388,10 @@ mod tests {
             ]
         );
         assert_eq!(
-            uses("SELECT 1 FROM t WHERE lower(a) = $1 AND b = any($2) AND f($3)", 3),
+            uses(
+                "SELECT 1 FROM t WHERE lower(a) = $1 AND b = any($2) AND f($3)",
+                3
+            ),
             [ParamUse::Unknown, ParamUse::Unknown, ParamUse::Unknown]
         );
         assert_eq!(
@@ -388,9 +418,17 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [("common", "pending"), ("typical", "done"), ("rare", "failed")]
+            [
+                ("common", "pending"),
+                ("typical", "done"),
+                ("rare", "failed")
+            ]
         );
-        assert!(samples[0].why[0].contains("70% of rows"), "{:?}", samples[0].why);
+        assert!(
+            samples[0].why[0].contains("70% of rows"),
+            "{:?}",
+            samples[0].why
+        );
         let mut h = stats();
         h.histogram_bounds = (0..11).map(|i| (i * 10).to_string()).collect();
         let samples = choose_samples(None, &[ParamSource::Stats(h), ParamSource::Limit]);

@@ -37,7 +37,9 @@ pub enum SourceError {
         line: usize,
         message: String,
     },
-    #[error("{file}: expected a query (SELECT, WITH, VALUES, TABLE, INSERT, UPDATE, DELETE, MERGE), found {keyword}")]
+    #[error(
+        "{file}: expected a query (SELECT, WITH, VALUES, TABLE, INSERT, UPDATE, DELETE, MERGE), found {keyword}"
+    )]
     NotAQuery { file: String, keyword: String },
     #[error("{file} holds no query")]
     Empty { file: String },

@@ -220,7 +220,10 @@ mod tests {
         assert_eq!(w.index_entries_per_day, Some(39_250.0));
         // And each lost HOT update writes to the two existing indexes too.
         assert_eq!(w.write_pages_added_per_day, Some(39_250.0 + 67_500.0));
-        assert_eq!(w.wal_bytes_added_per_day, Some(100.0 * (39_250.0 + 67_500.0)));
+        assert_eq!(
+            w.wal_bytes_added_per_day,
+            Some(100.0 * (39_250.0 + 67_500.0))
+        );
     }
 
     #[test]
@@ -228,7 +231,11 @@ mod tests {
         let cols = vec!["status".to_owned()];
         let w = write_cost(&activity(), Some(&cols), 0.1, &[], COST);
         assert_eq!(w.hot_updates_lost_per_day, None);
-        assert!(w.notes.iter().any(|n| n.contains("no UPDATE")), "{:?}", w.notes);
+        assert!(
+            w.notes.iter().any(|n| n.contains("no UPDATE")),
+            "{:?}",
+            w.notes
+        );
         assert!((w.index_entries_per_day.unwrap() - 550.0).abs() < 1e-9);
         let mut unknown = activity();
         unknown.window_seconds = None;
