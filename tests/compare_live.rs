@@ -221,7 +221,7 @@ async fn the_story_partial_index_pays_and_the_others_do_not() {
             "--save-plans", plans.to_str().unwrap(),
         ]);
         let doc = json(&out);
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], 2);
         assert_eq!(doc["mode"], "measured");
         assert_eq!(doc["estimated"], false);
         assert_eq!(doc["best"], "pending_recent");

@@ -177,6 +177,19 @@ pub(super) async fn build_index(
         candidate.name.clone()
     };
     if let Some(index) = explain::index_facts(client, &candidate.table, &name).await? {
+        if index.check_xmin {
+            // The planner skips an index with indcheckxmin set until the index's own xmin is
+            // older than the transaction's (plancat.c): measured here, it would read "unused"
+            // whatever it is worth.
+            return Err(SessionError {
+                context: format!("building {}", candidate.describe()),
+                message: format!(
+                    "{} has rows whose HOT chains the new index cannot follow (updated rows not yet                      vacuumed), so PostgreSQL lets no query use the index in the transaction that                      built it (pg_index.indcheckxmin); pgplan cannot measure it.\n                     hint: VACUUM {} first, then run pgplan again",
+                    candidate.table, candidate.table
+                ),
+                sqlstate: None,
+            });
+        }
         facts.size_bytes = Some(index.size_bytes);
         facts.has_expressions = index.has_expressions;
         facts.plan_index_names = index.plan_names;

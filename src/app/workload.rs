@@ -203,7 +203,15 @@ pub async fn prepare_queries(
                 given.len()
             );
         }
-        let samples = if count == 0 || source.params.is_some() {
+        let samples = if !runnable {
+            // Never run: only its estimated plan is shown, and its SET list read.
+            vec![params::Sample {
+                label: "not run".into(),
+                params: Vec::new(),
+                generic: true,
+                why: vec!["a write: run only with --allow-writes (rolled back)".into()],
+            }]
+        } else if count == 0 || source.params.is_some() {
             params::choose_samples(source.params.as_deref(), &[])
                 .into_iter()
                 .map(|mut s| {
@@ -717,8 +725,15 @@ fn read_sources(args: &CompareArgs) -> Result<(String, Vec<SourceQuery>)> {
             if files.is_empty() {
                 bail!("{w} holds no .sql file; put one query per .sql file there");
             }
+            // In a directory, a query goes by its file name.
             for f in files {
-                queries.extend(read(&f)?);
+                let name = f
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let text = std::fs::read_to_string(&f)
+                    .with_context(|| format!("reading {}", f.display()))?;
+                queries.extend(source::parse_file(&name, &text).map_err(|e| anyhow!("{e}"))?);
             }
         } else {
             queries.extend(read(path)?);
@@ -884,6 +899,172 @@ async fn statements_workload(
     Ok((queries, notes))
 }
 
+/// What a workload run is asked for, besides its queries and candidates.
+#[derive(Debug, Clone)]
+pub struct WorkloadSettings {
+    /// How the report names the source ("pg_stat_statements", a file or directory...).
+    pub source_name: String,
+    /// Read pg_stat_statements' top statements (`top`, `min_calls`) besides `file_queries`.
+    pub statements: Option<(u32, u64)>,
+    pub runs: u32,
+    pub min_gain: f64,
+    pub allow_writes: bool,
+    pub analyze: bool,
+    pub deadline: Option<Instant>,
+}
+
+/// Reads, measures and judges a workload on an open connection: `compare --workload` and the
+/// demo's workload story.
+pub async fn run_workload(
+    conn: &mut Connection,
+    limits: &Limits,
+    file_queries: Vec<SourceQuery>,
+    candidates: &[IndexCandidate],
+    settings: &WorkloadSettings,
+    progress: &Progress,
+) -> Result<WorkloadReport> {
+    let mut warnings = Vec::new();
+    for c in candidates {
+        if c.concurrently {
+            warnings.push(format!(
+                "{}: CONCURRENTLY cannot run inside a transaction block, so pgplan builds it plainly \
+                 inside the rolled-back transaction (it holds a SHARE lock on {} while it builds: writes \
+                 to the table wait)",
+                c.describe(),
+                c.table
+            ));
+        }
+    }
+    let conn = &mut *conn;
+    let limits = *limits;
+    if conn.facts.in_recovery || conn.facts.read_only {
+        bail!(
+            "{} is read-only (a standby, or default_transaction_read_only): compare --workload \
+             builds each candidate inside a rolled-back transaction.\n\
+             hint: run it against a writable copy",
+            conn.target
+        );
+    }
+    let mut sources = Vec::new();
+    if let Some((top, min_calls)) = settings.statements {
+        let (queries, notes) = statements_workload(conn, &limits, top, min_calls).await?;
+        warnings.extend(notes);
+        sources.extend(queries);
+    }
+    sources.extend(file_queries);
+    if sources.is_empty() {
+        bail!("the workload holds no query to measure");
+    }
+    let writes = sources
+        .iter()
+        .filter(|q| matches!(q.query.kind, QueryKind::Write(_)))
+        .count();
+    if writes > 0 && !settings.allow_writes {
+        warnings.push(format!(
+        "{writes} write(s) of the workload were not run (--allow-writes runs them, rolled back); \
+         their SET lists still count for the HOT updates an index ends"
+        ));
+    }
+    progress.update("choosing parameter values");
+    let queries = prepare_queries(conn, &limits, sources, settings.allow_writes).await?;
+    let untracked = conn.facts.superuser;
+    if !untracked {
+        warnings.push(
+            "pgplan's own runs may show in pg_stat_statements (keeping them out needs a superuser \
+         for SET LOCAL pg_stat_statements.track); it never resets it"
+                .into(),
+        );
+    }
+    let engine = EngineOptions {
+        runs: settings.runs,
+        allow_writes: settings.allow_writes,
+        analyze: settings.analyze,
+        deadline: settings.deadline,
+        untracked,
+    };
+    let measurements =
+        measure_workload(conn, &limits, &queries, candidates, &[], &engine, &progress).await?;
+    // Unnamed candidates go by the name PostgreSQL gave them, made unique as it would.
+    let mut names: Vec<String> = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        let plan_name = measurements.candidates[i]
+            .as_ref()
+            .map(|r| r.name.clone())
+            .unwrap_or_default();
+        let taken: Vec<&str> = names.iter().map(String::as_str).collect();
+        let name = display_name(&CandidateSpec::Create(c.clone()), &plan_name, &taken);
+        names.push(name);
+    }
+    let resolved = conn
+        .read_only(&limits, async |client| {
+            let mut map = Vec::new();
+            for q in &queries {
+                if let Some((table, _)) = updates::update_target(&q.source.query.text)
+                    && let Some(name) = dbw::relation_name(client, &table).await?
+                {
+                    map.push((table, name));
+                }
+            }
+            for c in candidates {
+                if let Some(name) = dbw::relation_name(client, &c.table).await? {
+                    map.push((c.table.clone(), name));
+                }
+            }
+            Ok(map)
+        })
+        .await?;
+    let lookup = |t: &str| {
+        resolved
+            .iter()
+            .find(|(k, _)| k == t)
+            .map(|(_, v)| v.clone())
+    };
+    let updates = workload_updates(&queries, lookup);
+    for estimate in &measurements.estimate_changes {
+        warnings.push(format!(
+        "a build updated {}'s planner estimates in place, and that outlives the rollback: \
+         relpages {} → {}, reltuples {} → {}; the baseline was measured again before the next candidate",
+        estimate.table,
+        estimate.relpages.before,
+        estimate.relpages.after,
+        estimate.reltuples.before,
+        estimate.reltuples.after
+        ));
+    }
+    if !measurements.skipped_for_budget.is_empty() {
+        let skipped: Vec<&str> = measurements
+            .skipped_for_budget
+            .iter()
+            .map(|&i| names[i].as_str())
+            .collect();
+        warnings.push(format!(
+            "--budget ran out before these candidates were measured: {}",
+            skipped.join(", ")
+        ));
+    }
+    let ranking = judge(
+        &queries,
+        &measurements,
+        candidates,
+        &updates,
+        |c| lookup(&c.table),
+        settings.min_gain,
+    );
+    Ok(WorkloadReport {
+        server_version: conn.facts.version.clone(),
+        source: settings.source_name.clone(),
+        queries,
+        candidates: candidates.to_vec(),
+        names,
+        measurements,
+        ranking,
+        runs: settings.runs,
+        min_gain_percent: settings.min_gain,
+        allow_writes: settings.allow_writes,
+        warnings,
+    })
+}
+
 /// `pgplan compare --workload ...` (or several query files).
 pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     let (source_name, file_queries) = read_sources(&args)?;
@@ -899,135 +1080,33 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
             args.min_gain
         );
     }
-    let mut warnings = Vec::new();
-    for c in &candidates {
-        if c.concurrently {
-            warnings.push(format!(
-                "{}: CONCURRENTLY cannot run inside a transaction block, so pgplan builds it plainly \
-                 inside the rolled-back transaction (it holds a SHARE lock on {} while it builds: writes \
-                 to the table wait)",
-                c.describe(),
-                c.table
-            ));
-        }
-    }
     let params = resolve(&args.conn)?;
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
     let started = Instant::now();
     let progress = Progress::new();
+    let settings = WorkloadSettings {
+        source_name,
+        statements: (args.workload.as_deref() == Some("pg_stat_statements"))
+            .then_some((args.top, args.min_calls)),
+        runs: args.runs,
+        min_gain: args.min_gain,
+        allow_writes: args.allow_writes,
+        analyze: args.analyze,
+        deadline: args.budget.map(|b| started + b),
+    };
     let report = runtime()?.block_on(interrupt.run(async {
         let mut conn = open(&params, &args.session, &interrupt).await?;
-        if conn.facts.in_recovery || conn.facts.read_only {
-            bail!(
-                "{} is read-only (a standby, or default_transaction_read_only): compare --workload builds each candidate inside a rolled-back transaction.\n\
-                 hint: run it against a writable copy",
-                conn.target
-            );
-        }
-        let mut sources = Vec::new();
-        if args.workload.as_deref() == Some("pg_stat_statements") {
-            let (queries, notes) = statements_workload(&mut conn, &limits, args.top, args.min_calls).await?;
-            warnings.extend(notes);
-            sources.extend(queries);
-        }
-        sources.extend(file_queries);
-        if sources.is_empty() {
-            bail!("the workload holds no query to measure");
-        }
-        let writes = sources
-            .iter()
-            .filter(|q| matches!(q.query.kind, QueryKind::Write(_)))
-            .count();
-        if writes > 0 && !args.allow_writes {
-            warnings.push(format!(
-                "{writes} write(s) of the workload were not run (--allow-writes runs them, rolled back); \
-                 their SET lists still count for the HOT updates an index ends"
-            ));
-        }
-        progress.update("choosing parameter values");
-        let queries = prepare_queries(&mut conn, &limits, sources, args.allow_writes).await?;
-        let untracked = conn.facts.superuser;
-        if !untracked {
-            warnings.push(
-                "pgplan's own runs may show in pg_stat_statements (keeping them out needs a superuser \
-                 for SET LOCAL pg_stat_statements.track); it never resets it"
-                    .into(),
-            );
-        }
-        let engine = EngineOptions {
-            runs: args.runs,
-            allow_writes: args.allow_writes,
-            analyze: args.analyze,
-            deadline: args.budget.map(|b| started + b),
-            untracked,
-        };
-        let measurements =
-            measure_workload(&mut conn, &limits, &queries, &candidates, &[], &engine, &progress).await?;
-        // Unnamed candidates go by the name PostgreSQL gave them, made unique as it would.
-        let mut names: Vec<String> = Vec::new();
-        for (i, c) in candidates.iter().enumerate() {
-            let plan_name = measurements.candidates[i]
-                .as_ref()
-                .map(|r| r.name.clone())
-                .unwrap_or_default();
-            let taken: Vec<&str> = names.iter().map(String::as_str).collect();
-            let name = display_name(&CandidateSpec::Create(c.clone()), &plan_name, &taken);
-            names.push(name);
-        }
-        let resolved = conn
-            .read_only(&limits, async |client| {
-                let mut map = Vec::new();
-                for q in &queries {
-                    if let Some((table, _)) = updates::update_target(&q.source.query.text)
-                        && let Some(name) = dbw::relation_name(client, &table).await?
-                    {
-                        map.push((table, name));
-                    }
-                }
-                for c in &candidates {
-                    if let Some(name) = dbw::relation_name(client, &c.table).await? {
-                        map.push((c.table.clone(), name));
-                    }
-                }
-                Ok(map)
-            })
-            .await?;
-        let lookup = |t: &str| resolved.iter().find(|(k, _)| k == t).map(|(_, v)| v.clone());
-        let updates = workload_updates(&queries, lookup);
-        for estimate in &measurements.estimate_changes {
-            warnings.push(format!(
-                "a build updated {}'s planner estimates in place, and that outlives the rollback: \
-                 relpages {} → {}, reltuples {} → {}; the baseline was measured again before the next candidate",
-                estimate.table,
-                estimate.relpages.before,
-                estimate.relpages.after,
-                estimate.reltuples.before,
-                estimate.reltuples.after
-            ));
-        }
-        let ranking = judge(
-            &queries,
-            &measurements,
+        run_workload(
+            &mut conn,
+            &limits,
+            file_queries,
             &candidates,
-            &updates,
-            |c| lookup(&c.table),
-            args.min_gain,
-        );
-        Ok(WorkloadReport {
-            server_version: conn.facts.version.clone(),
-            source: source_name,
-            queries,
-            candidates: candidates.clone(),
-            names,
-            measurements,
-            ranking,
-            runs: args.runs,
-            min_gain_percent: args.min_gain,
-            allow_writes: args.allow_writes,
-            warnings,
-        })
+            &settings,
+            &progress,
+        )
+        .await
     }))?;
     progress.clear();
     let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;

@@ -14,8 +14,9 @@ use super::format::{bytes, change, count, ms};
 use super::text::{align_numbers, new_table, write_table};
 use super::{Paint, TextOptions, markdown};
 
-/// The version of the compare documents (single-query and workload). 2: `baseline_reruns`,
-/// noise fields and the workload document.
+/// The version of the compare documents, single-query and workload (explain, diff, audit and
+/// info documents keep [`super::wire::SCHEMA_VERSION`]). 2: the workload document, the
+/// baselines measured again after each estimate change, and the noise fields.
 pub const COMPARE_SCHEMA_VERSION: u32 = 2;
 
 /// `pgplan compare --workload --format json`.
@@ -353,7 +354,7 @@ fn write_note(w: &WriteCost) -> String {
         )
     };
     format!(
-        "{}: {} inserts, {} updates ({} HOT), {} deletes per day; {} entries per row; {cost}",
+        "{}: {} inserts, {} updates ({} HOT), {} deletes per day; index entries per row {}; {cost}",
         w.table,
         opt_count(w.inserts_per_day),
         opt_count(w.updates_per_day),

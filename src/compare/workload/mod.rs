@@ -311,11 +311,13 @@ impl WorkloadReport {
             .find(|j| j.verdict.verdict == Verdict::Pays)
     }
 
+    /// Candidates that could not be built or measured (not those the budget left out).
     pub fn failed(&self) -> impl Iterator<Item = (usize, &str)> {
         self.measurements
             .candidates
             .iter()
             .enumerate()
+            .filter(|(i, _)| !self.measurements.skipped_for_budget.contains(i))
             .filter_map(|(i, r)| r.as_ref().err().map(|e| (i, e.as_str())))
     }
 }

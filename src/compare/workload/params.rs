@@ -235,7 +235,6 @@ fn pick(source: &ParamSource, kind: &str) -> Option<(String, String)> {
             };
             match kind {
                 "common" if !mcv.is_empty() => Some(from_mcv(0)),
-                "common" if !hist.is_empty() => Some(from_hist(hist.len() / 2, "median")),
                 "typical" if !hist.is_empty() => Some(from_hist(hist.len() / 2, "median")),
                 "typical" if !mcv.is_empty() => Some(from_mcv(mcv.len() / 2)),
                 // A value outside the most common list is rarer than any in it.
@@ -267,8 +266,10 @@ fn percent(freq: f64) -> String {
     let p = freq * 100.0;
     if p >= 10.0 {
         format!("{p:.0}%")
-    } else {
+    } else if p >= 1.0 {
         format!("{p:.1}%")
+    } else {
+        format!("{p:.2}%")
     }
 }
 
@@ -320,7 +321,9 @@ pub fn choose_samples(given: Option<&[String]>, sources: &[ParamSource]) -> Vec<
         let mut why = Vec::new();
         for (i, source) in sources.iter().enumerate() {
             // A kind this column cannot give falls back to its common value.
-            let Some((value, reason)) = pick(source, kind).or_else(|| pick(source, "common"))
+            let Some((value, reason)) = pick(source, kind)
+                .or_else(|| pick(source, "typical"))
+                .or_else(|| pick(source, "common"))
             else {
                 break;
             };

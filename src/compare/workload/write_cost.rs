@@ -117,6 +117,8 @@ pub fn write_cost(
         .collect();
     let total_calls: f64 = on_table.iter().map(|u| u.calls_per_day).sum();
     let lost_share = match columns {
+        // No HOT update to lose.
+        _ if hot == Some(0.0) => Some(0.0),
         _ if on_table.is_empty() || total_calls <= 0.0 => {
             notes.push(format!(
                 "{}: the workload has no UPDATE of this table, so which HOT updates the index \
