@@ -45,8 +45,9 @@ pub enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Read a saved EXPLAIN (FORMAT JSON) plan: its figures, tree and findings. No database needed.
-    Explain(ExplainArgs),
+    /// Read a saved EXPLAIN (FORMAT JSON) plan: its figures, tree and findings. With -d, run a
+    /// query on a server instead (rolled back) and add what the server knows to the findings.
+    Explain(Box<ExplainArgs>),
     /// Diff two saved plans of the same query node by node. No database needed.
     Diff(DiffArgs),
     /// Connect like psql and show what pgplan learned about the server and what it can do there.
@@ -82,9 +83,15 @@ pub struct ManArgs {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The plan: a file with EXPLAIN (FORMAT JSON) output (as psql prints it, or auto_explain's
-    /// JSON), or - for standard input.
+    /// The plan: a file with EXPLAIN output in any format (TEXT as psql prints it, JSON, YAML,
+    /// XML, or an auto_explain log excerpt), or - for standard input. With a connection option
+    /// (-d, -h, -p, -U): the query to run, one statement.
     pub plan: String,
+
+    /// Which plan to read when the input holds several (an auto_explain log, a psql session):
+    /// 1 for the first (the default).
+    #[arg(long = "plan", value_name = "N")]
+    pub plan_number: Option<usize>,
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -92,6 +99,34 @@ pub struct ExplainArgs {
     /// Exit with code 1 when a finding is at least this severe.
     #[arg(long, value_enum)]
     pub fail_on: Option<SeverityArg>,
+
+    /// With a connection: a value for the query's parameters $1, $2, ... in order (repeatable).
+    #[arg(long = "param", value_name = "VALUE")]
+    pub params: Vec<String>,
+    /// With a connection: the estimate-only generic plan (plan_cache_mode = force_generic_plan)
+    /// instead of running the query.
+    #[arg(long)]
+    pub generic_plan: bool,
+    /// With a connection: allow INSERT, UPDATE, DELETE and MERGE (rolled back; sequences still
+    /// advance, and the rolled-back row versions stay behind as dead rows until VACUUM).
+    #[arg(long)]
+    pub allow_writes: bool,
+    /// With a connection: write the plan (JSON, as the server sent it) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save_plan: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+impl ExplainArgs {
+    /// Whether a connection option was given: then the argument is a query to run.
+    pub fn live(&self) -> bool {
+        let c = &self.conn;
+        c.dbname.is_some() || c.host.is_some() || c.port.is_some() || c.username.is_some()
+    }
 }
 
 #[derive(Debug, Args)]

@@ -15,7 +15,9 @@ use crate::cli::{AuditArgs, AuditFormat, ConnArgs};
 use crate::db::conninfo::{ConnParams, redact};
 use crate::db::session::Limits;
 use crate::report::TextOptions;
-use crate::report::audit::{write_audit_markdown, write_audit_prometheus, write_audit_text};
+use crate::report::audit::{
+    write_audit_markdown, write_audit_prometheus, write_audit_run_prometheus, write_audit_text,
+};
 use crate::report::wire_audit::write_audit_json;
 
 use super::live::{Interrupt, open, read_audit_snapshot, report_destination, resolve, runtime};
@@ -83,6 +85,7 @@ fn short_name(params: &ConnParams) -> String {
 }
 
 pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
+    let started = std::time::Instant::now();
     let targets = targets(&args)?;
     let scope = Scope {
         schemas: args.schemas.clone(),
@@ -131,7 +134,13 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
         AuditFormat::Text => write_audit_text(&mut out, &report, &text_options)?,
         AuditFormat::Json => write_audit_json(&mut out, &report)?,
         AuditFormat::Markdown => write_audit_markdown(&mut out, &report)?,
-        AuditFormat::Prometheus => write_audit_prometheus(&mut out, &report)?,
+        AuditFormat::Prometheus => {
+            write_audit_prometheus(&mut out, &report)?;
+            let finished = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            write_audit_run_prometheus(&mut out, finished, started.elapsed().as_secs_f64())?;
+        }
     }
     out.flush()?;
     let fail_on: Severity = args.fail_on.into();

@@ -18,7 +18,7 @@ use crate::db::session::{Limits, SessionError};
 use crate::exit;
 use crate::plan::{Analysis, parse_plan};
 use crate::report::{Format, TextOptions, compare as render, write_json};
-use crate::sql::{IndexCandidate, QueryKind, quote_ident, quote_literal};
+use crate::sql::{IndexCandidate, QueryKind, quote_ident};
 
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
 
@@ -274,36 +274,16 @@ async fn setup_and_runs(
     // Parameters go through a prepared statement, with plan_cache_mode set for this transaction
     // only: a custom plan for the given values, or the generic plan.
     let statement = if !request.params.is_empty() || request.mode == Mode::GenericPlan {
-        let name = format!("pgplan_{}", std::process::id());
-        run(
+        let prepared = explain::prepare(
             client,
-            &format!("PREPARE {name} AS {}", request.query.text),
-            "preparing the query",
+            &request.query.text,
+            &request.params,
+            request.mode == Mode::GenericPlan,
+            request.query.max_parameter.unwrap_or(0),
         )
         .await?;
-        leftovers.prepared = Some(name.clone());
-        let mode = if request.mode == Mode::GenericPlan {
-            "force_generic_plan"
-        } else {
-            "force_custom_plan"
-        };
-        run(
-            client,
-            &format!("SET LOCAL plan_cache_mode = {mode}"),
-            "setting plan_cache_mode",
-        )
-        .await?;
-        let count = request.query.max_parameter.unwrap_or(0) as usize;
-        let args: Vec<String> = if request.mode == Mode::GenericPlan {
-            vec!["NULL".into(); count]
-        } else {
-            request.params.iter().map(|p| quote_literal(p)).collect()
-        };
-        if args.is_empty() {
-            format!("EXECUTE {name}")
-        } else {
-            format!("EXECUTE {name}({})", args.join(", "))
-        }
+        leftovers.prepared = Some(prepared.name);
+        prepared.statement
     } else {
         request.query.text.clone()
     };
@@ -359,12 +339,7 @@ async fn clean_up(
     leftovers: &Leftovers,
 ) -> Result<(), SessionError> {
     if let Some(name) = &leftovers.prepared {
-        run(
-            client,
-            &format!("DEALLOCATE {name}"),
-            "removing the prepared statement",
-        )
-        .await?;
+        explain::deallocate(client, name).await?;
     }
     if let Some(oid) = leftovers.hypothetical {
         explain::hypopg_drop(client, oid).await?;

@@ -7,6 +7,7 @@ pub mod demo;
 pub mod docs;
 pub mod info;
 pub mod live;
+pub mod live_explain;
 pub mod offline;
 pub mod workload;
 
@@ -22,7 +23,8 @@ pub fn run(cli: Cli) -> Result<u8> {
     let text = text_options(cli.color);
     live::set_verbosity(cli.verbose);
     match cli.command {
-        Command::Explain(args) => offline::explain(args, &text),
+        Command::Explain(args) if args.live() => live_explain::explain(*args, &text),
+        Command::Explain(args) => offline::explain(*args, &text),
         Command::Diff(args) => offline::diff(args, &text),
         Command::Info(args) => info::info(args, cli.verbose, &text),
         Command::Compare(args) => compare::compare(*args, &text),

@@ -22,6 +22,10 @@ use std::time::{Duration, Instant};
 /// The environment variable that names a directory of server binaries (`initdb`, `postgres`).
 pub const PG_BIN_ENV: &str = "PGPLAN_PG_BIN";
 
+/// Where Debian's versioned server directories are searched instead of `/usr/lib/postgresql`
+/// (tests set it to stand for a machine without them).
+pub const SYSTEM_PG_DIR_ENV: &str = "PGPLAN_TEST_SYSTEM_PG_DIR";
+
 /// The environment variable that names the cache `scripts/fetch-postgres.sh` fills.
 pub const PG_CACHE_ENV: &str = "PGPLAN_PG_CACHE";
 
@@ -183,7 +187,12 @@ impl ServerBinaries {
             }
             searched.push("PATH".into());
         }
-        let debian = Path::new("/usr/lib/postgresql");
+        // Tests point this away to stand for a machine without Debian's packages.
+        let debian = std::env::var_os(SYSTEM_PG_DIR_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/usr/lib/postgresql"));
+        let debian = debian.as_path();
         let mut majors: Vec<u32> = fs::read_dir(debian)
             .into_iter()
             .flatten()
@@ -196,11 +205,22 @@ impl ServerBinaries {
                 return Ok(found);
             }
         }
-        searched.push("/usr/lib/postgresql/*/bin".into());
+        searched.push(format!("{}/*/bin", debian.display()));
         let cache = binaries_cache_dir();
         for major in (13..=30).rev() {
-            if let Ok(found) = Self::at(cache.join(major.to_string()).join("bin")) {
-                return Ok(found);
+            let dir = cache.join(major.to_string());
+            if !dir.exists() {
+                continue;
+            }
+            // A build pgplan or the fetch script did not finish, or one damaged since, is
+            // passed over (pgplan demo replaces it).
+            match super::fetch::inspect(&dir) {
+                Ok(_) => {
+                    if let Ok(found) = Self::at(dir.join("bin")) {
+                        return Ok(found);
+                    }
+                }
+                Err(problem) => searched.push(format!("{} ({problem})", dir.display())),
             }
         }
         searched.push(format!("{}/*/bin", cache.display()));

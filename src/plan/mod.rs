@@ -4,12 +4,18 @@
 pub mod diff;
 pub mod findings;
 pub mod hash_mem;
+pub mod input;
 pub mod metrics;
 pub mod model;
 pub mod parse;
+mod parse_text;
+mod parse_xml;
+mod parse_yaml;
+pub mod side_effects;
 
 pub use diff::{Change, ChangeKind, Pair, PlanDiff, diff};
 pub use findings::{Finding, FindingKind, Severity};
+pub use input::{PlanFormat, ReadPlan, read_plan};
 pub use metrics::{PlanMetrics, measure};
 pub use model::{Actual, Buffers, IoTimes, Node, NodeId, Plan, Trigger, Wal};
 pub use parse::{PlanError, parse_plan};

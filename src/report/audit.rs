@@ -394,7 +394,7 @@ fn push_sample(out: &mut String, value: f64) {
 /// Metric families in order, each with its HELP and TYPE once. Samples are written straight
 /// into one buffer per family: an audit of many databases has tens of thousands of them.
 struct Exposition {
-    families: BTreeMap<&'static str, (&'static str, String)>,
+    families: BTreeMap<&'static str, (&'static str, &'static str, String)>,
     order: Vec<&'static str>,
 }
 
@@ -407,9 +407,32 @@ impl Exposition {
     }
 
     fn add(&mut self, name: &'static str, help: &'static str, labels: &[(&str, &str)], value: f64) {
-        let (_, text) = self.families.entry(name).or_insert_with(|| {
+        self.sample("gauge", name, help, labels, value);
+    }
+
+    /// A counter the server keeps (cumulative since its last statistics reset): `rate()` and
+    /// `increase()` apply, and they handle the reset as Prometheus handles any counter reset.
+    fn add_counter(
+        &mut self,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
+        self.sample("counter", name, help, labels, value);
+    }
+
+    fn sample(
+        &mut self,
+        kind: &'static str,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
+        let (_, _, text) = self.families.entry(name).or_insert_with(|| {
             self.order.push(name);
-            (help, String::new())
+            (help, kind, String::new())
         });
         text.push_str(name);
         if !labels.is_empty() {
@@ -432,9 +455,9 @@ impl Exposition {
 
     fn write(&self, out: &mut dyn Write) -> io::Result<()> {
         for name in &self.order {
-            let (help, samples) = &self.families[name];
+            let (help, kind, samples) = &self.families[name];
             writeln!(out, "# HELP {name} {help}")?;
-            writeln!(out, "# TYPE {name} gauge")?;
+            writeln!(out, "# TYPE {name} {kind}")?;
             out.write_all(samples.as_bytes())?;
         }
         Ok(())
@@ -512,8 +535,54 @@ fn finding_metric(check: Check) -> (&'static str, &'static str) {
     }
 }
 
+/// Every metric family `pgplan audit --format prometheus` can write (those of findings only when
+/// there are some), for what reads them (alerting rules, dashboards) to be checked against.
+pub fn prometheus_metric_names() -> Vec<&'static str> {
+    let mut names = vec![
+        "pgplan_audit_node_up",
+        "pgplan_audit_stats_window_seconds",
+        "pgplan_audit_findings",
+        "pgplan_audit_skipped",
+        "pgplan_audit_table_size_bytes",
+        "pgplan_audit_table_live_tuples",
+        "pgplan_audit_table_dead_tuples",
+        "pgplan_audit_table_mods_since_analyze",
+        "pgplan_audit_table_last_vacuum_age_seconds",
+        "pgplan_audit_table_last_analyze_age_seconds",
+        "pgplan_audit_index_size_bytes",
+        "pgplan_audit_index_scans_total",
+        "pgplan_audit_timestamp_seconds",
+        "pgplan_audit_duration_seconds",
+    ];
+    names.extend(Check::ALL.iter().map(|&c| finding_metric(c).0));
+    names
+}
+
+/// The run itself, after the report's metrics: when the audit finished (Unix time) and how long
+/// it took, so an alert can tell a stale audit (a CronJob that stopped running) from a clean one.
+pub fn write_audit_run_prometheus(
+    out: &mut dyn Write,
+    finished_unix_seconds: f64,
+    duration_seconds: f64,
+) -> io::Result<()> {
+    let mut x = Exposition::new();
+    x.add(
+        "pgplan_audit_timestamp_seconds",
+        "When this audit finished, in seconds since the Unix epoch.",
+        &[],
+        finished_unix_seconds,
+    );
+    x.add(
+        "pgplan_audit_duration_seconds",
+        "How long this audit took, from start to the report.",
+        &[],
+        duration_seconds,
+    );
+    x.write(out)
+}
+
 /// `pgplan audit --format prometheus`: the text exposition format, for node_exporter's textfile
-/// collector. Metric names are stable; every sample is a gauge.
+/// collector. Metric names are stable; every sample is a gauge but the index scan counters.
 pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::Result<()> {
     let mut x = Exposition::new();
     for n in &report.nodes {
@@ -669,8 +738,8 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
         }
         for (node, scans) in &i.scans {
             if let Some(v) = scans {
-                x.add(
-                    "pgplan_audit_index_scans",
+                x.add_counter(
+                    "pgplan_audit_index_scans_total",
                     "Index scans counted on the node (idx_scan; each node counts only its own).",
                     &[
                         ("database", i.database.as_str()),

@@ -2,6 +2,7 @@
 //! or Markdown (for a pull request or a ticket), and the audit also as Prometheus metrics, to any
 //! `io::Write`.
 
+pub mod advise;
 pub mod audit;
 pub mod compare;
 pub mod format;
