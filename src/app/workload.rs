@@ -899,6 +899,61 @@ async fn statements_workload(
     Ok((queries, notes))
 }
 
+/// A name made of letters, digits and `_` only, for a file.
+fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Writes every captured plan into `dir`: `<baseline|candidate>.<query>.<sample>.<run>.json`
+/// (`baseline_again1` for a re-measured baseline, run `cold` first), to replay with `pgplan diff`.
+fn save_plans(dir: &std::path::Path, report: &WorkloadReport) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let write = |stem: &str, runs: &[QueryRuns]| -> Result<()> {
+        for (query, per_sample) in report.queries.iter().zip(runs) {
+            for (sample, result) in query.samples.iter().zip(per_sample) {
+                let Ok(m) = result else { continue };
+                for (i, raw) in m.raw_plans.iter().enumerate() {
+                    let run = if i == 0 {
+                        "cold".to_owned()
+                    } else {
+                        format!("run{i}")
+                    };
+                    let path = dir.join(format!(
+                        "{stem}.{}.{}.{run}.json",
+                        file_stem(&query.source.id),
+                        file_stem(&sample.label)
+                    ));
+                    std::fs::write(&path, format!("{raw}\n"))
+                        .with_context(|| format!("writing {}", path.display()))?;
+                }
+            }
+        }
+        Ok(())
+    };
+    for (n, baseline) in report.measurements.baselines.iter().enumerate() {
+        let stem = if n == 0 {
+            "baseline".to_owned()
+        } else {
+            format!("baseline_again{n}")
+        };
+        write(&stem, &baseline.queries)?;
+    }
+    for (i, result) in report.measurements.candidates.iter().enumerate() {
+        if let Ok(run) = result {
+            write(&file_stem(&report.names[i]), &run.queries)?;
+        }
+    }
+    Ok(())
+}
+
 /// What a workload run is asked for, besides its queries and candidates.
 #[derive(Debug, Clone)]
 pub struct WorkloadSettings {
@@ -983,7 +1038,7 @@ pub async fn run_workload(
         untracked,
     };
     let measurements =
-        measure_workload(conn, &limits, &queries, candidates, &[], &engine, &progress).await?;
+        measure_workload(conn, &limits, &queries, candidates, &[], &engine, progress).await?;
     // Unnamed candidates go by the name PostgreSQL gave them, made unique as it would.
     let mut names: Vec<String> = Vec::new();
     for (i, c) in candidates.iter().enumerate() {
@@ -1109,6 +1164,9 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
         .await
     }))?;
     progress.clear();
+    if let Some(dir) = &args.save_plans {
+        save_plans(dir, &report)?;
+    }
     let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
         Format::Text => render::write_text(&mut out, &report, &text_options)?,
