@@ -76,7 +76,7 @@ fn workload_dir(dir: &Path) {
     write(
         dir,
         "pay.sql",
-        "-- calls: 100000\nUPDATE accounts SET balance = balance + $1 WHERE id = $2\n",
+        "-- calls: 100000\n-- params: [1, 7]\nUPDATE accounts SET balance = balance + $1 WHERE id = $2\n",
     );
 }
 
@@ -266,6 +266,37 @@ async fn the_workload_decides_with_the_write_side_and_names_regressions() {
         );
         assert!(w["net_pages_saved_per_day"].as_f64().unwrap() < 0.0);
         assert_eq!(doc["ranking"][1], "accounts_balance_idx");
+        assert_nothing_left(&db, &before).await;
+
+        // With --allow-writes the UPDATE runs (rolled back) and one entry's cost is measured:
+        // a representative write with and without the index, rolled back too.
+        let doc = json(&pgplan(
+            &db,
+            &[
+                "--workload",
+                dir.path().to_str().unwrap(),
+                "--index",
+                "CREATE INDEX accounts_balance_idx ON accounts (balance)",
+                "--allow-writes",
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        ));
+        let pay = doc["workload"]["queries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["id"] == "pay.sql")
+            .unwrap();
+        assert_eq!(pay["runnable"], true);
+        assert_eq!(pay["samples"][0]["generic"], false, "{pay}");
+        let balance = candidate(&doc, "accounts_balance_idx");
+        let cost = &balance["workload"]["writes"][0]["entry_cost"];
+        assert_eq!(cost["estimated"], false, "{balance:#}");
+        assert!(cost["wal_bytes"].as_f64().unwrap() > 0.0, "{cost}");
+        assert_eq!(query(balance, "pay.sql")["measured"], true);
         assert_nothing_left(&db, &before).await;
 
         // The text report says the same in words.
