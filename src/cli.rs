@@ -184,11 +184,13 @@ pub struct ConnArgs {
 /// Limits applied to everything pgplan runs, transaction-locally.
 #[derive(Debug, Clone, Args)]
 pub struct SessionArgs {
-    /// statement_timeout for every statement pgplan runs (a number of ms, or with a unit: 30s, 5min).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    /// statement_timeout for every statement pgplan runs (a number of ms, or with a unit: 30s,
+    /// 5min), from 1ms to 24.8 days (PostgreSQL's largest).
+    #[arg(long, value_parser = parse_statement_timeout, value_name = "DURATION")]
     pub statement_timeout: Option<Duration>,
-    /// lock_timeout for every statement: how long to wait for a lock before giving up.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    /// lock_timeout for every statement: how long to wait for a lock before giving up, from 1ms
+    /// to 24.8 days.
+    #[arg(long, value_parser = parse_lock_timeout, value_name = "DURATION")]
     pub lock_timeout: Option<Duration>,
     /// Connection attempts after the first when the server cannot be reached (full-jitter
     /// exponential backoff, never on authentication errors).
@@ -259,9 +261,15 @@ pub struct CompareArgs {
     /// statistics until then).
     #[arg(long)]
     pub analyze: bool,
-    /// Allow INSERT, UPDATE, DELETE and MERGE (still rolled back; sequences still advance).
+    /// Allow INSERT, UPDATE, DELETE and MERGE, and functions that write (still rolled back;
+    /// sequences still advance). Without it the measured runs are read-only.
     #[arg(long)]
     pub allow_writes: bool,
+    /// Run a query that calls functions whose effects outlive the rollback or reach outside the
+    /// session (replication slots, signals to other backends, statistics resets, session
+    /// advisory locks, dblink, ...), which pgplan refuses otherwise.
+    #[arg(long)]
+    pub allow_lasting_effects: bool,
     /// A value for the query's parameters $1, $2, ... in order (repeatable).
     #[arg(long = "param", value_name = "VALUE")]
     pub params: Vec<String>,
@@ -384,6 +392,38 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_micros((ms * 1000.0).round() as u64))
 }
 
+/// PostgreSQL's largest timeout: the settings are a C int of milliseconds (INT_MAX ms, about
+/// 24.8 days); `SET statement_timeout = '30d'` fails with "out of range".
+const MAX_TIMEOUT_MS: u128 = i32::MAX as u128;
+
+/// A timeout setting, checked before anything connects: in whole milliseconds (the settings'
+/// unit), at least 1 ms, since 0 turns the timeout off (PostgreSQL then waits forever), and at
+/// most PostgreSQL's maximum.
+fn parse_timeout(text: &str, what: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    let ms = duration.as_millis();
+    if ms == 0 {
+        return Err(format!(
+            "{text:?} would turn {what} off: PostgreSQL then waits forever, and pgplan never runs \
+             unbounded; give at least 1ms"
+        ));
+    }
+    if ms > MAX_TIMEOUT_MS {
+        return Err(format!(
+            "{text:?} is above PostgreSQL's largest {what}, {MAX_TIMEOUT_MS}ms (about 24.8 days)"
+        ));
+    }
+    Ok(Duration::from_millis(ms as u64))
+}
+
+pub fn parse_statement_timeout(text: &str) -> Result<Duration, String> {
+    parse_timeout(text, "statement_timeout")
+}
+
+pub fn parse_lock_timeout(text: &str) -> Result<Duration, String> {
+    parse_timeout(text, "lock_timeout")
+}
+
 /// Parses a size the way PostgreSQL reads memory settings: bytes, or kB, MB, GB, TB (1024-based).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -430,6 +470,25 @@ mod tests {
         );
         assert!(parse_duration("5 fortnights").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn timeouts_are_bounded_as_postgresql_bounds_them() {
+        assert_eq!(parse_lock_timeout("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(
+            parse_statement_timeout("2147483647").unwrap(),
+            Duration::from_millis(2_147_483_647)
+        );
+        assert_eq!(
+            parse_lock_timeout("0").unwrap_err(),
+            "\"0\" would turn lock_timeout off: PostgreSQL then waits forever, and pgplan never \
+             runs unbounded; give at least 1ms"
+        );
+        assert!(parse_statement_timeout("0.4ms").is_err());
+        assert_eq!(
+            parse_statement_timeout("30d").unwrap_err(),
+            "\"30d\" is above PostgreSQL's largest statement_timeout, 2147483647ms (about 24.8 days)"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod audit;
 pub mod cli;
 pub mod compare;
 pub mod db;
+pub mod effects;
 pub mod exit;
 pub mod explain;
 pub mod pgdist;

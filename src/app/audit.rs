@@ -99,6 +99,8 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     };
     let limits = Limits::read_only_defaults()
         .with(args.session.statement_timeout, args.session.lock_timeout);
+    // Checked (and for a file, its temporary created) before any node is read.
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     let interrupt = Interrupt::new();
     let session = &args.session;
     let results = runtime()?.block_on(interrupt.run(async {
@@ -129,7 +131,6 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     }
     // The pure audit runs once every read is done, so its CPU time never delays a read.
     let report = audit_databases(&by_database(&targets, results), &audit_options);
-    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
         AuditFormat::Text => write_audit_text(&mut out, &report, &text_options)?,
         AuditFormat::Json => write_audit_json(&mut out, &report)?,

@@ -1,7 +1,7 @@
 //! `pgplan compare`: the baseline and each candidate measured in its own transaction that is
 //! always rolled back, then judged and ranked.
 
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
 
@@ -20,21 +20,9 @@ use crate::plan::{Analysis, parse_plan};
 use crate::report::{Format, TextOptions, compare as render, write_json};
 use crate::sql::{IndexCandidate, QueryKind, quote_ident};
 
+use super::guard;
+use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
-
-/// Reads a file argument, or standard input for `-`.
-fn read_input(arg: &str, what: &str) -> Result<(String, String)> {
-    if arg == "-" {
-        let mut text = String::new();
-        io::stdin()
-            .read_to_string(&mut text)
-            .with_context(|| format!("reading the {what} from standard input"))?;
-        Ok(("standard input".into(), text))
-    } else {
-        let text = std::fs::read_to_string(arg).with_context(|| format!("reading {arg}"))?;
-        Ok((arg.to_owned(), text))
-    }
-}
 
 /// Turns the command line into a validated request, before connecting.
 pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
@@ -43,13 +31,13 @@ pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
             "give the query: a file holding one statement, or - for standard input (several files, or --workload, measure a workload)"
         );
     };
-    let (query_source, query_text) = read_input(query, "query")?;
+    let (query_source, query_text) = read_text(query, "the query", QUERY_LIMIT_BYTES)?;
     let index_file = match &args.index_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            Some((path.display().to_string(), text))
-        }
+        Some(path) => Some(read_text(
+            &path.display().to_string(),
+            "the candidate file",
+            QUERY_LIMIT_BYTES,
+        )?),
         None => None,
     };
     let input = RequestInput {
@@ -62,6 +50,7 @@ pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
         min_gain_percent: args.min_gain,
         analyze: args.analyze,
         allow_writes: args.allow_writes,
+        allow_lasting_effects: args.allow_lasting_effects,
         params: args.params.clone(),
         generic_plan: args.generic_plan,
         hypothetical: args.hypothetical,
@@ -271,23 +260,11 @@ async fn setup_and_runs(
         }
     }
 
-    // Parameters go through a prepared statement, with plan_cache_mode set for this transaction
-    // only: a custom plan for the given values, or the generic plan.
-    let statement = if !request.params.is_empty() || request.mode == Mode::GenericPlan {
-        let prepared = explain::prepare(
-            client,
-            &request.query.text,
-            &request.params,
-            request.mode == Mode::GenericPlan,
-            request.query.max_parameter.unwrap_or(0),
-        )
-        .await?;
-        leftovers.prepared = Some(prepared.name);
-        prepared.statement
-    } else {
-        request.query.text.clone()
-    };
+    let statement = statement(client, request, leftovers).await?;
     let measured = request.mode == Mode::Measured;
+    if measured && !request.allow_writes {
+        guard::read_only_from_here(client).await?;
+    }
     let sql = explain_sql(&statement, measured);
     let writes = matches!(request.query.kind, QueryKind::Write(_));
     let total = if measured { 1 + request.runs } else { 1 };
@@ -311,7 +288,11 @@ async fn setup_and_runs(
             run(client, "SAVEPOINT pgplan_run", "setting a savepoint").await?;
         }
         let context = format!("running the query ({label}, {which})");
-        plans.push(explain::explain(client, &sql, &context).await?);
+        plans.push(
+            explain::explain(client, &sql, &context)
+                .await
+                .map_err(guard::explain_read_only)?,
+        );
         if writes {
             run(
                 client,
@@ -322,6 +303,32 @@ async fn setup_and_runs(
         }
     }
     Ok((facts, plans))
+}
+
+/// The statement the runs explain: the query itself, or with parameters `EXECUTE` of a prepared
+/// statement (recorded in `leftovers`, to be deallocated).
+async fn statement(
+    client: &tokio_postgres::Client,
+    request: &CompareRequest,
+    leftovers: &mut Leftovers,
+) -> Result<String, SessionError> {
+    // Parameters go through a prepared statement, with plan_cache_mode set for this transaction
+    // only: a custom plan for the given values, or the generic plan.
+    let statement = if !request.params.is_empty() || request.mode == Mode::GenericPlan {
+        let prepared = explain::prepare(
+            client,
+            &request.query.text,
+            &request.params,
+            request.mode == Mode::GenericPlan,
+            request.query.max_parameter.unwrap_or(0),
+        )
+        .await?;
+        leftovers.prepared = Some(prepared.name);
+        prepared.statement
+    } else {
+        request.query.text.clone()
+    };
+    Ok(statement)
 }
 
 /// The error that ends a transaction's work once the user has interrupted.
@@ -495,6 +502,37 @@ fn version_below(version: &str, (major, minor): (u32, u32)) -> bool {
     (v_major, v_minor) < (major, minor)
 }
 
+/// Before anything runs the query: the functions it calls, judged from its estimate-only plan
+/// in a read-only transaction (refused when their effects would outlive the rollback). Only
+/// measured runs execute the query, so the estimate-only modes need no check.
+async fn check_effects(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+) -> Result<Vec<String>> {
+    if request.mode != Mode::Measured {
+        return Ok(Vec::new());
+    }
+    conn.read_only(limits, async |client| {
+        run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
+        let mut leftovers = Leftovers::default();
+        let result = match statement(client, request, &mut leftovers).await {
+            Ok(statement) => {
+                guard::check_calls(client, &statement, request.allow_lasting_effects).await
+            }
+            // A query that cannot even be prepared runs nothing: the baseline reports its error.
+            Err(_) => Ok(Vec::new()),
+        };
+        // Back to a usable transaction whatever happened (a query that failed to plan leaves
+        // it aborted), so the cleanup below can run.
+        run(client, "ROLLBACK TO SAVEPOINT pgplan_work", "rolling back").await?;
+        clean_up(client, &leftovers).await?;
+        result
+    })
+    .await
+    .map_err(|e| anyhow!("{}", e.message))
+}
+
 /// Measures the baseline and every candidate, and judges them.
 pub async fn run_compare(
     conn: &mut Connection,
@@ -504,6 +542,7 @@ pub async fn run_compare(
 ) -> Result<CompareReport> {
     check_server(conn, request)?;
     let mut warnings = request.warnings.clone();
+    warnings.extend(check_effects(conn, request, limits).await?);
     let (_, baseline) = measure(conn, request, limits, Setup::Baseline, progress, "baseline")
         .await
         .map_err(|e| {
@@ -734,6 +773,8 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
         }
     }
     let params = resolve(&args.conn)?;
+    // Checked (and for a file, its temporary created) before anything is measured.
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
@@ -744,7 +785,6 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     if let Some(dir) = &args.save_plans {
         save_plans(dir, &report)?;
     }
-    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
         Format::Text => render::write_text(&mut out, &report, &text_options)?,
         Format::Json => write_json(&mut out, &render::CompareDoc::new(&report))?,

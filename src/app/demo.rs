@@ -204,6 +204,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
                 min_gain: 10.0,
                 allow_writes: false,
                 analyze: false,
+                allow_lasting_effects: false,
                 deadline: None,
             },
             &Progress::new(),

@@ -5,10 +5,13 @@ pub mod audit;
 pub mod compare;
 pub mod demo;
 pub mod docs;
+pub mod guard;
 pub mod info;
+pub mod input;
 pub mod live;
 pub mod live_explain;
 pub mod offline;
+pub mod output;
 pub mod workload;
 
 use std::io::{self, IsTerminal};

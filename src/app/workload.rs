@@ -40,6 +40,9 @@ pub struct EngineOptions {
     pub analyze: bool,
     /// No candidate is started after this.
     pub deadline: Option<Instant>,
+    /// Run queries that call functions whose effects outlive the rollback (see
+    /// [`super::guard::check_calls`]); otherwise such a query is refused, as its sample's error.
+    pub allow_lasting_effects: bool,
     /// `SET LOCAL pg_stat_statements.track = none` in measuring transactions, so pgplan's own
     /// runs never count in the statistics it reads (superuser only: the setting is SUSET).
     pub untracked: bool,
@@ -261,10 +264,11 @@ async fn measure_sample(
     client: &tokio_postgres::Client,
     query: &WorkloadQuery,
     sample: usize,
-    runs: u32,
+    options: &EngineOptions,
     progress: &Progress,
     label: &str,
 ) -> Result<Result<Vec<String>, String>, SessionError> {
+    let runs = options.runs;
     let s = &query.samples[sample];
     let measured = !s.generic && query.runnable;
     let writes = matches!(query.source.query.kind, QueryKind::Write(_));
@@ -301,6 +305,10 @@ async fn measure_sample(
         } else {
             query.source.query.text.clone()
         };
+        if measured {
+            // The functions it calls, judged before anything of it runs.
+            super::guard::check_calls(client, &statement, options.allow_lasting_effects).await?;
+        }
         let sql = explain_sql(&statement, measured);
         let total = if measured { 1 + runs } else { 1 };
         let mut plans = Vec::new();
@@ -375,16 +383,21 @@ fn measurement_of(raw_plans: Vec<String>) -> Result<Measurement, String> {
 async fn measure_queries(
     client: &tokio_postgres::Client,
     queries: &[WorkloadQuery],
-    runs: u32,
+    options: &EngineOptions,
     progress: &Progress,
     label: &str,
 ) -> Result<Vec<QueryRuns>, SessionError> {
+    if !options.allow_writes {
+        // Nothing the queries run may write (a function's INSERT, nextval): read-only from
+        // here to the rollback.
+        super::guard::read_only_from_here(client).await?;
+    }
     let mut all = Vec::with_capacity(queries.len());
     for (q, query) in queries.iter().enumerate() {
         let mut per_sample = Vec::with_capacity(query.samples.len());
         for sample in 0..query.samples.len() {
             let label = format!("{label}, query {} of {}", q + 1, queries.len());
-            let plans = measure_sample(client, query, sample, runs, progress, &label).await?;
+            let plans = measure_sample(client, query, sample, options, progress, &label).await?;
             per_sample.push(plans.and_then(measurement_of));
         }
         all.push(per_sample);
@@ -498,8 +511,7 @@ async fn measure_baseline(
         .rolled_back(limits, async |client| {
             transaction_setup(client, work.options).await?;
             build_chosen(client, work.chosen, progress).await?;
-            let runs =
-                measure_queries(client, work.queries, work.options.runs, progress, label).await?;
+            let runs = measure_queries(client, work.queries, work.options, progress, label).await?;
             let mut probes = Vec::new();
             if work.options.allow_writes {
                 for (table, predicate) in work.probe_tables {
@@ -604,7 +616,7 @@ pub async fn measure_workload(
                         .unwrap_or_default(),
                     None => Vec::new(),
                 };
-                let runs = measure_queries(client, queries, options.runs, progress, &label).await?;
+                let runs = measure_queries(client, queries, options, progress, &label).await?;
                 let probe = match (&table, options.allow_writes) {
                     (Some(t), true) => write_probe(client, t, probe_predicate.as_deref()).await?,
                     _ => None,
@@ -707,9 +719,12 @@ fn read_sources(args: &CompareArgs) -> Result<(String, Vec<SourceQuery>)> {
     let mut queries = Vec::new();
     let mut names = Vec::new();
     let read = |path: &std::path::Path| -> Result<Vec<SourceQuery>> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        source::parse_file(&path.display().to_string(), &text).map_err(|e| anyhow!("{e}"))
+        let (name, text) = super::input::read_text(
+            &path.display().to_string(),
+            "the workload file",
+            super::input::QUERY_LIMIT_BYTES,
+        )?;
+        source::parse_file(&name, &text).map_err(|e| anyhow!("{e}"))
     };
     if let Some(w) = &args.workload
         && w != "pg_stat_statements"
@@ -731,8 +746,11 @@ fn read_sources(args: &CompareArgs) -> Result<(String, Vec<SourceQuery>)> {
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
-                let text = std::fs::read_to_string(&f)
-                    .with_context(|| format!("reading {}", f.display()))?;
+                let (_, text) = super::input::read_text(
+                    &f.display().to_string(),
+                    "the workload file",
+                    super::input::QUERY_LIMIT_BYTES,
+                )?;
                 queries.extend(source::parse_file(&name, &text).map_err(|e| anyhow!("{e}"))?);
             }
         } else {
@@ -965,6 +983,7 @@ pub struct WorkloadSettings {
     pub min_gain: f64,
     pub allow_writes: bool,
     pub analyze: bool,
+    pub allow_lasting_effects: bool,
     pub deadline: Option<Instant>,
 }
 
@@ -1035,6 +1054,7 @@ pub async fn run_workload(
         allow_writes: settings.allow_writes,
         analyze: settings.analyze,
         deadline: settings.deadline,
+        allow_lasting_effects: settings.allow_lasting_effects,
         untracked,
     };
     let measurements =
@@ -1149,6 +1169,7 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
         min_gain: args.min_gain,
         allow_writes: args.allow_writes,
         analyze: args.analyze,
+        allow_lasting_effects: args.allow_lasting_effects,
         deadline: args.budget.map(|b| started + b),
     };
     let report = runtime()?.block_on(interrupt.run(async {

@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod cluster;
 pub mod connect;
 pub mod conninfo;
+pub mod effects;
 pub mod error;
 pub mod explain;
 pub mod facts;

@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use crate::audit::{AuditReport, Check, Finding, NodeSummary, Severity};
 
-use super::format::{bytes, count};
+use super::format::{bytes, count, printable};
 use super::markdown::cell;
 use super::{Paint, TextOptions};
 
@@ -156,7 +156,7 @@ pub fn write_audit_text(
     let paint = Paint::new(options.color);
     writeln!(out, "{}", paint.bold("Nodes"))?;
     for n in &report.nodes {
-        let line = node_line(n);
+        let line = printable(&node_line(n));
         if n.error.is_some() {
             writeln!(out, "  {}", paint.bad(&line))?;
         } else {
@@ -164,7 +164,7 @@ pub fn write_audit_text(
         }
     }
     for note in &report.notes {
-        writeln!(out, "  {} {note}", paint.dim("note:"))?;
+        writeln!(out, "  {} {}", paint.dim("note:"), printable(note))?;
     }
     writeln!(out)?;
     if report.findings.is_empty() {
@@ -192,13 +192,13 @@ pub fn write_audit_text(
                 out,
                 "  {} {}",
                 paint.accent(&format!("[{}]", f.check.as_str())),
-                paint.bold(&finding_subject(report, f))
+                paint.bold(&printable(&finding_subject(report, f)))
             )?;
-            writeln!(out, "    {}", f.message)?;
+            writeln!(out, "    {}", printable(&f.message))?;
             if !f.evidence.is_empty() {
                 writeln!(out, "    {} {}", paint.dim("evidence:"), evidence_line(f))?;
             }
-            for (i, line) in usage_lines(f).iter().enumerate() {
+            for (i, line) in usage_lines(f).iter().map(|l| printable(l)).enumerate() {
                 if i == 0 {
                     writeln!(out, "    {} {line}", paint.dim("usage:"))?;
                 } else {
@@ -213,11 +213,11 @@ pub fn write_audit_text(
                     "    {} {} — {}",
                     paint.dim("confidence:"),
                     c.level,
-                    c.reasons.join("; ")
+                    printable(&c.reasons.join("; "))
                 )?;
             }
             if let Some(fix) = &f.fix {
-                let mut lines = fix.lines();
+                let mut lines = fix.lines().map(printable);
                 if let Some(first) = lines.next() {
                     writeln!(out, "    {} {first}", paint.dim("fix:"))?;
                 }
@@ -231,7 +231,12 @@ pub fn write_audit_text(
     if !report.skipped.is_empty() {
         writeln!(out, "{}", paint.bold("Skipped"))?;
         for s in &report.skipped {
-            writeln!(out, "  {}: {}", skipped_check(report, s), s.reason)?;
+            writeln!(
+                out,
+                "  {}: {}",
+                printable(&skipped_check(report, s)),
+                printable(&s.reason)
+            )?;
         }
         writeln!(out)?;
     }
@@ -243,7 +248,13 @@ pub fn write_audit_text(
     if !gaps.is_empty() {
         writeln!(out, "{}", paint.bold("Privileges missing"))?;
         for (n, g) in gaps {
-            writeln!(out, "  {} · {}: {}", n.name, g.check, g.lost)?;
+            writeln!(
+                out,
+                "  {} · {}: {}",
+                printable(&n.name),
+                g.check,
+                printable(&g.lost)
+            )?;
         }
         writeln!(out)?;
     }
@@ -291,7 +302,7 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
     }
     writeln!(out)?;
     for note in &report.notes {
-        writeln!(out, "> {}", note.replace('\n', " "))?;
+        writeln!(out, "> {}", printable(&note.replace('\n', " ")))?;
     }
     if !report.notes.is_empty() {
         writeln!(out)?;
@@ -313,28 +324,32 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
             let subject = finding_subject(report, f);
             write!(out, "- `{}`", f.check.as_str())?;
             if !subject.is_empty() {
-                write!(out, " **{}**", subject.replace('*', "\\*"))?;
+                write!(out, " **{}**", printable(&subject.replace('*', "\\*")))?;
             }
-            writeln!(out, ": {}", f.message.replace('\n', " "))?;
+            writeln!(out, ": {}", printable(&f.message.replace('\n', " ")))?;
             if !f.evidence.is_empty() {
                 writeln!(out, "  <br>evidence: {}", evidence_line(f))?;
             }
             for line in usage_lines(f) {
-                writeln!(out, "  <br>usage on {}", line.replace('\n', " "))?;
+                writeln!(
+                    out,
+                    "  <br>usage on {}",
+                    printable(&line.replace('\n', " "))
+                )?;
             }
             if let Some(c) = &f.confidence {
                 writeln!(
                     out,
                     "  <br>confidence: {} {}",
                     c.level,
-                    c.reasons.join("; ")
+                    printable(&c.reasons.join("; "))
                 )?;
             }
             if let Some(fix) = &f.fix {
                 writeln!(out)?;
                 writeln!(out, "  ```sql")?;
                 for line in fix.lines() {
-                    writeln!(out, "  {line}")?;
+                    writeln!(out, "  {}", printable(line))?;
                 }
                 writeln!(out, "  ```")?;
             }
@@ -350,11 +365,11 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
                     out,
                     "- `{}` in {}: {}",
                     s.check.as_str(),
-                    s.database,
-                    s.reason
+                    printable(&s.database),
+                    printable(&s.reason)
                 )?;
             } else {
-                writeln!(out, "- `{}`: {}", s.check.as_str(), s.reason)?;
+                writeln!(out, "- `{}`: {}", s.check.as_str(), printable(&s.reason))?;
             }
         }
         writeln!(out)?;
@@ -362,7 +377,11 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
     Ok(())
 }
 
-/// Escapes a label value for the text exposition format: backslash, double quote and newline.
+/// Escapes a label value for the text exposition format: backslash, double quote and newline
+/// as the format requires (`\\`, `\"`, `\n`). The format has no escape for other control
+/// characters and takes them raw, so a name holding ESC or BEL would reach whoever reads the
+/// file on a terminal: those are written as the text report shows them (`\u{1b}`), their
+/// backslash escaped like any other.
 pub fn label_value(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     push_label_value(&mut out, text);
@@ -375,6 +394,15 @@ fn push_label_value(out: &mut String, text: &str) {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
+            c if c.is_control() => {
+                for e in c.escape_default() {
+                    if e == '\\' {
+                        out.push_str("\\\\");
+                    } else {
+                        out.push(e);
+                    }
+                }
+            }
             c => out.push(c),
         }
     }
@@ -1003,7 +1031,7 @@ mod tests {
         );
 
         let doc = serde_json::to_value(super::super::wire_audit::audit_doc(&report)).unwrap();
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], super::super::wire::SCHEMA_VERSION);
         let databases: std::collections::BTreeSet<&str> = doc["findings"]
             .as_array()
             .unwrap()
@@ -1159,12 +1187,16 @@ mod tests {
             1
         );
         assert_eq!(label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+        assert_eq!(
+            label_value("bad\u{1b}[31m\u{7}"),
+            "bad\\\\u{1b}[31m\\\\u{7}"
+        );
     }
 
     #[test]
     fn json_follows_the_contract() {
         let doc = serde_json::to_value(super::super::wire_audit::audit_doc(&report())).unwrap();
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], super::super::wire::SCHEMA_VERSION);
         assert_eq!(doc["nodes"][0]["role"], "primary");
         assert!(doc["nodes"][0]["stats_since"].is_string());
         assert_eq!(doc["nodes"][1]["error"], "connection refused");

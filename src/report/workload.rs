@@ -14,10 +14,8 @@ use super::format::{bytes, change, count, ms};
 use super::text::{align_numbers, new_table, write_table};
 use super::{Paint, TextOptions, markdown};
 
-/// The version of the compare documents, single-query and workload (explain, diff, audit and
-/// info documents keep [`super::wire::SCHEMA_VERSION`]). 2: the workload document, the
-/// baselines measured again after each estimate change, and the noise fields.
-pub const COMPARE_SCHEMA_VERSION: u32 = 2;
+/// The version of the compare documents, single-query and workload: every document's.
+pub const COMPARE_SCHEMA_VERSION: u32 = super::wire::SCHEMA_VERSION;
 
 /// `pgplan compare --workload --format json`.
 #[derive(Debug, Serialize)]
