@@ -75,6 +75,7 @@ fn plan_of(measurements: &WorkloadMeasurements, q: usize) -> Option<Plan> {
 
 /// Judges `measurements` over `queries` (whose positions in the whole workload are `positions`)
 /// into one [`Measured`] per candidate, `None` where it could not be built or measured.
+#[allow(clippy::too_many_arguments)]
 fn measured_of(
     queries: &[wl::WorkloadQuery],
     positions: &[usize],
