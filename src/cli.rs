@@ -111,6 +111,10 @@ pub struct ExplainArgs {
     /// advance, and the rolled-back row versions stay behind as dead rows until VACUUM).
     #[arg(long)]
     pub allow_writes: bool,
+    /// With a connection: run a query that calls functions whose effects outlive the rollback
+    /// or reach outside the session (replication slots, signals, dblink, ...), refused otherwise.
+    #[arg(long)]
+    pub allow_lasting_effects: bool,
     /// With a connection: write the plan (JSON, as the server sent it) to FILE.
     #[arg(long, value_name = "FILE")]
     pub save_plan: Option<PathBuf>,

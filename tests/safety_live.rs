@@ -36,6 +36,18 @@ fn compare(db: &TestDb, dir: &std::path::Path, query: &str, args: &[&str]) -> Ou
         .unwrap()
 }
 
+fn explain_live(db: &TestDb, dir: &std::path::Path, query: &str) -> Output {
+    let path = dir.join(format!("e{}.sql", query.len()));
+    std::fs::write(&path, query).unwrap();
+    Command::new(pgplan_bin())
+        .env("NO_COLOR", "1")
+        .env_remove("PGSERVICE")
+        .args(["explain", "-d", &db.conninfo()])
+        .arg(&path)
+        .output()
+        .unwrap()
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -105,20 +117,30 @@ async fn functions_whose_effects_outlive_the_rollback_are_refused() {
             ),
         ];
         for (query, line) in &cases {
+            let expected = format!(
+                "pgplan: the query calls functions whose effects outlive pgplan's rollback or \
+                 reach outside its session:\n{line}\nhint: measure the query without them, or \
+                 pass --allow-lasting-effects to run it anyway (pgplan then cannot promise to \
+                 leave nothing behind)\n"
+            );
             let out = compare(&db, dir.path(), query, &index);
             assert_eq!(out.status.code(), Some(2), "{query}: {}", stderr(&out));
-            assert_eq!(
-                stderr(&out),
-                format!(
-                    "pgplan: the query calls functions whose effects outlive pgplan's rollback or \
-                     reach outside its session:\n{line}\nhint: measure the query without them, or \
-                     pass --allow-lasting-effects to run it anyway (pgplan then cannot promise to \
-                     leave nothing behind)\n"
-                ),
-                "{query}"
-            );
+            assert_eq!(stderr(&out), expected, "{query}");
             assert!(out.stdout.is_empty());
+            // explain -d runs the query under the same rule.
+            let out = explain_live(&db, dir.path(), query);
+            assert_eq!(out.status.code(), Some(2), "{query}: {}", stderr(&out));
+            assert_eq!(stderr(&out), expected, "explain -d {query}");
         }
+        let out = explain_live(&db, dir.path(), "SELECT nextval('s')");
+        assert_eq!(
+            stderr(&out),
+            "pgplan: the query failed: running the query: ERROR: cannot execute nextval() in a \
+             read-only transaction (SQLSTATE 25006)\nhint: pgplan runs the query in a read-only \
+             transaction, and something it calls writes (a function, or a sequence's nextval); \
+             pass --allow-writes to run it in a read-write transaction that is still rolled back \
+             (sequences still advance)\n"
+        );
         // A sequence, and a function that writes: the read-only runs stop them.
         for query in [
             "SELECT nextval('s') FROM t WHERE id = 1",

@@ -23,6 +23,8 @@ use crate::plan::{Analysis, Severity, parse_plan};
 use crate::report::format::count;
 use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
 
+use super::guard;
+use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 
 /// What one live explain produced.
@@ -67,7 +69,7 @@ async fn explain_in(
     client: &tokio_postgres::Client,
     request: &ExplainRequest,
     major: u32,
-) -> Result<(String, Analysis, LiveFacts), SessionError> {
+) -> Result<(String, Analysis, LiveFacts, Vec<String>), SessionError> {
     let prepared = if !request.params.is_empty() || request.generic_plan {
         Some(
             runner::prepare(
@@ -86,12 +88,20 @@ async fn explain_in(
         .as_ref()
         .map_or(request.query.text.clone(), |p| p.statement.clone());
     let result = async {
+        // The functions the query calls, judged before it runs (refused when their effects
+        // would outlive the rollback); a plan that is not run executes nothing.
+        let checked = if request.runs() {
+            guard::check_calls(client, &statement, request.allow_lasting_effects).await?
+        } else {
+            Vec::new()
+        };
         let raw = runner::explain(
             client,
             &explain_sql(&statement, request.runs()),
             "running the query",
         )
-        .await?;
+        .await
+        .map_err(guard::explain_read_only)?;
         let plan = parse_plan(&raw).map_err(|e| SessionError {
             context: "reading the plan the server returned".into(),
             message: e.to_string(),
@@ -104,7 +114,7 @@ async fn explain_in(
             extended: live::extended_statistics(client, &tables).await?,
             tables: live::table_statistics(client, &tables).await?,
         };
-        Ok((raw, analysis, facts))
+        Ok((raw, analysis, facts, checked))
     }
     .await;
     // A failed statement aborts the transaction; the prepared statement outlives a rollback,
@@ -138,11 +148,18 @@ pub async fn run_live_explain(
     } else {
         conn.read_only(limits, work).await
     };
-    let (raw_plan, mut analysis, facts) = outcome.map_err(|e| anyhow!("the query failed: {e}"))?;
+    let (raw_plan, mut analysis, facts, checked) = outcome.map_err(|e| {
+        if e.context == guard::CHECK_CONTEXT {
+            anyhow!("{}", e.message)
+        } else {
+            anyhow!("the query failed: {e}")
+        }
+    })?;
     enrich(&mut analysis, &facts);
     let index_scans = index_scans_counted(&analysis);
     let dead = dead_versions(&analysis);
     let mut notes = request.warnings.clone();
+    notes.extend(checked);
     notes.extend(side_effect_notes(&index_scans, &dead));
     Ok(LiveExplain {
         analysis,
@@ -222,18 +239,6 @@ struct DeadVersionsDoc<'a> {
     rows: f64,
 }
 
-fn read_query(arg: &str) -> Result<(String, String)> {
-    if arg == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .context("reading the query from standard input")?;
-        Ok(("standard input".into(), text))
-    } else {
-        let text = std::fs::read_to_string(arg).with_context(|| format!("reading {arg}"))?;
-        Ok((arg.to_owned(), text))
-    }
-}
-
 pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
     if args.plan_number.is_some() {
         bail!(
@@ -241,13 +246,14 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
              query and reads its one plan: leave --plan out"
         );
     }
-    let (query_source, query_text) = read_query(&args.plan)?;
+    let (query_source, query_text) = read_text(&args.plan, "the query", QUERY_LIMIT_BYTES)?;
     let request = ExplainRequest::validate(ExplainInput {
         query_text,
         query_source,
         params: args.params.clone(),
         generic_plan: args.generic_plan,
         allow_writes: args.allow_writes,
+        allow_lasting_effects: args.allow_lasting_effects,
     })
     .map_err(|e| anyhow!("{e}"))?;
     let params = resolve(&args.conn)?;
