@@ -290,6 +290,7 @@ pub enum AuditFormat {
     Json,
     Markdown,
     Prometheus,
+    Html,
 }
 
 #[derive(Debug, Args)]

@@ -807,6 +807,7 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
         Format::Text => render::write_text(&mut out, &report, &text_options)?,
         Format::Json => write_json(&mut out, &render::CompareDoc::new(&report))?,
         Format::Markdown => render::write_markdown(&mut out, &report)?,
+        Format::Html => crate::report::html::write_compare(&mut out, &report)?,
     }
     out.flush()?;
     let failed: Vec<(usize, &str)> = report.failed().collect();

@@ -321,6 +321,12 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
                 notes: &result.notes,
             },
         )?,
+        Format::Html => crate::report::html::write_explain_with_notes(
+            &mut out,
+            &title,
+            &result.analysis,
+            &result.notes,
+        )?,
         Format::Markdown => {
             markdown::write_explain(&mut out, &title, &result.analysis)?;
             if !result.notes.is_empty() {

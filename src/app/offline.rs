@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use crate::cli::{DiffArgs, ExplainArgs};
 use crate::exit;
 use crate::plan::{Analysis, Comparison, Severity, read_plan};
-use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
+use crate::report::{Format, TextOptions, html, markdown, text, wire, write_json};
 
 /// Reads a plan argument: a path, or `-` for standard input.
 pub fn read_plan_input(arg: &str) -> Result<(String, Analysis)> {
@@ -49,11 +49,12 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
         );
     }
     let (title, analysis) = read_chosen_plan(&args.plan, args.plan_number)?;
-    let mut out = io::stdout().lock();
+    let mut out = buffered_stdout();
     match args.format {
         Format::Text => text::write_explain(&mut out, &title, &analysis, options)?,
         Format::Json => write_json(&mut out, &wire::ExplainDoc::new(&analysis))?,
         Format::Markdown => markdown::write_explain(&mut out, &title, &analysis)?,
+        Format::Html => html::write_explain(&mut out, &title, &analysis)?,
     }
     out.flush()?;
     let threshold: Option<Severity> = args.fail_on.map(Into::into);
@@ -72,18 +73,26 @@ pub fn diff(args: DiffArgs, options: &TextOptions) -> Result<u8> {
     let (before_title, before) = read_plan_input(&args.before)?;
     let (after_title, after) = read_plan_input(&args.after)?;
     let comparison = Comparison::of(before, after);
-    let mut out = io::stdout().lock();
+    let mut out = buffered_stdout();
     let titles = (before_title.as_str(), after_title.as_str());
     match args.format {
         Format::Text => text::write_diff(&mut out, titles, &comparison, options)?,
         Format::Json => write_json(&mut out, &wire::DiffDoc::new(&comparison))?,
         Format::Markdown => markdown::write_diff(&mut out, titles, &comparison)?,
+        Format::Html => html::write_diff(&mut out, titles, &comparison)?,
     }
     out.flush()?;
     Ok(match args.fail_on_regression {
         Some(percent) if regressed(&comparison, percent) => exit::FINDINGS,
         _ => exit::SUCCESS,
     })
+}
+
+/// Standard output with a buffer of its own: a report is written in pieces of a line or less,
+/// and standard output alone (line-buffered) would make a system call for each line, a million
+/// of them for a large plan's JSON.
+fn buffered_stdout() -> io::BufWriter<io::StdoutLock<'static>> {
+    io::BufWriter::with_capacity(1 << 16, io::stdout().lock())
 }
 
 /// Whether the after plan is worse by more than `percent`: pages touched when both plans have

@@ -1031,7 +1031,7 @@ mod tests {
         );
 
         let doc = serde_json::to_value(super::super::wire_audit::audit_doc(&report)).unwrap();
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], super::super::wire::SCHEMA_VERSION);
         let databases: std::collections::BTreeSet<&str> = doc["findings"]
             .as_array()
             .unwrap()
@@ -1196,7 +1196,7 @@ mod tests {
     #[test]
     fn json_follows_the_contract() {
         let doc = serde_json::to_value(super::super::wire_audit::audit_doc(&report())).unwrap();
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], super::super::wire::SCHEMA_VERSION);
         assert_eq!(doc["nodes"][0]["role"], "primary");
         assert!(doc["nodes"][0]["stats_since"].is_string());
         assert_eq!(doc["nodes"][1]["error"], "connection refused");

@@ -13,7 +13,7 @@ use crate::plan::Pair;
 
 use super::format::{bytes, change, count, ms, printable};
 use super::text::{
-    Figure, align_numbers, new_table, write_changes, write_findings, write_table, write_tree,
+    Figure, Grid, Tone, cell, new_table, write_changes, write_findings, write_table, write_tree,
 };
 use super::wire::{DiffDoc, FindingDoc, PairDoc, PlanDoc, SCHEMA_VERSION};
 use super::{Paint, TextOptions, markdown};
@@ -127,14 +127,14 @@ pub struct SummaryPairsDoc {
 
 impl SummaryPairsDoc {
     fn new(f: &(Figures, Figures), execution_within_noise: bool) -> Self {
-        let [exec, pages, hit, read, temp] = pairs(f).map(|(_, p)| PairDoc::from(p));
+        let [exec, pages, hit, read, temp] = pairs(f).map(|(_, p)| p);
         SummaryPairsDoc {
-            execution_ms: exec,
+            execution_ms: exec.into(),
             execution_within_noise,
-            pages_touched: pages,
-            shared_hit_blocks: hit,
-            shared_read_blocks: read,
-            temp_blocks: temp,
+            pages_touched: PairDoc::count(pages),
+            shared_hit_blocks: PairDoc::count(hit),
+            shared_read_blocks: PairDoc::count(read),
+            temp_blocks: PairDoc::count(temp),
             total_cost: Pair::new(f.0.total_cost, f.1.total_cost).into(),
         }
     }
@@ -516,18 +516,21 @@ fn figures_table(
     options: &TextOptions,
     mode: Mode,
 ) -> io::Result<()> {
-    let paint = super::Paint::new(options.color);
-    let mut table = new_table(&["", "before", "after", "change"], options);
+    let mut grid = Grid::new(&["", "before", "after", "change"], 1);
     for row in summary_rows(judged, mode) {
-        let change = match row.fell {
-            Some(true) => paint.good(&row.change),
-            Some(false) => paint.bad(&row.change),
-            None => row.change,
+        let tone = match row.fell {
+            Some(true) => Tone::Good,
+            Some(false) => Tone::Bad,
+            None => Tone::Plain,
         };
-        table.add_row(vec![row.label.to_owned(), row.before, row.after, change]);
+        grid.push(vec![
+            cell(Tone::Plain, row.label),
+            cell(Tone::Plain, row.before),
+            cell(Tone::Plain, row.after),
+            cell(tone, row.change),
+        ]);
     }
-    align_numbers(&mut table, 1);
-    write_table(out, &table)
+    grid.write(out, options.color)
 }
 
 /// [`summary_rows`] as a Markdown table.
