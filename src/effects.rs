@@ -4,9 +4,9 @@
 //! path), classified from their `pg_proc` rows. Pure: the plan's JSON and the catalog rows in,
 //! refusals and warnings out.
 //!
-//! What a read-only transaction already stops (table writes, `nextval`, `setval`, large-object
-//! writes, which are transactional anyway) is not listed here; what it does not stop and the
-//! rollback does not undo is.
+//! What a read-only transaction already stops (table writes, `nextval`, `setval`) and what the
+//! rollback undoes (large-object writes, `set_config(..., false)`, `pg_notify`, 18's statistics
+//! import functions) is not listed here; what neither stops nor undoes is.
 
 use serde_json::Value;
 
@@ -127,15 +127,6 @@ const BUILT_IN: &[(&[&str], &str)] = &[
         ],
         "resets cumulative statistics, which is not transactional (autovacuum and every \
          monitoring tool lose their counts)",
-    ),
-    (
-        &[
-            "pg_restore_relation_stats",
-            "pg_clear_relation_stats",
-            "pg_restore_attribute_stats",
-            "pg_clear_attribute_stats",
-        ],
-        "overwrites planner statistics in place, which the rollback does not undo",
     ),
     (
         &[

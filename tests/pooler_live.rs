@@ -353,6 +353,23 @@ async fn session_state_never_reaches_the_next_client_through_pgbouncer() {
                 "{query}: {err}"
             );
         }
+        // A session-level setting the query makes is reverted with the rollback (PostgreSQL
+        // undoes a SET in an aborted transaction), so pgplan runs it.
+        let path = dir.path().join("setting.sql");
+        std::fs::write(&path, "SELECT set_config('work_mem', '77MB', false)").unwrap();
+        let out = run(&[
+            "compare",
+            "-d",
+            &conninfo,
+            path.to_str().unwrap(),
+            "--index",
+            "CREATE INDEX ON t (v)",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // A parameterised run that times out: its prepared statement is deallocated inside the
         // same transaction, before the server connection goes back to the pool.
         let path = dir.path().join("slow.sql");
@@ -383,11 +400,11 @@ async fn session_state_never_reaches_the_next_client_through_pgbouncer() {
                 "SELECT (SELECT count(*) FROM pg_prepared_statements) || ' ' || \
                  (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory') || ' ' || \
                  coalesce(array_to_string(dblink_get_connections(), ','), 'none') || ' ' || \
-                 current_setting('transaction_read_only')",
+                 current_setting('transaction_read_only') || ' ' || current_setting('work_mem')",
             )
             .await;
             assert_eq!(
-                state, "0 0 none off",
+                state, "0 0 none off 4MB",
                 "a pooled connection kept session state"
             );
         }
