@@ -17,10 +17,9 @@ use crate::exit;
 use crate::explain::enrich::tables_to_read;
 use crate::explain::{ExplainInput, ExplainRequest, LiveFacts, enrich};
 use crate::plan::side_effects::{
-    DeadVersions, IndexScansCounted, dead_versions, index_scans_counted,
+    DeadVersions, IndexScansCounted, dead_versions, index_scans_counted, side_effect_notes,
 };
 use crate::plan::{Analysis, Severity, parse_plan};
-use crate::report::format::count;
 use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
 
 use super::guard;
@@ -160,7 +159,7 @@ pub async fn run_live_explain(
     let dead = dead_versions(&analysis);
     let mut notes = request.warnings.clone();
     notes.extend(checked);
-    notes.extend(side_effect_notes(&index_scans, &dead));
+    notes.extend(side_effect_notes("the run", &index_scans, &dead));
     Ok(LiveExplain {
         analysis,
         raw_plan,
@@ -169,40 +168,6 @@ pub async fn run_live_explain(
         dead_versions: dead,
         notes,
     })
-}
-
-/// What the run left behind that the rollback did not undo, in words.
-pub fn side_effect_notes(scans: &[IndexScansCounted], dead: &[DeadVersions]) -> Vec<String> {
-    let mut notes = Vec::new();
-    if !scans.is_empty() {
-        let list: Vec<String> = scans
-            .iter()
-            .map(|s| {
-                let noun = if s.scans == 1.0 { "scan" } else { "scans" };
-                format!("{} (+{} {noun})", s.index, count(s.scans))
-            })
-            .collect();
-        notes.push(format!(
-            "the run increased the usage counters (idx_scan in pg_stat_user_indexes, which a \
-             rollback does not undo) of {}: audit's unused and duplicate index checks count \
-             these scans too",
-            list.join(", ")
-        ));
-    }
-    for d in dead {
-        let noun = if d.rows == 1.0 {
-            "dead row version"
-        } else {
-            "dead row versions"
-        };
-        notes.push(format!(
-            "the rolled-back write left about {} {noun} in {} until VACUUM removes them \
-             (autovacuum counts them toward its next run)",
-            count(d.rows),
-            d.table
-        ));
-    }
-    notes
 }
 
 /// `pgplan explain -d ... --format json`: the explain document, and what only the live run says.

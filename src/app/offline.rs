@@ -40,6 +40,7 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
         (!args.params.is_empty(), "--param"),
         (args.generic_plan, "--generic-plan"),
         (args.allow_writes, "--allow-writes"),
+        (args.allow_lasting_effects, "--allow-lasting-effects"),
         (args.save_plan.is_some(), "--save-plan"),
     ];
     if let Some((_, flag)) = live_only.iter().find(|(given, _)| *given) {
