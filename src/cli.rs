@@ -115,7 +115,7 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub allow_writes: bool,
     /// With a connection: run a query that calls functions whose effects outlive the rollback
-    /// or reach outside the session, which pgplan refuses otherwise (as compare does).
+    /// or reach outside the session (replication slots, signals, dblink, ...), refused otherwise.
     #[arg(long)]
     pub allow_lasting_effects: bool,
     /// With a connection: write the plan (JSON, as the server sent it) to FILE.

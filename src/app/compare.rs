@@ -448,6 +448,59 @@ async fn read_estimates(
     .await
 }
 
+/// The tables `--analyze` analyzes in a measured compare: every created candidate's table.
+fn analyzed_tables(request: &CompareRequest) -> Vec<String> {
+    let mut tables: Vec<String> = Vec::new();
+    if request.analyze && request.mode == Mode::Measured {
+        for c in &request.candidates {
+            if let CandidateSpec::Create(c) = c
+                && !tables.contains(&c.table)
+            {
+                tables.push(c.table.clone());
+            }
+        }
+    }
+    tables
+}
+
+async fn read_analyze_counters(
+    conn: &mut Connection,
+    limits: &Limits,
+    tables: &[String],
+) -> Result<Vec<crate::effects::AnalyzeCounters>, SessionError> {
+    if tables.is_empty() {
+        return Ok(Vec::new());
+    }
+    conn.read_only(limits, async |client| {
+        crate::db::effects::analyze_counters(client, tables).await
+    })
+    .await
+}
+
+/// The counters after the candidates' ANALYZEs. Before PostgreSQL 15 the statistics collector
+/// receives them asynchronously and a backend may read a file up to half a second old, so the
+/// read is repeated (for up to 2 s) until every table's analyze_count has moved.
+async fn read_analyze_counters_after(
+    conn: &mut Connection,
+    limits: &Limits,
+    tables: &[String],
+    before: &[crate::effects::AnalyzeCounters],
+) -> Result<Vec<crate::effects::AnalyzeCounters>, SessionError> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let after = read_analyze_counters(conn, limits, tables).await?;
+        let moved = before.iter().all(|b| {
+            after
+                .iter()
+                .any(|a| a.table == b.table && a.analyze_count > b.analyze_count)
+        });
+        if moved || conn.facts.major() >= 15 || Instant::now() > deadline || stop_requested() {
+            return Ok(after);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// Refuses early, with what to do instead, when the server cannot do what was asked.
 fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
     let facts = &conn.facts;
@@ -562,6 +615,8 @@ pub async fn run_compare(
         })?;
     let tables = watched_tables(request, &baseline);
     let initial = read_estimates(conn, limits, &tables).await?;
+    let analyzed = analyzed_tables(request);
+    let counters_before = read_analyze_counters(conn, limits, &analyzed).await?;
     let mut current = initial.clone();
     let mut changes = Vec::new();
 
@@ -691,6 +746,10 @@ pub async fn run_compare(
                 current = read_estimates(conn, limits, &tables).await?;
             }
         }
+    }
+    if !analyzed.is_empty() {
+        let after = read_analyze_counters_after(conn, limits, &analyzed, &counters_before).await?;
+        warnings.extend(crate::effects::analyze_after(&counters_before, &after));
     }
     progress.clear();
 

@@ -1151,6 +1151,9 @@ pub async fn run_workload(
 
 /// `pgplan compare --workload ...` (or several query files).
 pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> {
+    if args.format == Format::Html {
+        bail!("--format html is not available for a workload yet: use text, json or markdown");
+    }
     let (source_name, file_queries) = read_sources(&args)?;
     let candidates = read_candidates(&args)?;
     if args.runs == 0 {
@@ -1202,9 +1205,7 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
         Format::Text => render::write_text(&mut out, &report, &text_options)?,
         Format::Json => write_json(&mut out, &render::WorkloadDoc::new(&report))?,
         Format::Markdown => render::write_markdown(&mut out, &report)?,
-        Format::Html => {
-            bail!("--format html is not available with a workload: use text, markdown or json")
-        }
+        Format::Html => bail!("--format html is not available for a workload yet"),
     }
     out.flush()?;
     let failed: Vec<(usize, &str)> = report.failed().collect();
