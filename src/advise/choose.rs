@@ -45,6 +45,9 @@ pub enum Rejection {
     OverMaxIndexes,
     /// It would pay, but it does not fit in what --max-size leaves.
     OverMaxSize,
+    /// Chosen, then made redundant by indexes chosen later: one whose keys start with its keys
+    /// (see [`crate::advise::Candidate::extends`]), or no plan used it with all of them in place.
+    Superseded,
 }
 
 impl Rejection {
@@ -55,6 +58,7 @@ impl Rejection {
             Rejection::WritesExceedSavings => "writes_exceed_savings",
             Rejection::OverMaxIndexes => "over_max_indexes",
             Rejection::OverMaxSize => "over_max_size",
+            Rejection::Superseded => "superseded",
         }
     }
 }

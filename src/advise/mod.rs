@@ -231,6 +231,30 @@ impl Candidate {
             && self.predicate == other.predicate
     }
 
+    /// Whether this index can do everything `other` does: same table, method and predicate,
+    /// B-tree keys that start with all of `other`'s (same directions and operator classes),
+    /// and every INCLUDE column of `other` among its keys or INCLUDE columns. A scan that can
+    /// use `other` can use this one, so once both are chosen `other` is redundant.
+    pub fn extends(&self, other: &Candidate) -> bool {
+        let columns = |c: &Candidate| -> Vec<String> {
+            c.keys
+                .iter()
+                .filter_map(|k| k.key.column().map(str::to_owned))
+                .chain(c.include.iter().cloned())
+                .collect()
+        };
+        let mine = columns(self);
+        self.schema == other.schema
+            && self.table == other.table
+            && self.method == Method::Btree
+            && other.method == Method::Btree
+            && self.predicate == other.predicate
+            && !self.same_index(other)
+            && self.keys.len() >= other.keys.len()
+            && self.keys[..other.keys.len()] == other.keys[..]
+            && other.include.iter().all(|c| mine.contains(c))
+    }
+
     fn add_kind(&mut self, kind: Kind) {
         if !self.kinds.contains(&kind) {
             self.kinds.push(kind);
@@ -401,6 +425,34 @@ mod tests {
                 "CREATE INDEX CONCURRENTLY logs_ts_idx1 ON public.logs USING brin (ts)"
             )
         );
+    }
+
+    #[test]
+    fn an_index_extends_another_whose_keys_it_starts_with() {
+        let p = propose_for("advise/composite_eq_sort", 17);
+        let find = |def: &str| {
+            p.candidates
+                .iter()
+                .find(|c| c.definition() == def)
+                .unwrap_or_else(|| panic!("{def} not proposed"))
+        };
+        let plain = find("ON public.tickets (account_id, created_at DESC)");
+        let include = find("ON public.tickets (account_id, created_at DESC) INCLUDE (id)");
+        assert!(include.extends(plain));
+        assert!(
+            !plain.extends(include),
+            "INCLUDE (id) is not among its columns"
+        );
+        assert!(!plain.extends(plain));
+        let mut ascending = include.clone();
+        ascending.keys[1].descending = false;
+        assert!(
+            !ascending.extends(plain),
+            "a different direction serves another order"
+        );
+        let mut partial = include.clone();
+        partial.predicate = Some("state = 'open'::text".into());
+        assert!(!partial.extends(plain), "a partial index holds fewer rows");
     }
 
     #[test]

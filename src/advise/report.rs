@@ -81,6 +81,9 @@ impl RejectedCandidate {
                 crate::advise::rules::count(m.read_pages_saved_per_day)
             ),
             Rejection::OverMaxIndexes => "would pay, but --max-indexes was reached".to_owned(),
+            Rejection::Superseded => {
+                format!("superseded: chosen, then no workload query's plan used it{after}")
+            }
             Rejection::OverMaxSize => {
                 "would pay, but does not fit in what --max-size leaves".to_owned()
             }

@@ -131,6 +131,39 @@ fn measured_of(
     out
 }
 
+/// The greedy choice can take an index, then a later one that extends it (the same keys and
+/// more, chosen because with the first in place it still saved pages): the first is then
+/// redundant. It is moved to the rejected as superseded, and the later one is reported with
+/// its measurement against the baseline, where it does the first one's work too.
+fn supersede(
+    choice: &mut choose::Choice,
+    chosen_at: &mut Vec<Measured>,
+    candidates: &[Candidate],
+    initial: &[Measured],
+) {
+    loop {
+        let order: Vec<usize> = choice.chosen.iter().map(|(i, _)| *i).collect();
+        let found = order.iter().enumerate().find_map(|(pa, &a)| {
+            order[pa + 1..]
+                .iter()
+                .find(|&&b| candidates[b].extends(&candidates[a]))
+                .map(|&b| (pa, a, b))
+        });
+        let Some((pa, a, b)) = found else { return };
+        let (_, measurement) = choice.chosen.remove(pa);
+        chosen_at.remove(pa);
+        let pb = choice.chosen.iter().position(|(i, _)| *i == b).unwrap_or(0);
+        choice.chosen[pb].1 = initial[b].measurement;
+        chosen_at[pb] = initial[b].clone();
+        choice.rejected.push(choose::Rejected {
+            candidate: a,
+            reason: choose::Rejection::Superseded,
+            measurement,
+            with_chosen: pb + 1,
+        });
+    }
+}
+
 /// `pgplan advise`.
 pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
     let statements = args.workload == "pg_stat_statements";
@@ -386,6 +419,7 @@ async fn run_advise(
         current.iter().map(|m| m.measurement).collect(),
         &choice_limits,
     );
+    let initial = current.clone();
     let mut chosen_at: Vec<Measured> = Vec::new();
     while let Some(best) = chooser.choose_next() {
         chosen_at.push(current[best].clone());
@@ -446,7 +480,64 @@ async fn run_advise(
         }
         chooser.remeasured(updates_for_chooser);
     }
-    let choice = chooser.finish();
+    let mut choice = chooser.finish();
+    supersede(&mut choice, &mut chosen_at, &candidates, &initial);
+    // A last pass with every chosen index in place: one no plan uses any more was made
+    // redundant by later choices (a covering index over the partial one it was chosen after).
+    if choice.chosen.len() > 1 {
+        let chosen_specs: Vec<IndexCandidate> = choice
+            .chosen
+            .iter()
+            .map(|(i, _)| specs[*i].clone())
+            .collect();
+        let all_in = measure_workload(
+            conn,
+            limits,
+            &queries,
+            &[],
+            &chosen_specs,
+            &engine,
+            progress,
+        )
+        .await?;
+        let plans: Vec<&crate::plan::Analysis> = all_in.baselines[0]
+            .queries
+            .iter()
+            .flatten()
+            .filter_map(|r| r.as_ref().ok())
+            .map(|m| m.representative())
+            .collect();
+        let used: Vec<String> = chosen_specs
+            .iter()
+            .filter(|s| {
+                let names = [s.name.clone()];
+                plans
+                    .iter()
+                    .any(|p| !crate::compare::index_uses(p, &names).is_empty())
+            })
+            .map(|s| s.name.clone())
+            .collect();
+        let mut k = 0;
+        while k < choice.chosen.len() {
+            let i = choice.chosen[k].0;
+            if used.contains(&specs[i].name) {
+                k += 1;
+                continue;
+            }
+            let (_, measurement) = choice.chosen.remove(k);
+            chosen_at.remove(k);
+            choice.rejected.push(choose::Rejected {
+                candidate: i,
+                reason: choose::Rejection::Superseded,
+                measurement,
+                with_chosen: usize::MAX,
+            });
+        }
+        let total = choice.chosen.len();
+        for r in &mut choice.rejected {
+            r.with_chosen = r.with_chosen.min(total);
+        }
+    }
     let (chosen, rejected) = sort_out(&candidates, &choice);
     let recommended: Vec<Recommendation> = chosen
         .into_iter()
@@ -506,14 +597,16 @@ async fn run_advise(
         );
         drops::unused_indexes(&audited, &table_refs)
     };
-    if queries
-        .iter()
-        .any(|q| matches!(q.source.query.kind, QueryKind::Write(_)))
-        && !args.allow_writes
+    if !args.allow_writes
+        && let Some(w) = queries
+            .iter()
+            .position(|q| matches!(q.source.query.kind, QueryKind::Write(_)))
     {
-        notes_text.push(
-            "the workload's writes were not run (--allow-writes runs them, rolled back); their SET lists still count for the HOT updates an index ends".into(),
-        );
+        notes.push(Note {
+            query: w,
+            table: None,
+            message: "not run, with the workload's other writes (--allow-writes runs them, rolled back); their SET lists still count for the HOT updates an index ends".into(),
+        });
     }
     for n in notes_text {
         notes.push(Note {
