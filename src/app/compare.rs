@@ -1,7 +1,7 @@
 //! `pgplan compare`: the baseline and each candidate measured in its own transaction that is
 //! always rolled back, then judged and ranked.
 
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
 
@@ -16,35 +16,28 @@ use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
 use crate::db::session::{Limits, SessionError};
 use crate::exit;
-use crate::plan::{Analysis, parse_plan};
+use crate::plan::{Analysis, parse_plan, side_effects};
 use crate::report::{Format, TextOptions, compare as render, write_json};
-use crate::sql::{IndexCandidate, QueryKind, quote_ident, quote_literal};
+use crate::sql::{IndexCandidate, QueryKind, quote_ident};
 
+use super::guard;
+use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
-
-/// Reads a file argument, or standard input for `-`.
-fn read_input(arg: &str, what: &str) -> Result<(String, String)> {
-    if arg == "-" {
-        let mut text = String::new();
-        io::stdin()
-            .read_to_string(&mut text)
-            .with_context(|| format!("reading the {what} from standard input"))?;
-        Ok(("standard input".into(), text))
-    } else {
-        let text = std::fs::read_to_string(arg).with_context(|| format!("reading {arg}"))?;
-        Ok((arg.to_owned(), text))
-    }
-}
 
 /// Turns the command line into a validated request, before connecting.
 pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
-    let (query_source, query_text) = read_input(&args.query, "query")?;
+    let [query] = args.queries.as_slice() else {
+        bail!(
+            "give the query: a file holding one statement, or - for standard input (several files, or --workload, measure a workload)"
+        );
+    };
+    let (query_source, query_text) = read_text(query, "the query", QUERY_LIMIT_BYTES)?;
     let index_file = match &args.index_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            Some((path.display().to_string(), text))
-        }
+        Some(path) => Some(read_text(
+            &path.display().to_string(),
+            "the candidate file",
+            QUERY_LIMIT_BYTES,
+        )?),
         None => None,
     };
     let input = RequestInput {
@@ -57,6 +50,7 @@ pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
         min_gain_percent: args.min_gain,
         analyze: args.analyze,
         allow_writes: args.allow_writes,
+        allow_lasting_effects: args.allow_lasting_effects,
         params: args.params.clone(),
         generic_plan: args.generic_plan,
         hypothetical: args.hypothetical,
@@ -121,13 +115,87 @@ struct Leftovers {
 }
 
 /// A measured transaction's results besides the plans.
-struct SetupFacts {
-    build_ms: Option<f64>,
-    size_bytes: Option<f64>,
+pub(super) struct SetupFacts {
+    pub(super) build_ms: Option<f64>,
+    pub(super) size_bytes: Option<f64>,
     /// Every name the plans may show for the index: its own first, then (on a partitioned
     /// table) its partitions' indexes.
-    plan_index_names: Vec<String>,
-    has_expressions: bool,
+    pub(super) plan_index_names: Vec<String>,
+    pub(super) has_expressions: bool,
+}
+
+/// Builds a candidate inside the caller's transaction, timed, and reads what it became: the
+/// name PostgreSQL gave an unnamed one, its size, the names plans show for it. With `analyze`,
+/// ANALYZEs its table afterwards.
+pub(super) async fn build_index(
+    client: &tokio_postgres::Client,
+    candidate: &IndexCandidate,
+    analyze: bool,
+    progress: &Progress,
+    label: &str,
+) -> Result<SetupFacts, SessionError> {
+    let mut facts = SetupFacts {
+        build_ms: None,
+        size_bytes: None,
+        plan_index_names: Vec::new(),
+        has_expressions: false,
+    };
+    progress.update(&format!("{label}: building"));
+    // An unnamed candidate is built unnamed, so PostgreSQL picks the name it would pick
+    // in production (events_status_idx); the new name is found by comparing the table's
+    // index names before and after.
+    let (sql, before) = if candidate.name_generated {
+        let unique = if candidate.unique { "UNIQUE " } else { "" };
+        (
+            format!("CREATE {unique}INDEX {}", candidate.definition),
+            explain::index_names(client, &candidate.table).await?,
+        )
+    } else {
+        (candidate.sql.clone(), Vec::new())
+    };
+    let started = Instant::now();
+    run(client, &sql, &format!("building {}", candidate.describe())).await?;
+    facts.build_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+    let name = if candidate.name_generated {
+        explain::index_names(client, &candidate.table)
+            .await?
+            .into_iter()
+            .find(|n| !before.contains(n))
+            .unwrap_or_else(|| candidate.name.clone())
+    } else {
+        candidate.name.clone()
+    };
+    if let Some(index) = explain::index_facts(client, &candidate.table, &name).await? {
+        if index.check_xmin {
+            // The planner skips an index with indcheckxmin set until the index's own xmin is
+            // older than the transaction's (plancat.c): measured here, it would read "unused"
+            // whatever it is worth.
+            return Err(SessionError {
+                context: format!("building {}", candidate.describe()),
+                message: format!(
+                    "{} has rows whose HOT chains the new index cannot follow (updated rows not yet                      vacuumed), so PostgreSQL lets no query use the index in the transaction that                      built it (pg_index.indcheckxmin); pgplan cannot measure it.\n                     hint: VACUUM {} first, then run pgplan again",
+                    candidate.table, candidate.table
+                ),
+                sqlstate: None,
+            });
+        }
+        facts.size_bytes = Some(index.size_bytes);
+        facts.has_expressions = index.has_expressions;
+        facts.plan_index_names = index.plan_names;
+    }
+    if facts.plan_index_names.is_empty() {
+        facts.plan_index_names = vec![name];
+    }
+    if analyze {
+        progress.update(&format!("{label}: analyzing {}", candidate.table));
+        run(
+            client,
+            &format!("ANALYZE {}", candidate.table),
+            &format!("analyzing {}", candidate.table),
+        )
+        .await?;
+    }
+    Ok(facts)
 }
 
 /// Runs the setup and the measured runs; `leftovers` records what must be undone.
@@ -148,48 +216,7 @@ async fn setup_and_runs(
     match setup {
         Setup::Baseline => {}
         Setup::Create(candidate) => {
-            progress.update(&format!("{label}: building"));
-            // An unnamed candidate is built unnamed, so PostgreSQL picks the name it would pick
-            // in production (events_status_idx); the new name is found by comparing the table's
-            // index names before and after.
-            let (sql, before) = if candidate.name_generated {
-                let unique = if candidate.unique { "UNIQUE " } else { "" };
-                (
-                    format!("CREATE {unique}INDEX {}", candidate.definition),
-                    explain::index_names(client, &candidate.table).await?,
-                )
-            } else {
-                (candidate.sql.clone(), Vec::new())
-            };
-            let started = Instant::now();
-            run(client, &sql, &format!("building {}", candidate.describe())).await?;
-            facts.build_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
-            let name = if candidate.name_generated {
-                explain::index_names(client, &candidate.table)
-                    .await?
-                    .into_iter()
-                    .find(|n| !before.contains(n))
-                    .unwrap_or_else(|| candidate.name.clone())
-            } else {
-                candidate.name.clone()
-            };
-            if let Some(index) = explain::index_facts(client, &candidate.table, &name).await? {
-                facts.size_bytes = Some(index.size_bytes);
-                facts.has_expressions = index.has_expressions;
-                facts.plan_index_names = index.plan_names;
-            }
-            if facts.plan_index_names.is_empty() {
-                facts.plan_index_names = vec![name];
-            }
-            if request.analyze {
-                progress.update(&format!("{label}: analyzing {}", candidate.table));
-                run(
-                    client,
-                    &format!("ANALYZE {}", candidate.table),
-                    &format!("analyzing {}", candidate.table),
-                )
-                .await?;
-            }
+            facts = build_index(client, candidate, request.analyze, progress, label).await?;
         }
         Setup::Drop(name) => {
             let Some(existing) = explain::existing_index(client, name).await? else {
@@ -233,43 +260,11 @@ async fn setup_and_runs(
         }
     }
 
-    // Parameters go through a prepared statement, with plan_cache_mode set for this transaction
-    // only: a custom plan for the given values, or the generic plan.
-    let statement = if !request.params.is_empty() || request.mode == Mode::GenericPlan {
-        let name = format!("pgplan_{}", std::process::id());
-        run(
-            client,
-            &format!("PREPARE {name} AS {}", request.query.text),
-            "preparing the query",
-        )
-        .await?;
-        leftovers.prepared = Some(name.clone());
-        let mode = if request.mode == Mode::GenericPlan {
-            "force_generic_plan"
-        } else {
-            "force_custom_plan"
-        };
-        run(
-            client,
-            &format!("SET LOCAL plan_cache_mode = {mode}"),
-            "setting plan_cache_mode",
-        )
-        .await?;
-        let count = request.query.max_parameter.unwrap_or(0) as usize;
-        let args: Vec<String> = if request.mode == Mode::GenericPlan {
-            vec!["NULL".into(); count]
-        } else {
-            request.params.iter().map(|p| quote_literal(p)).collect()
-        };
-        if args.is_empty() {
-            format!("EXECUTE {name}")
-        } else {
-            format!("EXECUTE {name}({})", args.join(", "))
-        }
-    } else {
-        request.query.text.clone()
-    };
+    let statement = statement(client, request, leftovers).await?;
     let measured = request.mode == Mode::Measured;
+    if measured && !request.allow_writes {
+        guard::read_only_from_here(client).await?;
+    }
     let sql = explain_sql(&statement, measured);
     let writes = matches!(request.query.kind, QueryKind::Write(_));
     let total = if measured { 1 + request.runs } else { 1 };
@@ -293,7 +288,11 @@ async fn setup_and_runs(
             run(client, "SAVEPOINT pgplan_run", "setting a savepoint").await?;
         }
         let context = format!("running the query ({label}, {which})");
-        plans.push(explain::explain(client, &sql, &context).await?);
+        plans.push(
+            explain::explain(client, &sql, &context)
+                .await
+                .map_err(guard::explain_read_only)?,
+        );
         if writes {
             run(
                 client,
@@ -306,8 +305,34 @@ async fn setup_and_runs(
     Ok((facts, plans))
 }
 
+/// The statement the runs explain: the query itself, or with parameters `EXECUTE` of a prepared
+/// statement (recorded in `leftovers`, to be deallocated).
+async fn statement(
+    client: &tokio_postgres::Client,
+    request: &CompareRequest,
+    leftovers: &mut Leftovers,
+) -> Result<String, SessionError> {
+    // Parameters go through a prepared statement, with plan_cache_mode set for this transaction
+    // only: a custom plan for the given values, or the generic plan.
+    let statement = if !request.params.is_empty() || request.mode == Mode::GenericPlan {
+        let prepared = explain::prepare(
+            client,
+            &request.query.text,
+            &request.params,
+            request.mode == Mode::GenericPlan,
+            request.query.max_parameter.unwrap_or(0),
+        )
+        .await?;
+        leftovers.prepared = Some(prepared.name);
+        prepared.statement
+    } else {
+        request.query.text.clone()
+    };
+    Ok(statement)
+}
+
 /// The error that ends a transaction's work once the user has interrupted.
-fn interrupted(label: &str) -> SessionError {
+pub(super) fn interrupted(label: &str) -> SessionError {
     SessionError {
         context: label.to_owned(),
         message: "interrupted".into(),
@@ -321,12 +346,7 @@ async fn clean_up(
     leftovers: &Leftovers,
 ) -> Result<(), SessionError> {
     if let Some(name) = &leftovers.prepared {
-        run(
-            client,
-            &format!("DEALLOCATE {name}"),
-            "removing the prepared statement",
-        )
-        .await?;
+        explain::deallocate(client, name).await?;
     }
     if let Some(oid) = leftovers.hypothetical {
         explain::hypopg_drop(client, oid).await?;
@@ -428,26 +448,78 @@ async fn read_estimates(
     .await
 }
 
+/// The tables `--analyze` analyzes in a measured compare: every created candidate's table.
+fn analyzed_tables(request: &CompareRequest) -> Vec<String> {
+    let mut tables: Vec<String> = Vec::new();
+    if request.analyze && request.mode == Mode::Measured {
+        for c in &request.candidates {
+            if let CandidateSpec::Create(c) = c
+                && !tables.contains(&c.table)
+            {
+                tables.push(c.table.clone());
+            }
+        }
+    }
+    tables
+}
+
+async fn read_analyze_counters(
+    conn: &mut Connection,
+    limits: &Limits,
+    tables: &[String],
+) -> Result<Vec<crate::effects::AnalyzeCounters>, SessionError> {
+    if tables.is_empty() {
+        return Ok(Vec::new());
+    }
+    conn.read_only(limits, async |client| {
+        crate::db::effects::analyze_counters(client, tables).await
+    })
+    .await
+}
+
+/// The counters after the candidates' ANALYZEs. Before PostgreSQL 15 the statistics collector
+/// receives them asynchronously and a backend may read a file up to half a second old, so the
+/// read is repeated (for up to 2 s) until every table's analyze_count has moved.
+async fn read_analyze_counters_after(
+    conn: &mut Connection,
+    limits: &Limits,
+    tables: &[String],
+    before: &[crate::effects::AnalyzeCounters],
+) -> Result<Vec<crate::effects::AnalyzeCounters>, SessionError> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let after = read_analyze_counters(conn, limits, tables).await?;
+        let moved = before.iter().all(|b| {
+            after
+                .iter()
+                .any(|a| a.table == b.table && a.analyze_count > b.analyze_count)
+        });
+        if moved || conn.facts.major() >= 15 || Instant::now() > deadline || stop_requested() {
+            return Ok(after);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// Refuses early, with what to do instead, when the server cannot do what was asked.
 fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
     let facts = &conn.facts;
     match request.mode {
         Mode::Measured | Mode::GenericPlan if facts.in_recovery => bail!(
-            "{} is a standby (in recovery): measured compare builds indexes, which a standby cannot.\n\
+            "{} is a standby (in recovery): {}, which a standby cannot.\n\
              hint: use --hypothetical (HypoPG, estimates only), or run against a writable copy",
-            conn.target
+            conn.target,
+            builds(request.mode)
         ),
         Mode::Measured | Mode::GenericPlan if facts.read_only => bail!(
-            "the session on {} is read-only (default_transaction_read_only is on): measured compare \
-             builds indexes inside a rolled-back transaction.\n\
+            "the session on {} is read-only (default_transaction_read_only is on): {}.\n\
              hint: use --hypothetical (HypoPG, estimates only), or a writable connection",
-            conn.target
+            conn.target,
+            builds(request.mode)
         ),
-        Mode::Hypothetical if !facts.has_extension("hypopg") => bail!(
-            "HypoPG is not installed in database {} on {}.\n\
-             hint: CREATE EXTENSION hypopg (its package must be installed on the server), or drop \
-             --hypothetical to measure with real indexes",
-            facts.database,
+        Mode::Hypothetical if let Some((problem, fix)) = facts.hypopg_missing() => bail!(
+            "{problem} ({}).\n\
+             hint: {fix}; or drop --hypothetical to measure with real indexes",
             conn.target
         ),
         Mode::Hypothetical => {
@@ -475,11 +547,53 @@ fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
     }
 }
 
+/// What compare does that needs a writable transaction, in this mode.
+fn builds(mode: Mode) -> &'static str {
+    match mode {
+        Mode::GenericPlan => {
+            "--generic-plan measures nothing, but it builds (or drops) each candidate inside a \
+             rolled-back transaction to plan the query with it"
+        }
+        _ => "measured compare builds (or drops) each candidate inside a rolled-back transaction",
+    }
+}
+
 /// Whether a dotted version ("1.3.1") is below `(major, minor)`.
 fn version_below(version: &str, (major, minor): (u32, u32)) -> bool {
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let (v_major, v_minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     (v_major, v_minor) < (major, minor)
+}
+
+/// Before anything runs the query: the functions it calls, judged from its estimate-only plan
+/// in a read-only transaction (refused when their effects would outlive the rollback). Only
+/// measured runs execute the query, so the estimate-only modes need no check.
+async fn check_effects(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+) -> Result<Vec<String>> {
+    if request.mode != Mode::Measured {
+        return Ok(Vec::new());
+    }
+    conn.read_only(limits, async |client| {
+        run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
+        let mut leftovers = Leftovers::default();
+        let result = match statement(client, request, &mut leftovers).await {
+            Ok(statement) => {
+                guard::check_calls(client, &statement, request.allow_lasting_effects).await
+            }
+            // A query that cannot even be prepared runs nothing: the baseline reports its error.
+            Err(_) => Ok(Vec::new()),
+        };
+        // Back to a usable transaction whatever happened (a query that failed to plan leaves
+        // it aborted), so the cleanup below can run.
+        run(client, "ROLLBACK TO SAVEPOINT pgplan_work", "rolling back").await?;
+        clean_up(client, &leftovers).await?;
+        result
+    })
+    .await
+    .map_err(|e| anyhow!("{}", e.message))
 }
 
 /// Measures the baseline and every candidate, and judges them.
@@ -491,6 +605,7 @@ pub async fn run_compare(
 ) -> Result<CompareReport> {
     check_server(conn, request)?;
     let mut warnings = request.warnings.clone();
+    warnings.extend(check_effects(conn, request, limits).await?);
     let (_, baseline) = measure(conn, request, limits, Setup::Baseline, progress, "baseline")
         .await
         .map_err(|e| {
@@ -500,6 +615,8 @@ pub async fn run_compare(
         })?;
     let tables = watched_tables(request, &baseline);
     let initial = read_estimates(conn, limits, &tables).await?;
+    let analyzed = analyzed_tables(request);
+    let counters_before = read_analyze_counters(conn, limits, &analyzed).await?;
     let mut current = initial.clone();
     let mut changes = Vec::new();
 
@@ -630,6 +747,10 @@ pub async fn run_compare(
             }
         }
     }
+    if !analyzed.is_empty() {
+        let after = read_analyze_counters_after(conn, limits, &analyzed, &counters_before).await?;
+        warnings.extend(crate::effects::analyze_after(&counters_before, &after));
+    }
     progress.clear();
 
     let mut ranking: Vec<_> = outcomes
@@ -653,6 +774,9 @@ pub async fn run_compare(
         })
         .collect();
     rank(&mut ranking, &outcomes, request.mode);
+    if request.mode == Mode::Measured {
+        warnings.extend(side_effects(&baseline, &reruns, &outcomes));
+    }
     Ok(CompareReport {
         request: request.clone(),
         server_version: conn.facts.version.clone(),
@@ -663,6 +787,42 @@ pub async fn run_compare(
         estimate_changes: changes,
         warnings,
     })
+}
+
+/// What every measured run left that the rollbacks did not undo: the usage counters of the
+/// existing indexes the plans scanned (a candidate's own counters went with it), and a write's
+/// dead row versions.
+fn side_effects(
+    baseline: &Measurement,
+    reruns: &[BaselineRerun],
+    outcomes: &[CandidateOutcome],
+) -> Vec<String> {
+    let candidates: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| matches!(o.spec, CandidateSpec::Create(_)))
+        .filter_map(|o| o.result.as_ref().ok())
+        .flat_map(|r| r.plan_index_names.iter().map(String::as_str))
+        .collect();
+    let measurements = std::iter::once(baseline)
+        .chain(reruns.iter().map(|r| &r.measurement))
+        .chain(
+            outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok())
+                .map(|r| &r.measurement),
+        );
+    let (mut scans, mut dead) = (Vec::new(), Vec::new());
+    for m in measurements {
+        for analysis in std::iter::once(&m.cold).chain(&m.warm) {
+            let counted = side_effects::index_scans_counted(analysis)
+                .into_iter()
+                .filter(|s| !candidates.contains(&s.index.as_str()))
+                .collect();
+            side_effects::add_scans(&mut scans, counted);
+            side_effects::add_dead(&mut dead, side_effects::dead_versions(analysis));
+        }
+    }
+    side_effects::side_effect_notes("compare's runs", &scans, &dead)
 }
 
 /// Writes every captured plan into `dir`, named by what it measured and the run.
@@ -711,6 +871,9 @@ fn save_plans(dir: &Path, report: &CompareReport) -> Result<()> {
 }
 
 pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
+    if args.workload.is_some() || args.queries.len() > 1 {
+        return super::workload::compare_workload(args, options);
+    }
     let request = request_from_args(&args)?;
     if args.format == Format::Text || args.format == Format::Markdown {
         for warning in &request.warnings {
@@ -718,6 +881,8 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
         }
     }
     let params = resolve(&args.conn)?;
+    // Checked (and for a file, its temporary created) before anything is measured.
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
@@ -728,11 +893,11 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     if let Some(dir) = &args.save_plans {
         save_plans(dir, &report)?;
     }
-    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
         Format::Text => render::write_text(&mut out, &report, &text_options)?,
         Format::Json => write_json(&mut out, &render::CompareDoc::new(&report))?,
         Format::Markdown => render::write_markdown(&mut out, &report)?,
+        Format::Html => crate::report::html::write_compare(&mut out, &report)?,
     }
     out.flush()?;
     let failed: Vec<(usize, &str)> = report.failed().collect();

@@ -1,13 +1,19 @@
 //! Orchestration: turns validated requests into work on the core and the I/O shell, one module
 //! per command, and decides the exit code.
 
+pub mod advise;
 pub mod audit;
 pub mod compare;
 pub mod demo;
 pub mod docs;
+pub mod guard;
 pub mod info;
+pub mod input;
 pub mod live;
+pub mod live_explain;
 pub mod offline;
+pub mod output;
+pub mod workload;
 
 use std::io::{self, IsTerminal};
 
@@ -21,12 +27,14 @@ pub fn run(cli: Cli) -> Result<u8> {
     let text = text_options(cli.color);
     live::set_verbosity(cli.verbose);
     match cli.command {
-        Command::Explain(args) => offline::explain(args, &text),
+        Command::Explain(args) if args.live() => live_explain::explain(*args, &text),
+        Command::Explain(args) => offline::explain(*args, &text),
         Command::Diff(args) => offline::diff(args, &text),
         Command::Info(args) => info::info(args, cli.verbose, &text),
         Command::Compare(args) => compare::compare(*args, &text),
         Command::Demo(args) => demo::demo(args, &text),
         Command::Audit(args) => audit::audit_command(args, &text),
+        Command::Advise(args) => advise::advise(*args, &text),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
     }

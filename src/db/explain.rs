@@ -70,6 +70,70 @@ pub async fn explain(client: &Client, sql: &str, context: &str) -> Result<String
     Ok(text)
 }
 
+/// A query prepared for EXPLAIN: the statement to explain (`EXECUTE name(...)`) and the prepared
+/// statement's name, which the caller must DEALLOCATE before its transaction ends (a rollback
+/// does not remove it, and a pooled server connection would keep it).
+pub struct Prepared {
+    pub statement: String,
+    pub name: String,
+}
+
+/// Prepares `query` with `plan_cache_mode` set for this transaction only: a custom plan for
+/// `params` (quoted as literals), or with `generic` the generic plan, executed with NULLs for
+/// its `parameters` (the values a generic plan never looks at).
+pub async fn prepare(
+    client: &Client,
+    query: &str,
+    params: &[String],
+    generic: bool,
+    parameters: u32,
+) -> Result<Prepared, SessionError> {
+    // plan_cache_mode is read when the statement is executed, so it can be set first: then a
+    // failure leaves no prepared statement behind.
+    let mode = if generic {
+        "force_generic_plan"
+    } else {
+        "force_custom_plan"
+    };
+    run(
+        client,
+        &format!("SET LOCAL plan_cache_mode = {mode}"),
+        "setting plan_cache_mode",
+    )
+    .await?;
+    let name = format!("pgplan_{}", std::process::id());
+    run(
+        client,
+        &format!("PREPARE {name} AS {query}"),
+        "preparing the query",
+    )
+    .await?;
+    let args: Vec<String> = if generic {
+        vec!["NULL".into(); parameters as usize]
+    } else {
+        params
+            .iter()
+            .map(|p| crate::sql::quote_literal(p))
+            .collect()
+    };
+    let statement = if args.is_empty() {
+        format!("EXECUTE {name}")
+    } else {
+        format!("EXECUTE {name}({})", args.join(", "))
+    };
+    Ok(Prepared { statement, name })
+}
+
+/// Removes a prepared statement (see [`Prepared`]).
+pub async fn deallocate(client: &Client, name: &str) -> Result<(), SessionError> {
+    run(
+        client,
+        &format!("DEALLOCATE {name}"),
+        "removing the prepared statement",
+    )
+    .await
+}
+
 /// `relpages`/`reltuples` of the named tables (regclass input).
 pub async fn table_estimates(
     client: &Client,
@@ -97,6 +161,10 @@ pub struct IndexFacts {
     /// The names plans show for it: itself and, on a partitioned table, each partition's index
     /// (a plan scans those, never the partitioned index).
     pub plan_names: Vec<String>,
+    /// `pg_index.indcheckxmin`: the build met HOT chains it could not index consistently, so
+    /// the planner ignores the index in any transaction whose snapshot is older than the index
+    /// itself, the one that built it included.
+    pub check_xmin: bool,
 }
 
 pub async fn index_facts(
@@ -117,6 +185,7 @@ pub async fn index_facts(
         size_bytes: r.get(0),
         has_expressions: r.get(1),
         plan_names: r.get(2),
+        check_xmin: r.get(3),
     }))
 }
 
