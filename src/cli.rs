@@ -111,6 +111,10 @@ pub struct ExplainArgs {
     /// advance, and the rolled-back row versions stay behind as dead rows until VACUUM).
     #[arg(long)]
     pub allow_writes: bool,
+    /// With a connection: run a query that calls functions whose effects outlive the rollback
+    /// or reach outside the session, which pgplan refuses otherwise (as compare does).
+    #[arg(long)]
+    pub allow_lasting_effects: bool,
     /// With a connection: write the plan (JSON, as the server sent it) to FILE.
     #[arg(long, value_name = "FILE")]
     pub save_plan: Option<PathBuf>,
@@ -286,6 +290,7 @@ pub enum AuditFormat {
     Json,
     Markdown,
     Prometheus,
+    Html,
 }
 
 #[derive(Debug, Args)]

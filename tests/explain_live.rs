@@ -319,7 +319,7 @@ async fn runs_are_rolled_back_read_only_unless_writing_and_leave_nothing_behind(
         assert!(out.status.success(), "{}", stderr(&out));
         assert!(
             report.contains(
-                "the rolled-back write left about 8,000 dead row versions in public.events until \
+                "the run left about 8,000 dead row versions in public.events (the rolled-back write's) until \
                  VACUUM removes them"
             ),
             "PostgreSQL {major}:\n{report}"
@@ -370,6 +370,25 @@ async fn runs_are_rolled_back_read_only_unless_writing_and_leave_nothing_behind(
         assert_eq!(
             db.value("SELECT count(*) FROM audit_log").await.as_deref(),
             Some("0")
+        );
+
+        // A function whose effect outlives the rollback is refused before anything runs.
+        let lock = write_query(dir.path(), "lock.sql", "SELECT pg_advisory_lock(42)");
+        let out = explain(&db, &[&lock]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("pg_advisory_lock") && stderr(&out).contains("--allow-lasting-effects"),
+            "{}",
+            stderr(&out)
+        );
+        // A query that does not plan reports its own error, not the check's.
+        let typo = write_query(dir.path(), "typo.sql", "SELECT * FROM no_such_table");
+        let out = explain(&db, &[&typo]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("relation \"no_such_table\" does not exist"),
+            "{}",
+            stderr(&out)
         );
 
         // A statement timeout ends the run; nothing stays.

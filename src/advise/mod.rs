@@ -13,6 +13,7 @@ pub mod expr;
 pub mod facts;
 pub mod report;
 pub mod rules;
+pub mod shortlist;
 #[cfg(test)]
 pub(crate) mod testing;
 

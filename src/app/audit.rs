@@ -135,6 +135,7 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
         AuditFormat::Text => write_audit_text(&mut out, &report, &text_options)?,
         AuditFormat::Json => write_audit_json(&mut out, &report)?,
         AuditFormat::Markdown => write_audit_markdown(&mut out, &report)?,
+        AuditFormat::Html => crate::report::html::write_audit(&mut out, &report)?,
         AuditFormat::Prometheus => {
             write_audit_prometheus(&mut out, &report)?;
             let finished = std::time::SystemTime::now()

@@ -16,7 +16,7 @@ use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
 use crate::db::session::{Limits, SessionError};
 use crate::exit;
-use crate::plan::{Analysis, parse_plan};
+use crate::plan::{Analysis, parse_plan, side_effects};
 use crate::report::{Format, TextOptions, compare as render, write_json};
 use crate::sql::{IndexCandidate, QueryKind, quote_ident};
 
@@ -415,21 +415,20 @@ fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
     let facts = &conn.facts;
     match request.mode {
         Mode::Measured | Mode::GenericPlan if facts.in_recovery => bail!(
-            "{} is a standby (in recovery): measured compare builds indexes, which a standby cannot.\n\
+            "{} is a standby (in recovery): {}, which a standby cannot.\n\
              hint: use --hypothetical (HypoPG, estimates only), or run against a writable copy",
-            conn.target
+            conn.target,
+            builds(request.mode)
         ),
         Mode::Measured | Mode::GenericPlan if facts.read_only => bail!(
-            "the session on {} is read-only (default_transaction_read_only is on): measured compare \
-             builds indexes inside a rolled-back transaction.\n\
+            "the session on {} is read-only (default_transaction_read_only is on): {}.\n\
              hint: use --hypothetical (HypoPG, estimates only), or a writable connection",
-            conn.target
+            conn.target,
+            builds(request.mode)
         ),
-        Mode::Hypothetical if !facts.has_extension("hypopg") => bail!(
-            "HypoPG is not installed in database {} on {}.\n\
-             hint: CREATE EXTENSION hypopg (its package must be installed on the server), or drop \
-             --hypothetical to measure with real indexes",
-            facts.database,
+        Mode::Hypothetical if let Some((problem, fix)) = facts.hypopg_missing() => bail!(
+            "{problem} ({}).\n\
+             hint: {fix}; or drop --hypothetical to measure with real indexes",
             conn.target
         ),
         Mode::Hypothetical => {
@@ -454,6 +453,17 @@ fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
             Ok(())
         }
         _ => Ok(()),
+    }
+}
+
+/// What compare does that needs a writable transaction, in this mode.
+fn builds(mode: Mode) -> &'static str {
+    match mode {
+        Mode::GenericPlan => {
+            "--generic-plan measures nothing, but it builds (or drops) each candidate inside a \
+             rolled-back transaction to plan the query with it"
+        }
+        _ => "measured compare builds (or drops) each candidate inside a rolled-back transaction",
     }
 }
 
@@ -667,6 +677,9 @@ pub async fn run_compare(
         })
         .collect();
     rank(&mut ranking, &outcomes, request.mode);
+    if request.mode == Mode::Measured {
+        warnings.extend(side_effects(&baseline, &reruns, &outcomes));
+    }
     Ok(CompareReport {
         request: request.clone(),
         server_version: conn.facts.version.clone(),
@@ -677,6 +690,42 @@ pub async fn run_compare(
         estimate_changes: changes,
         warnings,
     })
+}
+
+/// What every measured run left that the rollbacks did not undo: the usage counters of the
+/// existing indexes the plans scanned (a candidate's own counters went with it), and a write's
+/// dead row versions.
+fn side_effects(
+    baseline: &Measurement,
+    reruns: &[BaselineRerun],
+    outcomes: &[CandidateOutcome],
+) -> Vec<String> {
+    let candidates: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| matches!(o.spec, CandidateSpec::Create(_)))
+        .filter_map(|o| o.result.as_ref().ok())
+        .flat_map(|r| r.plan_index_names.iter().map(String::as_str))
+        .collect();
+    let measurements = std::iter::once(baseline)
+        .chain(reruns.iter().map(|r| &r.measurement))
+        .chain(
+            outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok())
+                .map(|r| &r.measurement),
+        );
+    let (mut scans, mut dead) = (Vec::new(), Vec::new());
+    for m in measurements {
+        for analysis in std::iter::once(&m.cold).chain(&m.warm) {
+            let counted = side_effects::index_scans_counted(analysis)
+                .into_iter()
+                .filter(|s| !candidates.contains(&s.index.as_str()))
+                .collect();
+            side_effects::add_scans(&mut scans, counted);
+            side_effects::add_dead(&mut dead, side_effects::dead_versions(analysis));
+        }
+    }
+    side_effects::side_effect_notes("compare's runs", &scans, &dead)
 }
 
 /// Writes every captured plan into `dir`, named by what it measured and the run.
@@ -748,6 +797,7 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
         Format::Text => render::write_text(&mut out, &report, &text_options)?,
         Format::Json => write_json(&mut out, &render::CompareDoc::new(&report))?,
         Format::Markdown => render::write_markdown(&mut out, &report)?,
+        Format::Html => crate::report::html::write_compare(&mut out, &report)?,
     }
     out.flush()?;
     let failed: Vec<(usize, &str)> = report.failed().collect();

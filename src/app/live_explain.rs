@@ -17,12 +17,12 @@ use crate::exit;
 use crate::explain::enrich::tables_to_read;
 use crate::explain::{ExplainInput, ExplainRequest, LiveFacts, enrich};
 use crate::plan::side_effects::{
-    DeadVersions, IndexScansCounted, dead_versions, index_scans_counted,
+    DeadVersions, IndexScansCounted, dead_versions, index_scans_counted, side_effect_notes,
 };
 use crate::plan::{Analysis, Severity, parse_plan};
-use crate::report::format::count;
 use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
 
+use super::guard;
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 
 /// What one live explain produced.
@@ -67,7 +67,7 @@ async fn explain_in(
     client: &tokio_postgres::Client,
     request: &ExplainRequest,
     major: u32,
-) -> Result<(String, Analysis, LiveFacts), SessionError> {
+) -> Result<(String, Analysis, LiveFacts, Vec<String>), SessionError> {
     let prepared = if !request.params.is_empty() || request.generic_plan {
         Some(
             runner::prepare(
@@ -86,12 +86,26 @@ async fn explain_in(
         .as_ref()
         .map_or(request.query.text.clone(), |p| p.statement.clone());
     let result = async {
+        // The functions the query calls are judged before it runs (compare's guard): one whose
+        // effect outlives the rollback is refused unless --allow-lasting-effects.
+        // A query that cannot be planned leaves the check's transaction aborted: back to the
+        // savepoint, so the run below reports the query's own error.
+        let notes = if request.runs() {
+            runner::run(client, "SAVEPOINT pgplan_check", "setting a savepoint").await?;
+            let notes =
+                guard::check_calls(client, &statement, request.allow_lasting_effects).await?;
+            runner::run(client, "ROLLBACK TO SAVEPOINT pgplan_check", "rolling back").await?;
+            notes
+        } else {
+            Vec::new()
+        };
         let raw = runner::explain(
             client,
             &explain_sql(&statement, request.runs()),
             "running the query",
         )
-        .await?;
+        .await
+        .map_err(guard::explain_read_only)?;
         let plan = parse_plan(&raw).map_err(|e| SessionError {
             context: "reading the plan the server returned".into(),
             message: e.to_string(),
@@ -104,7 +118,7 @@ async fn explain_in(
             extended: live::extended_statistics(client, &tables).await?,
             tables: live::table_statistics(client, &tables).await?,
         };
-        Ok((raw, analysis, facts))
+        Ok((raw, analysis, facts, notes))
     }
     .await;
     // A failed statement aborts the transaction; the prepared statement outlives a rollback,
@@ -138,12 +152,14 @@ pub async fn run_live_explain(
     } else {
         conn.read_only(limits, work).await
     };
-    let (raw_plan, mut analysis, facts) = outcome.map_err(|e| anyhow!("the query failed: {e}"))?;
+    let (raw_plan, mut analysis, facts, guard_notes) =
+        outcome.map_err(|e| anyhow!("the query failed: {e}"))?;
     enrich(&mut analysis, &facts);
     let index_scans = index_scans_counted(&analysis);
     let dead = dead_versions(&analysis);
     let mut notes = request.warnings.clone();
-    notes.extend(side_effect_notes(&index_scans, &dead));
+    notes.extend(guard_notes);
+    notes.extend(side_effect_notes("the run", &index_scans, &dead));
     Ok(LiveExplain {
         analysis,
         raw_plan,
@@ -152,40 +168,6 @@ pub async fn run_live_explain(
         dead_versions: dead,
         notes,
     })
-}
-
-/// What the run left behind that the rollback did not undo, in words.
-pub fn side_effect_notes(scans: &[IndexScansCounted], dead: &[DeadVersions]) -> Vec<String> {
-    let mut notes = Vec::new();
-    if !scans.is_empty() {
-        let list: Vec<String> = scans
-            .iter()
-            .map(|s| {
-                let noun = if s.scans == 1.0 { "scan" } else { "scans" };
-                format!("{} (+{} {noun})", s.index, count(s.scans))
-            })
-            .collect();
-        notes.push(format!(
-            "the run increased the usage counters (idx_scan in pg_stat_user_indexes, which a \
-             rollback does not undo) of {}: audit's unused and duplicate index checks count \
-             these scans too",
-            list.join(", ")
-        ));
-    }
-    for d in dead {
-        let noun = if d.rows == 1.0 {
-            "dead row version"
-        } else {
-            "dead row versions"
-        };
-        notes.push(format!(
-            "the rolled-back write left about {} {noun} in {} until VACUUM removes them \
-             (autovacuum counts them toward its next run)",
-            count(d.rows),
-            d.table
-        ));
-    }
-    notes
 }
 
 /// `pgplan explain -d ... --format json`: the explain document, and what only the live run says.
@@ -248,6 +230,7 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
         params: args.params.clone(),
         generic_plan: args.generic_plan,
         allow_writes: args.allow_writes,
+        allow_lasting_effects: args.allow_lasting_effects,
     })
     .map_err(|e| anyhow!("{e}"))?;
     let params = resolve(&args.conn)?;
@@ -314,6 +297,12 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
                     .collect(),
                 notes: &result.notes,
             },
+        )?,
+        Format::Html => crate::report::html::write_explain_with_notes(
+            &mut out,
+            &title,
+            &result.analysis,
+            &result.notes,
         )?,
         Format::Markdown => {
             markdown::write_explain(&mut out, &title, &result.analysis)?;

@@ -9,7 +9,7 @@ use anyhow::{Result, bail};
 use crate::cli::{DiffArgs, ExplainArgs};
 use crate::exit;
 use crate::plan::{Analysis, Comparison, Severity, read_plan};
-use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
+use crate::report::{Format, TextOptions, html, markdown, text, wire, write_json};
 
 /// Reads a plan argument: a path, or `-` for standard input.
 pub fn read_plan_input(arg: &str) -> Result<(String, Analysis)> {
@@ -40,6 +40,7 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
         (!args.params.is_empty(), "--param"),
         (args.generic_plan, "--generic-plan"),
         (args.allow_writes, "--allow-writes"),
+        (args.allow_lasting_effects, "--allow-lasting-effects"),
         (args.save_plan.is_some(), "--save-plan"),
     ];
     if let Some((_, flag)) = live_only.iter().find(|(given, _)| *given) {
@@ -54,6 +55,7 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
         Format::Text => text::write_explain(&mut out, &title, &analysis, options)?,
         Format::Json => write_json(&mut out, &wire::ExplainDoc::new(&analysis))?,
         Format::Markdown => markdown::write_explain(&mut out, &title, &analysis)?,
+        Format::Html => html::write_explain(&mut out, &title, &analysis)?,
     }
     out.flush()?;
     let threshold: Option<Severity> = args.fail_on.map(Into::into);
@@ -78,6 +80,7 @@ pub fn diff(args: DiffArgs, options: &TextOptions) -> Result<u8> {
         Format::Text => text::write_diff(&mut out, titles, &comparison, options)?,
         Format::Json => write_json(&mut out, &wire::DiffDoc::new(&comparison))?,
         Format::Markdown => markdown::write_diff(&mut out, titles, &comparison)?,
+        Format::Html => html::write_diff(&mut out, titles, &comparison)?,
     }
     out.flush()?;
     Ok(match args.fail_on_regression {

@@ -17,6 +17,7 @@ pub struct ExplainInput {
     pub params: Vec<String>,
     pub generic_plan: bool,
     pub allow_writes: bool,
+    pub allow_lasting_effects: bool,
 }
 
 /// A validated live explain.
@@ -27,6 +28,8 @@ pub struct ExplainRequest {
     pub params: Vec<String>,
     /// The estimate-only generic plan (nothing runs).
     pub generic_plan: bool,
+    /// Run a query whose functions have effects a rollback cannot undo.
+    pub allow_lasting_effects: bool,
     /// Things the user must know before reading the figures.
     pub warnings: Vec<String>,
 }
@@ -95,6 +98,7 @@ impl ExplainRequest {
             query_source: input.query_source,
             params: input.params,
             generic_plan: input.generic_plan,
+            allow_lasting_effects: input.allow_lasting_effects,
             warnings,
         })
     }

@@ -108,6 +108,66 @@ fn table_name(plan: &Plan, id: NodeId) -> String {
     }
 }
 
+/// Adds one run's counts into `total` (several runs of one command).
+pub fn add_scans(total: &mut Vec<IndexScansCounted>, run: Vec<IndexScansCounted>) {
+    for s in run {
+        match total.iter_mut().find(|t| t.index == s.index) {
+            Some(t) => t.scans += s.scans,
+            None => total.push(s),
+        }
+    }
+}
+
+/// Adds one run's dead row versions into `total`.
+pub fn add_dead(total: &mut Vec<DeadVersions>, run: Vec<DeadVersions>) {
+    for d in run {
+        match total.iter_mut().find(|t| t.table == d.table) {
+            Some(t) => t.rows += d.rows,
+            None => total.push(d),
+        }
+    }
+}
+
+/// What `subject` ("the run", "compare's runs") left behind that a rollback does not undo, in
+/// words: the usage counters it increased, and the dead row versions of a rolled-back write.
+pub fn side_effect_notes(
+    subject: &str,
+    scans: &[IndexScansCounted],
+    dead: &[DeadVersions],
+) -> Vec<String> {
+    let count = crate::report::format::count;
+    let mut notes = Vec::new();
+    if !scans.is_empty() {
+        let list: Vec<String> = scans
+            .iter()
+            .map(|s| {
+                let noun = if s.scans == 1.0 { "scan" } else { "scans" };
+                format!("{} (+{} {noun})", s.index, count(s.scans))
+            })
+            .collect();
+        notes.push(format!(
+            "{subject} increased the usage counters (idx_scan in pg_stat_user_indexes, which a \
+             rollback does not undo) of {}: audit's unused and duplicate index checks count \
+             these scans too",
+            list.join(", ")
+        ));
+    }
+    for d in dead {
+        let noun = if d.rows == 1.0 {
+            "dead row version"
+        } else {
+            "dead row versions"
+        };
+        notes.push(format!(
+            "{subject} left about {} {noun} in {} (the rolled-back write's) until VACUUM removes \
+             them (autovacuum counts them toward its next run)",
+            count(d.rows),
+            d.table
+        ));
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +239,37 @@ mod tests {
         );
         assert_eq!(dead_versions(&modify("Insert", 5))[0].rows, 5.0);
         assert!(dead_versions(&modify("Delete", 8000)).is_empty());
+
+        // Four runs of the UPDATE, in words.
+        let mut total = Vec::new();
+        for _ in 0..4 {
+            add_dead(&mut total, dead_versions(&modify("Update", 2000)));
+        }
+        let mut scans = Vec::new();
+        add_scans(
+            &mut scans,
+            vec![IndexScansCounted {
+                index: "i".into(),
+                scans: 1.0,
+            }],
+        );
+        add_scans(
+            &mut scans,
+            vec![IndexScansCounted {
+                index: "i".into(),
+                scans: 3.0,
+            }],
+        );
+        assert_eq!(
+            side_effect_notes("compare's runs", &scans, &total),
+            [
+                "compare's runs increased the usage counters (idx_scan in pg_stat_user_indexes, \
+                 which a rollback does not undo) of i (+4 scans): audit's unused and duplicate \
+                 index checks count these scans too",
+                "compare's runs left about 8,000 dead row versions in public.events (the \
+                 rolled-back write's) until VACUUM removes them (autovacuum counts them toward \
+                 its next run)"
+            ]
+        );
     }
 }

@@ -609,13 +609,38 @@ fn rerun_lines(report: &CompareReport) -> Vec<String> {
         .iter()
         .map(|rerun| {
             let again = rerun.measurement.warm_figures();
+            // An estimate-only mode measured nothing: its baseline moved in estimated cost.
+            let figures = if report.request.mode == Mode::Measured {
+                format!(
+                    "pages touched {} → {}, execution {} → {}",
+                    previous.pages_touched.map(count).unwrap_or_default(),
+                    again.pages_touched.map(count).unwrap_or_default(),
+                    previous.execution_ms.map(ms).unwrap_or_default(),
+                    again.execution_ms.map(ms).unwrap_or_default(),
+                )
+            } else {
+                format!(
+                    "estimated cost {} → {}",
+                    previous
+                        .total_cost
+                        .map(|c| format!("{c:.2}"))
+                        .unwrap_or_default(),
+                    again
+                        .total_cost
+                        .map(|c| format!("{c:.2}"))
+                        .unwrap_or_default(),
+                )
+            };
             let line = format!(
-                "building {} changed the planner's estimates, so the baseline was measured again                  before the next candidate (pages touched {} → {}, execution {} → {}); {} and                  the candidates after it are judged against that baseline",
+                "building {} changed the planner's estimates, so the baseline was {} again \
+                 before the next candidate ({figures}); {} and the candidates after it are judged \
+                 against that baseline",
                 report.name(rerun.after),
-                previous.pages_touched.map(count).unwrap_or_default(),
-                again.pages_touched.map(count).unwrap_or_default(),
-                previous.execution_ms.map(ms).unwrap_or_default(),
-                again.execution_ms.map(ms).unwrap_or_default(),
+                if report.request.mode == Mode::Measured {
+                    "measured"
+                } else {
+                    "planned"
+                },
                 report.name(rerun.after),
             );
             previous = again;
