@@ -245,6 +245,10 @@ pub struct AuditArgs {
     /// Exit with code 1 when a finding is at least this severe.
     #[arg(long, value_enum, default_value_t = SeverityArg::Warning)]
     pub fail_on: SeverityArg,
+    /// List only findings at least this severe in text and Markdown (the summary by kind and
+    /// the counts still cover all; JSON and Prometheus always have every finding).
+    #[arg(long, value_enum, default_value_t = SeverityArg::Info)]
+    pub min_severity: SeverityArg,
     /// Only these schemas (repeatable).
     #[arg(long = "schema", value_name = "NAME")]
     pub schemas: Vec<String>,

@@ -15,7 +15,9 @@ use crate::cli::{AuditArgs, AuditFormat, ConnArgs};
 use crate::db::conninfo::{ConnParams, redact};
 use crate::db::session::Limits;
 use crate::report::TextOptions;
-use crate::report::audit::{write_audit_markdown, write_audit_prometheus, write_audit_text};
+use crate::report::audit::{
+    write_audit_markdown_from, write_audit_prometheus, write_audit_text_from,
+};
 use crate::report::wire_audit::write_audit_json;
 
 use super::live::{Interrupt, open, read_audit_snapshot, report_destination, resolve, runtime};
@@ -127,10 +129,11 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     // The pure audit runs once every read is done, so its CPU time never delays a read.
     let report = audit_databases(&by_database(&targets, results), &audit_options);
     let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
+    let min_severity: Severity = args.min_severity.into();
     match args.format {
-        AuditFormat::Text => write_audit_text(&mut out, &report, &text_options)?,
+        AuditFormat::Text => write_audit_text_from(&mut out, &report, &text_options, min_severity)?,
         AuditFormat::Json => write_audit_json(&mut out, &report)?,
-        AuditFormat::Markdown => write_audit_markdown(&mut out, &report)?,
+        AuditFormat::Markdown => write_audit_markdown_from(&mut out, &report, min_severity)?,
         AuditFormat::Prometheus => write_audit_prometheus(&mut out, &report)?,
     }
     out.flush()?;
