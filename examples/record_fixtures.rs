@@ -10,10 +10,21 @@
 //! -- versions: 14+                          only on these major versions
 //! -- cold: yes                              restart the server first and record the first run
 //! -- capture: psql | auto_explain           also record the plan as psql prints it / as auto_explain logs it
+//! -- capture: auto_explain_text             the server log excerpt of auto_explain's TEXT plans (two runs)
+//! -- capture: psql_styles                   the TEXT plan in every psql output style (borders,
+//!                                           line styles, wrapped, expanded, unaligned, CSV, a session)
 //! ```
+//!
+//! Every case whose options name no FORMAT is also recorded in every format, back to back in the
+//! same transaction on a warm cache, into `fixtures/formats/`: `<case>.pg<major>.json`, then
+//! `.txt` (TEXT), `.yaml`, `.xml`, then `.repeat.json` (JSON again). A figure the two JSON runs
+//! agree on is one the TEXT, YAML and XML runs between them must show too; a cold case restarts
+//! the server before each run. `--formats-only` records only these.
 //!
 //! Every case runs in a transaction that is rolled back. Unless `cold`, the query runs once
 //! before the recorded run, so the recorded figures are a warm cache's.
+//! Cases live in `fixtures/plans` and `fixtures/story` (each with its setup script) and
+//! `fixtures/advise` (its own `setup.sql`).
 //! Output: `<case>.pg<major>.json` beside the case (`.txt` for FORMAT TEXT), plus
 //! `<case>.pg<major>.psql.txt` / `<case>.pg<major>.auto_explain.json` for captures.
 
@@ -79,7 +90,11 @@ fn parse_case(path: &Path, database: &'static str) -> Case {
 fn cases() -> Vec<Case> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut cases = Vec::new();
-    for (dir, db) in [("plans", "fixtures"), ("story", "story")] {
+    for (dir, db) in [
+        ("plans", "fixtures"),
+        ("story", "story"),
+        ("advise", "advise"),
+    ] {
         let mut paths: Vec<PathBuf> = fs::read_dir(root.join(dir))
             .unwrap()
             .map(|e| e.unwrap().path())
@@ -107,7 +122,11 @@ async fn record_case(
     cluster: &mut Cluster,
     case: &Case,
     major: u32,
+    formats_only: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
+    if formats_only {
+        return record_formats(cluster, case, major).await;
+    }
     if case.cold {
         cluster.restart()?;
     }
@@ -156,9 +175,305 @@ async fn record_case(
         match capture.as_str() {
             "psql" => capture_psql(cluster, case, major)?,
             "auto_explain" => capture_auto_explain(cluster, case, major).await?,
+            "auto_explain_text" | "psql_styles" => {}
             other => panic!("unknown capture {other}"),
         }
     }
+    record_formats(cluster, case, major).await
+}
+
+fn formats_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/formats")
+}
+
+/// The case's settings and index, applied inside the open transaction.
+async fn prepare(
+    client: &tokio_postgres::Client,
+    case: &Case,
+) -> Result<(), Box<dyn std::error::Error>> {
+    for setting in &case.settings {
+        let name = setting.split('=').next().unwrap_or_default().trim();
+        let known = client
+            .query("SELECT 1 FROM pg_settings WHERE name = $1", &[&name])
+            .await?;
+        if !known.is_empty() {
+            client
+                .batch_execute(&format!("SET LOCAL {setting}"))
+                .await?;
+        }
+    }
+    if let Some(index) = &case.index {
+        client.batch_execute(index).await?;
+    }
+    Ok(())
+}
+
+fn rows_of(messages: &[tokio_postgres::SimpleQueryMessage]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The case in JSON, TEXT, YAML, XML and JSON again, back to back, each run under a savepoint
+/// that is rolled back so a data-modifying case sees the same rows every time.
+async fn record_formats(
+    cluster: &mut Cluster,
+    case: &Case,
+    major: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if case.explain.contains("FORMAT") {
+        return Ok(());
+    }
+    let dir = formats_dir();
+    fs::create_dir_all(&dir)?;
+    let analyze = case.explain.contains("ANALYZE");
+    let runs = [
+        ("JSON", "json"),
+        ("TEXT", "txt"),
+        ("YAML", "yaml"),
+        ("XML", "xml"),
+        ("JSON", "repeat.json"),
+    ];
+    let mut client = None;
+    for (i, (format, ext)) in runs.iter().enumerate() {
+        if case.cold || client.is_none() {
+            drop(client.take());
+            if case.cold {
+                cluster.restart()?;
+            }
+            let c = cluster.connect(case.database).await?;
+            c.batch_execute("BEGIN").await?;
+            prepare(&c, case).await?;
+            client = Some(c);
+        }
+        let c = client.as_ref().unwrap();
+        let sql = format!("EXPLAIN ({}, FORMAT {format}) {}", case.explain, case.query);
+        c.batch_execute("SAVEPOINT run").await?;
+        if analyze && !case.cold && i == 0 {
+            c.simple_query(&sql).await?;
+            c.batch_execute("ROLLBACK TO SAVEPOINT run").await?;
+        }
+        let lines = rows_of(&c.simple_query(&sql).await?);
+        c.batch_execute("ROLLBACK TO SAVEPOINT run").await?;
+        let out = dir.join(format!("{}.pg{major}.{ext}", case.name));
+        fs::write(&out, lines.join("\n") + "\n")?;
+        println!("  {}", out.display());
+        if case.cold {
+            c.batch_execute("ROLLBACK").await?;
+        }
+    }
+    if let Some(c) = client.take()
+        && !case.cold
+    {
+        c.batch_execute("ROLLBACK").await?;
+    }
+    for capture in &case.captures {
+        match capture.as_str() {
+            "auto_explain_text" => capture_auto_explain_text(cluster, case, major).await?,
+            "psql_styles" => capture_psql_styles(cluster, case, major)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// psql run on the case, with `args` before the command; what it prints, as a user copies it.
+fn run_psql(
+    cluster: &Cluster,
+    case: &Case,
+    args: &[&str],
+    input: Option<&str>,
+) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    let options: String = case
+        .settings
+        .iter()
+        .map(|s| {
+            let (name, value) = s.split_once('=').unwrap();
+            format!("-c {}={} ", name.trim(), value.trim().trim_matches('\''))
+        })
+        .collect();
+    let mut command = Command::new("psql");
+    command
+        .args(["-X", "-h"])
+        .arg(cluster.socket_dir())
+        .args(["-p", &cluster.port().to_string(), "-U", "postgres", "-d"])
+        .arg(case.database)
+        .args(args)
+        .env("PGOPTIONS", options.trim())
+        .env("PAGER", "")
+        .env("COLUMNS", "100");
+    let out = match input {
+        Some(input) => {
+            use std::io::Write;
+            let mut child = command
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()?;
+            child.stdin.take().unwrap().write_all(input.as_bytes())?;
+            child.wait_with_output()?
+        }
+        None => command.output()?,
+    };
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
+    }
+    Ok(out.stdout)
+}
+
+/// The TEXT plan (and, for the CSV style, the JSON plan) as each psql output style prints it.
+fn capture_psql_styles(
+    cluster: &Cluster,
+    case: &Case,
+    major: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let text = format!("EXPLAIN ({}) {}", case.explain, case.query);
+    let json = format!("EXPLAIN ({}, FORMAT JSON) {}", case.explain, case.query);
+    let styles: [(&str, &[&str], &str); 16] = [
+        ("aligned", &[], &text),
+        ("border0", &["-P", "border=0"], &text),
+        ("border2", &["-P", "border=2"], &text),
+        (
+            "unicode-border0",
+            &["-P", "linestyle=unicode", "-P", "border=0"],
+            &text,
+        ),
+        ("unicode-border1", &["-P", "linestyle=unicode"], &text),
+        (
+            "unicode-border2",
+            &["-P", "linestyle=unicode", "-P", "border=2"],
+            &text,
+        ),
+        (
+            "unicode-double",
+            &[
+                "-P",
+                "linestyle=unicode",
+                "-P",
+                "border=2",
+                "-P",
+                "unicode_border_linestyle=double",
+                "-P",
+                "unicode_column_linestyle=double",
+                "-P",
+                "unicode_header_linestyle=double",
+            ],
+            &text,
+        ),
+        (
+            "old-ascii",
+            &["-P", "linestyle=old-ascii", "-P", "border=2"],
+            &text,
+        ),
+        (
+            "wrapped",
+            &["-P", "format=wrapped", "-P", "columns=60"],
+            &text,
+        ),
+        (
+            "unicode-wrapped",
+            &[
+                "-P",
+                "format=wrapped",
+                "-P",
+                "columns=60",
+                "-P",
+                "linestyle=unicode",
+                "-P",
+                "border=2",
+            ],
+            &text,
+        ),
+        ("expanded", &["-x"], &text),
+        ("unaligned", &["-At"], &text),
+        ("csv", &["--csv"], &text),
+        ("csv-json", &["--csv"], &json),
+        (
+            "unicode-double-json",
+            &[
+                "-P",
+                "linestyle=unicode",
+                "-P",
+                "border=2",
+                "-P",
+                "unicode_border_linestyle=double",
+                "-P",
+                "unicode_header_linestyle=double",
+            ],
+            &json,
+        ),
+        ("aligned-json", &[], &json),
+    ];
+    let dir = formats_dir();
+    for (style, args, sql) in styles {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["-c", sql]);
+        let out = run_psql(cluster, case, &all, None)?;
+        let path = dir.join(format!("{}.pg{major}.psql-{style}.txt", case.name));
+        fs::write(&path, out)?;
+        println!("  {}", path.display());
+    }
+    // A session as it scrolls by: the statements echoed, BEGIN and SET answered, the plan, and
+    // ROLLBACK; then the plan read through a function, whose result column is not "QUERY PLAN".
+    let mut session = String::from("BEGIN;\n");
+    for setting in &case.settings {
+        session.push_str(&format!("SET LOCAL {setting};\n"));
+    }
+    session.push_str(&format!("{text};\nROLLBACK;\n"));
+    let out = run_psql(cluster, case, &["-a"], Some(&session))?;
+    let path = dir.join(format!("{}.pg{major}.psql-session.txt", case.name));
+    fs::write(&path, out)?;
+    println!("  {}", path.display());
+    let function = format!(
+        "BEGIN;\nCREATE FUNCTION pg_temp.plan_of(q text) RETURNS SETOF text LANGUAGE plpgsql AS          $f$ BEGIN RETURN QUERY EXECUTE 'EXPLAIN ({}) ' || q; END $f$;\n\\pset footer off\n         SELECT plan_line FROM pg_temp.plan_of($q${}$q$) AS plan_line;\nROLLBACK;\n",
+        case.explain, case.query
+    );
+    let out = run_psql(cluster, case, &["-q"], Some(&function))?;
+    let path = dir.join(format!("{}.pg{major}.psql-column.txt", case.name));
+    fs::write(&path, out)?;
+    println!("  {}", path.display());
+    Ok(())
+}
+
+/// auto_explain's TEXT plans as the server log holds them, with its log_line_prefix: the case
+/// run twice, then a second statement, so one excerpt holds several plans.
+async fn capture_auto_explain_text(
+    cluster: &Cluster,
+    case: &Case,
+    major: u32,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let before = cluster.log().len();
+    let client = cluster.connect(case.database).await?;
+    let mut sql = String::from(
+        "LOAD 'auto_explain';
+         SET auto_explain.log_min_duration = 0;
+         SET auto_explain.log_analyze = on;
+         SET auto_explain.log_buffers = on;
+         SET auto_explain.log_format = 'text';",
+    );
+    for setting in &case.settings {
+        sql.push_str(&format!("SET {setting};"));
+    }
+    client.batch_execute(&sql).await?;
+    client.simple_query(&case.query).await?;
+    client.simple_query(&case.query).await?;
+    client
+        .simple_query("SELECT count(*) FROM customers WHERE country = 'nl'")
+        .await?;
+    drop(client);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let log = cluster.log();
+    let excerpt = &log[before.min(log.len())..];
+    if excerpt.matches("plan:").count() < 3 {
+        return Err("auto_explain wrote fewer than three plans to the log".into());
+    }
+    let path = formats_dir().join(format!("{}.pg{major}.auto_explain.log", case.name));
+    fs::write(&path, excerpt)?;
+    println!("  {}", path.display());
     Ok(())
 }
 
@@ -275,9 +590,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .iter()
         .position(|a| a == "--cases")
         .map(|i| args[i + 1].split(',').map(str::to_owned).collect());
+    let formats_only = args.iter().any(|a| a == "--formats-only");
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let setup = fs::read_to_string(root.join("fixtures/plans/setup.sql"))?;
     let story = fs::read_to_string(root.join("demo/story.sql"))?;
+    let advise = fs::read_to_string(root.join("fixtures/advise/setup.sql"))?;
     let cases = cases();
 
     for major in versions {
@@ -288,18 +605,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .setting("max_parallel_workers_per_gather", 2)
             .setting("jit", "off")
             // Keep autovacuum from changing visibility maps and statistics mid-recording.
-            .setting("autovacuum", "off");
+            .setting("autovacuum", "off")
+            // A prefix like production logs carry, for the auto_explain TEXT excerpts.
+            .setting("log_line_prefix", "%m [%p] %q%u@%d ");
         let mut cluster = Cluster::start(options)?;
         cluster
             .execute("postgres", "CREATE DATABASE fixtures")
             .await?;
         cluster.execute("postgres", "CREATE DATABASE story").await?;
+        cluster
+            .execute("postgres", "CREATE DATABASE advise")
+            .await?;
         // One statement at a time: VACUUM refuses the implicit transaction of a multi-statement query.
         for statement in script_statements(&setup) {
             cluster.execute("fixtures", &statement).await?;
         }
         for statement in script_statements(&story) {
             cluster.execute("story", &statement).await?;
+        }
+        for statement in script_statements(&advise) {
+            cluster.execute("advise", &statement).await?;
         }
         for case in &cases {
             if major < case.min_version {
@@ -310,7 +635,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             {
                 continue;
             }
-            if let Err(e) = record_case(&mut cluster, case, major).await {
+            if let Err(e) = record_case(&mut cluster, case, major, formats_only).await {
                 eprintln!(
                     "{} on {major}: {e}\nserver log:\n{}",
                     case.name,

@@ -58,13 +58,38 @@ pub enum Command {
     Audit(AuditArgs),
     /// Start a throwaway server, load a 500,000-row table and run compare and audit on it.
     Demo(DemoArgs),
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to standard output.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to standard output, or write one page per command into a
+    /// directory.
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write pgplan.1 and one pgplan-<command>.1 per command into DIR instead of printing
+    /// pgplan.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// The plan: a file with EXPLAIN (FORMAT JSON) output (as psql prints it, or auto_explain's
-    /// JSON), or - for standard input.
+    /// The plan: a file with EXPLAIN output in any format (TEXT as psql prints it, JSON, YAML,
+    /// XML, or an auto_explain log excerpt), or - for standard input.
     pub plan: String,
+
+    /// Which plan to read when the input holds several (an auto_explain log, a psql session):
+    /// 1 for the first (the default).
+    #[arg(long = "plan", value_name = "N")]
+    pub plan_number: Option<usize>,
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -164,7 +189,7 @@ pub struct CompareArgs {
     /// The query: a file holding one statement, or - for standard input.
     pub query: String,
 
-    /// A candidate: one CREATE [UNIQUE] INDEX statement. Repeat for several; each is measured
+    /// A candidate: one CREATE INDEX (or CREATE UNIQUE INDEX) statement. Repeat for several; each is measured
     /// alone, in its own rolled-back transaction.
     #[arg(long = "index", value_name = "SQL")]
     pub indexes: Vec<String>,

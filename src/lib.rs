@@ -4,12 +4,14 @@
 //! database or an async runtime, an I/O shell ([`db`]) that talks to PostgreSQL, and one
 //! orchestration layer ([`app`]) that joins them for each command.
 
+pub mod advise;
 pub mod app;
 pub mod audit;
 pub mod cli;
 pub mod compare;
 pub mod db;
 pub mod exit;
+pub mod pgdist;
 pub mod plan;
 pub mod report;
 pub mod server;

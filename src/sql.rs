@@ -857,6 +857,17 @@ impl WriteKind {
             WriteKind::SelectInto => "SELECT INTO",
         }
     }
+
+    /// The keyword with its indefinite article, as a sentence says it: "an UPDATE", "a DELETE".
+    pub fn with_article(self) -> &'static str {
+        match self {
+            WriteKind::Insert => "an INSERT",
+            WriteKind::Update => "an UPDATE",
+            WriteKind::Delete => "a DELETE",
+            WriteKind::Merge => "a MERGE",
+            WriteKind::SelectInto => "a SELECT INTO",
+        }
+    }
 }
 
 /// What a statement does, as far as its own text shows.
@@ -1031,7 +1042,7 @@ pub struct IndexCandidate {
     /// The user wrote CONCURRENTLY.
     pub concurrently: bool,
     pub unique: bool,
-    /// The table after ON [ONLY], as written (schema-qualified and quoted parts kept; whitespace
+    /// The table after `ON [ONLY]`, as written (schema-qualified and quoted parts kept; whitespace
     /// and comments between the parts dropped).
     pub table: String,
     /// The USING method, folded to lower case unless quoted.

@@ -75,7 +75,25 @@ fn bad_input_gets_a_one_line_error_and_exit_2() {
     let cases = [
         (write("empty.json", ""), "empty"),
         (write("blank.json", "  \n\n"), "empty"),
-        (write("prose.txt", "this is not a plan"), "not JSON"),
+        (write("prose.txt", "this is not a plan"), "no plan found"),
+        (
+            write("query.sql", "SELECT * FROM orders WHERE id = 1;"),
+            "looks like a SQL query, not its plan",
+        ),
+        (
+            write(
+                "error.txt",
+                "ERROR:  relation \"orderz\" does not exist\nLINE 1: EXPLAIN SELECT * FROM orderz;",
+            ),
+            "looks like a psql error",
+        ),
+        (
+            write(
+                "fragment.txt",
+                "  ->  Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)\n",
+            ),
+            "part of a TEXT plan without its first line",
+        ),
         (
             write("truncated.json", &full[..full.len() / 2]),
             "truncated",
@@ -96,8 +114,7 @@ fn bad_input_gets_a_one_line_error_and_exit_2() {
             ),
             "not a plan",
         ),
-        (fixture("plans/text_format.pg16.txt"), "TEXT format"),
-        (write("binary.bin", "\u{0}\u{1}\u{2}"), "not JSON"),
+        (write("binary.bin", "\u{0}\u{1}\u{2}"), "no plan found"),
     ];
     for (path, expected) in &cases {
         let out = run(&["explain", path]);

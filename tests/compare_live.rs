@@ -274,6 +274,109 @@ async fn the_story_partial_index_pays_and_the_others_do_not() {
     .await;
 }
 
+/// Whether two times differ by no more than the wider warm spread (the report's noise rule).
+fn within_noise(a: &Value, b: &Value, spreads: [&Value; 2]) -> bool {
+    let width = spreads
+        .iter()
+        .filter(|s| s.is_object())
+        .map(|s| s["max"].as_f64().unwrap() - s["min"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() <= width
+}
+
+/// A percentage delta ("+9%", "-0.3%"): the one notation is a factor with a word.
+fn percent_delta(text: &str) -> Option<&str> {
+    text.split_whitespace().find(|w| {
+        let w = w.trim_matches(|c| c == '(' || c == ')' || c == '|');
+        (w.starts_with('+') || w.starts_with('-'))
+            && w.ends_with('%')
+            && w[1..w.len() - 1].parse::<f64>().is_ok()
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn time_differences_inside_the_warm_spread_are_noise_in_every_format() {
+    for_each_version("compare_noise", |major| async move {
+        let db = story_db(major, "compare_noise").await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(dir.path(), QUERY);
+        // Two candidates the planner leaves unused: the same plan as the baseline, so any time
+        // difference is noise unless it leaves the spread.
+        let candidates = [
+            "--index",
+            "CREATE INDEX ON events (status)",
+            "--index",
+            "CREATE INDEX ON events (tenant_id, created_at)",
+            "--runs",
+            "4",
+        ];
+        let mut args = vec![query.as_str()];
+        args.extend(candidates);
+        let mut json_args = args.clone();
+        json_args.extend(["--format", "json"]);
+        let doc = json(&pgplan(&db, &json_args));
+        let spread = &doc["baseline"]["warm_execution_ms_spread"];
+        assert!(
+            spread["min"].as_f64().unwrap() <= spread["max"].as_f64().unwrap(),
+            "{spread}"
+        );
+        let cands = doc["candidates"].as_array().unwrap();
+        for c in cands {
+            assert_eq!(c["verdict"], "unused", "{c:#}");
+            let warm = &c["summary"]["warm"];
+            let expected = within_noise(
+                &warm["execution_ms"]["before"],
+                &warm["execution_ms"]["after"],
+                [spread, &c["warm_execution_ms_spread"]],
+            );
+            assert_eq!(warm["execution_within_noise"], expected, "{c:#}");
+        }
+        // Same verdict, same pages: the times decide only outside noise, else the smaller wins.
+        let (a, b) = (&cands[0], &cands[1]);
+        let tie = within_noise(
+            &a["summary"]["warm"]["execution_ms"]["after"],
+            &b["summary"]["warm"]["execution_ms"]["after"],
+            [
+                &a["warm_execution_ms_spread"],
+                &b["warm_execution_ms_spread"],
+            ],
+        );
+        let pages = |c: &Value| {
+            c["summary"]["warm"]["pages_touched"]["after"]
+                .as_f64()
+                .unwrap()
+        };
+        if tie && pages(a) == pages(b) {
+            let smaller = if a["index_size_bytes"].as_f64() < b["index_size_bytes"].as_f64() {
+                a
+            } else {
+                b
+            };
+            assert_eq!(doc["ranking"][0], smaller["index_name"], "{doc:#}");
+        }
+
+        // Text and Markdown: the spread beside the median, no candidate called faster or
+        // slower inside it, and one notation for every change.
+        for format in ["text", "markdown"] {
+            let mut text_args = args.clone();
+            text_args.extend(["--format", format]);
+            let out = pgplan(&db, &text_args);
+            assert!(out.status.success(), "{}", stderr(&out));
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(text.contains("min–max"), "{format}: {text}");
+            assert_eq!(percent_delta(&text), None, "{format}: {text}");
+            for line in text.lines().filter(|l| l.contains("within noise")) {
+                assert!(
+                    !line.contains("faster") && !line.contains("slower"),
+                    "{format}: {line}"
+                );
+            }
+        }
+        db.drop_db().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn failing_candidates_and_queries_leave_nothing_behind() {
     for_each_version("compare_failures", |major| async move {
@@ -741,6 +844,8 @@ async fn estimate_changes_that_outlive_the_rollback_are_detected() {
                 &query,
                 "--index",
                 "CREATE INDEX ON fresh (v)",
+                "--index",
+                "CREATE INDEX ON fresh (id)",
                 "--runs",
                 "1",
                 "--format",
@@ -757,10 +862,43 @@ async fn estimate_changes_that_outlive_the_rollback_are_detected() {
             reported, changed,
             "before {reltuples_before:?}, after {reltuples_after:?}: {doc:#}"
         );
+        let candidates = doc["candidates"].as_array().unwrap();
         if changed {
             assert!(
                 doc["baseline_rerun"].is_object(),
                 "the baseline is measured again"
+            );
+            // Measured again right after the build that changed the estimates, before the next
+            // candidate; both candidates are judged against it, since both ran with the new
+            // estimates.
+            assert_eq!(
+                doc["baseline_reruns"].as_array().unwrap().len(),
+                1,
+                "{doc:#}"
+            );
+            assert_eq!(doc["baseline_reruns"][0]["after_candidate"], "fresh_v_idx");
+            for c in candidates {
+                assert_eq!(c["judged_against_rerun"], 0, "{c:#}");
+            }
+            // The unused candidate's plan is the re-measured baseline's: no change is reported
+            // against a baseline planned with other estimates.
+            let unused = &candidates[1];
+            assert_eq!(unused["verdict"], "unused", "{unused:#}");
+            let kinds: Vec<&str> = unused["diff"]["changes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|c| c["kind"].as_str())
+                .collect();
+            assert!(
+                !kinds
+                    .iter()
+                    .any(|k| ["access_method_changed", "node_added", "node_removed"].contains(k)),
+                "{kinds:?}: {doc:#}"
+            );
+            assert_eq!(
+                unused["summary"]["warm"]["pages_touched"]["before"],
+                doc["baseline_rerun"]["warm"]["pages_touched"]
             );
             // One table, however it is spelled (the plan's public.fresh, the candidate's
             // fresh): one change.
@@ -779,6 +917,9 @@ async fn estimate_changes_that_outlive_the_rollback_are_detected() {
             );
         } else {
             assert!(doc["baseline_rerun"].is_null());
+            for c in candidates {
+                assert!(c["judged_against_rerun"].is_null(), "{c:#}");
+            }
         }
         db.drop_db().await;
     })

@@ -181,7 +181,7 @@ fn version_differences_are_read_the_same_way() {
 fn every_fixture() -> Vec<(String, Analysis)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut out = Vec::new();
-    for dir in ["plans", "story"] {
+    for dir in ["plans", "story", "advise"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();

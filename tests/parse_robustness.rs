@@ -12,7 +12,7 @@ use pgplan::plan::{Analysis, diff, parse_plan};
 fn fixtures() -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let mut files: Vec<PathBuf> = Vec::new();
-    for dir in ["plans", "story"] {
+    for dir in ["plans", "story", "advise"] {
         for entry in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "json" || e == "txt") {

@@ -14,7 +14,7 @@ fn fixtures_dir() -> PathBuf {
 /// Every recorded plan: server JSON, auto_explain's JSON and psql's pasted output.
 fn plan_fixtures() -> Vec<PathBuf> {
     let mut files = Vec::new();
-    for dir in ["plans", "story"] {
+    for dir in ["plans", "story", "advise"] {
         for entry in std::fs::read_dir(fixtures_dir().join(dir)).unwrap() {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -218,6 +218,61 @@ fn markdown_explain_of_the_story() {
             omit_expression => true,
         }, {
             insta::assert_snapshot!(format!("story_before.pg{v}"), out);
+        });
+    }
+}
+
+/// The TEXT plans recorded beside their JSON (`fixtures/formats/`): the report of each, read
+/// from the text.
+#[test]
+fn explain_text_over_every_text_plan() {
+    let options = TextOptions::default();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir().join("formats"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.ends_with(".txt") && !name.contains(".psql-")
+        })
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 250, "text plans missing: {}", paths.len());
+    for path in paths {
+        let analysis = analyse(&path);
+        let name = snapshot_name(&path);
+        let out = text_of(|w| text::write_explain(w, &name, &analysis, &options));
+        insta::with_settings!({
+            snapshot_path => "snapshots/explain_text_formats",
+            prepend_module_to_snapshot => false,
+            filters => text_filters(),
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!(name, out);
+        });
+    }
+}
+
+/// `pgplan diff` of a TEXT plan before and a JSON plan after.
+#[test]
+fn diff_of_a_text_plan_and_a_json_plan() {
+    let options = TextOptions::default();
+    let formats = fixtures_dir().join("formats");
+    for v in 13..=18 {
+        let before = analyse(&formats.join(format!("before.pg{v}.txt")));
+        let after = analyse(&formats.join(format!("partial_index.pg{v}.json")));
+        let comparison = Comparison::of(before, after);
+        let titles = (
+            format!("before.pg{v}.txt"),
+            format!("partial_index.pg{v}.json"),
+        );
+        let out = text_of(|w| text::write_diff(w, (&titles.0, &titles.1), &comparison, &options));
+        insta::with_settings!({
+            snapshot_path => "snapshots/diff",
+            prepend_module_to_snapshot => false,
+            filters => text_filters(),
+            omit_expression => true,
+        }, {
+            insta::assert_snapshot!(format!("story__text_before_vs_json_partial_index.pg{v}"), out);
         });
     }
 }

@@ -9,8 +9,8 @@ use anyhow::{Context, Result, anyhow, bail};
 
 use crate::cli::CompareArgs;
 use crate::compare::{
-    CandidateOutcome, CandidateRun, CandidateSpec, CompareReport, CompareRequest, Measurement,
-    Mode, RequestInput, display_name, estimate_changes, judge, rank,
+    BaselineRerun, CandidateOutcome, CandidateRun, CandidateSpec, CompareReport, CompareRequest,
+    Measurement, Mode, RequestInput, display_name, estimate_changes, judge, rank,
 };
 use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
@@ -349,6 +349,7 @@ async fn measure(
     if stop_requested() {
         return Err(interrupted(label));
     }
+    let major = conn.facts.major();
     let work = async |client: &tokio_postgres::Client| {
         run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
         let mut leftovers = Leftovers::default();
@@ -369,11 +370,13 @@ async fn measure(
     let mut analyses = raw_plans
         .iter()
         .map(|raw| {
-            parse_plan(raw).map(Analysis::of).map_err(|e| SessionError {
-                context: "reading the plan the server returned".into(),
-                message: e.to_string(),
-                sqlstate: None,
-            })
+            parse_plan(raw)
+                .map(|p| Analysis::from_server(p, major))
+                .map_err(|e| SessionError {
+                    context: "reading the plan the server returned".into(),
+                    message: e.to_string(),
+                    sqlstate: None,
+                })
         })
         .collect::<Result<Vec<_>, _>>()?
         .into_iter();
@@ -501,6 +504,9 @@ pub async fn run_compare(
     let mut changes = Vec::new();
 
     let mut outcomes = Vec::new();
+    let mut reruns: Vec<BaselineRerun> = Vec::new();
+    // Per outcome: the baseline it is judged against (None: the first; Some(n): reruns[n]).
+    let mut judged_against: Vec<Option<usize>> = Vec::new();
     let count = request.candidates.len();
     for (i, spec) in request.candidates.iter().enumerate() {
         let label = format!("candidate {} of {count} ({})", i + 1, spec.describe());
@@ -572,9 +578,11 @@ pub async fn run_compare(
             spec: spec.clone(),
             result,
         });
+        judged_against.push(reruns.len().checked_sub(1));
         if request.mode != Mode::Hypothetical {
             let after = read_estimates(conn, limits, &tables).await?;
-            for change in estimate_changes(&current, &after) {
+            let changed = estimate_changes(&current, &after);
+            for change in changed.iter().cloned() {
                 warnings.push(format!(
                     "{} {} updated {}'s planner estimates in place, and that outlives the \
                      rollback: relpages {} → {}, reltuples {} → {}",
@@ -592,29 +600,36 @@ pub async fn run_compare(
                 changes.push(change);
             }
             current = after;
+            if !changed.is_empty() {
+                // The estimates changed under the baseline: measure it again now, so this
+                // candidate (whose runs already saw the new estimates) and the ones after it are
+                // judged against a baseline planned with the same estimates, and the gain is
+                // told apart from fresher row counts.
+                let (_, rerun) = measure(
+                    conn,
+                    request,
+                    limits,
+                    Setup::Baseline,
+                    progress,
+                    &format!("baseline again after {shown}"),
+                )
+                .await
+                .map_err(|e| {
+                    progress.clear();
+                    anyhow!("the query failed when the baseline was measured again: {e}")
+                })?;
+                reruns.push(BaselineRerun {
+                    after: i,
+                    measurement: rerun,
+                });
+                if let Some(last) = judged_against.last_mut() {
+                    *last = Some(reruns.len() - 1);
+                }
+                // Building the next candidate may change them again; read them afresh.
+                current = read_estimates(conn, limits, &tables).await?;
+            }
         }
     }
-
-    // Row estimates changed under the baseline: measure it again so the gain can be told apart
-    // from fresher row counts.
-    let baseline_rerun = if !changes.is_empty() {
-        let (_, rerun) = measure(
-            conn,
-            request,
-            limits,
-            Setup::Baseline,
-            progress,
-            "baseline again",
-        )
-        .await
-        .map_err(|e| {
-            progress.clear();
-            anyhow!("the query failed when the baseline was measured again: {e}")
-        })?;
-        Some(rerun)
-    } else {
-        None
-    };
     progress.clear();
 
     let mut ranking: Vec<_> = outcomes
@@ -622,14 +637,18 @@ pub async fn run_compare(
         .enumerate()
         .filter_map(|(i, o)| {
             o.result.as_ref().ok().map(|run| {
-                judge(
+                let against = judged_against[i];
+                let base = against.map_or(&baseline, |n| &reruns[n].measurement);
+                let mut judged = judge(
                     i,
                     &o.spec,
                     run,
-                    &baseline,
+                    base,
                     request.mode,
                     request.min_gain_percent,
-                )
+                );
+                judged.baseline = against;
+                judged
             })
         })
         .collect();
@@ -638,7 +657,7 @@ pub async fn run_compare(
         request: request.clone(),
         server_version: conn.facts.version.clone(),
         baseline,
-        baseline_rerun,
+        baseline_reruns: reruns,
         outcomes,
         ranking,
         estimate_changes: changes,
@@ -663,8 +682,13 @@ fn save_plans(dir: &Path, report: &CompareReport) -> Result<()> {
         Ok(())
     };
     write("baseline", &report.baseline)?;
-    if let Some(rerun) = &report.baseline_rerun {
-        write("baseline_again", rerun)?;
+    for (n, rerun) in report.baseline_reruns.iter().enumerate() {
+        let stem = if n == 0 {
+            "baseline_again".to_owned()
+        } else {
+            format!("baseline_again{}", n + 1)
+        };
+        write(&stem, &rerun.measurement)?;
     }
     for (i, outcome) in report.outcomes.iter().enumerate() {
         if let Ok(run) = &outcome.result {

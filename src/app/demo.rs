@@ -10,12 +10,16 @@ use anyhow::{Context, Result, anyhow};
 use crate::audit::{AuditOptions, NodeResult, Scope, audit};
 use crate::cli::DemoArgs;
 use crate::compare::{CompareRequest, RequestInput, Verdict};
-use crate::db::cluster::{Cluster, ClusterOptions, ServerBinaries};
+use crate::db::cluster::{
+    Cluster, ClusterError, ClusterOptions, ServerBinaries, binaries_cache_dir,
+};
 use crate::db::connect::{ConnectOptions, connect};
 use crate::db::conninfo::{ConnRequest, Environment, resolve};
+use crate::db::fetch::{self, FetchOptions};
 use crate::db::retry::RetryPolicy;
 use crate::db::session::Limits;
 use crate::exit;
+use crate::pgdist::Release;
 use crate::report::audit::{write_audit_markdown, write_audit_text};
 use crate::report::wire_audit::{AuditDoc, audit_doc};
 use crate::report::{Format, Paint, TextOptions, compare as render, write_json};
@@ -65,9 +69,31 @@ fn explanation(name: &str, verdict: Verdict) -> Option<&'static str> {
     }
 }
 
+/// The server binaries the machine has; on a machine with none, the pinned build fetched once
+/// into the cache (and reused from there).
+fn find_or_fetch_binaries(explicit: Option<&std::path::Path>) -> Result<ServerBinaries> {
+    match ServerBinaries::discover(explicit) {
+        Ok(found) => Ok(found),
+        Err(ClusterError::BinariesNotFound { searched }) => {
+            let release = Release::newest();
+            step(&format!(
+                "no PostgreSQL server binaries found (looked in: {searched}); fetching PostgreSQL {} once",
+                release.server_version()
+            ));
+            let dir = fetch::ensure(
+                &binaries_cache_dir(),
+                release,
+                &FetchOptions::from_environment("pgplan demo"),
+            )?;
+            ServerBinaries::at(dir.join("bin")).map_err(|e| anyhow!("{e}"))
+        }
+        Err(e) => Err(anyhow!("{e}")),
+    }
+}
+
 pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
     let started = Instant::now();
-    let binaries = ServerBinaries::discover(args.pg_bin.as_deref()).map_err(|e| anyhow!("{e}"))?;
+    let binaries = find_or_fetch_binaries(args.pg_bin.as_deref())?;
     step(&format!(
         "starting a throwaway PostgreSQL {} server ({})",
         binaries.version,

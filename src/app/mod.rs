@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod compare;
 pub mod demo;
+pub mod docs;
 pub mod info;
 pub mod live;
 pub mod offline;
@@ -26,11 +27,13 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Compare(args) => compare::compare(*args, &text),
         Command::Demo(args) => demo::demo(args, &text),
         Command::Audit(args) => audit::audit_command(args, &text),
+        Command::Completions(args) => docs::completions(args),
+        Command::Man(args) => docs::man(args),
     }
 }
 
 /// Decides colour and width once: colour only for a terminal unless forced, never with NO_COLOR
-/// (https://no-color.org: set and not empty).
+/// (<https://no-color.org>: set and not empty).
 pub fn text_options(choice: ColorChoice) -> TextOptions {
     let terminal = io::stdout().is_terminal();
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());

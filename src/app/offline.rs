@@ -6,11 +6,17 @@ use anyhow::{Context, Result, bail};
 
 use crate::cli::{DiffArgs, ExplainArgs};
 use crate::exit;
-use crate::plan::{Analysis, Comparison, Severity, parse_plan};
+use crate::plan::{Analysis, Comparison, Severity, read_plan};
 use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
 
 /// Reads a plan argument: a path, or `-` for standard input.
 pub fn read_plan_input(arg: &str) -> Result<(String, Analysis)> {
+    read_chosen_plan(arg, None)
+}
+
+/// Reads plan `choice` (from 1; the first when `None`) of a plan argument, and says on stderr
+/// when the input holds more plans than the one read.
+pub fn read_chosen_plan(arg: &str, choice: Option<usize>) -> Result<(String, Analysis)> {
     let (title, content) = if arg == "-" {
         let mut content = String::new();
         io::stdin()
@@ -27,12 +33,18 @@ pub fn read_plan_input(arg: &str) -> Result<(String, Analysis)> {
         })?;
         (arg.to_owned(), content)
     };
-    let plan = parse_plan(&content).map_err(|e| anyhow::anyhow!("{title}: {e}"))?;
-    Ok((title, Analysis::of(plan)))
+    let read = read_plan(&content, choice).map_err(|e| anyhow::anyhow!("{title}: {e}"))?;
+    if read.count > 1 {
+        eprintln!(
+            "pgplan: {title} holds {} plans; this is plan {} (choose another with --plan N)",
+            read.count, read.number
+        );
+    }
+    Ok((title, Analysis::of(read.plan)))
 }
 
 pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
-    let (title, analysis) = read_plan_input(&args.plan)?;
+    let (title, analysis) = read_chosen_plan(&args.plan, args.plan_number)?;
     let mut out = io::stdout().lock();
     match args.format {
         Format::Text => text::write_explain(&mut out, &title, &analysis, options)?,

@@ -534,7 +534,7 @@ pub struct Session {
     /// `age(backend_xmin)`, `age(backend_xid)`.
     pub xmin_age_xids: Option<i64>,
     pub xid_age_xids: Option<i64>,
-    /// The current or last query; "<insufficient privilege>" for other roles' sessions without
+    /// The current or last query; `<insufficient privilege>` for other roles' sessions without
     /// `pg_read_all_stats`.
     pub query: Option<String>,
 }

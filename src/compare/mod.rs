@@ -2,12 +2,14 @@
 //! and the median of the warm ones), whether the planner used each candidate, and the verdict —
 //! decided on pages touched, never on estimated cost.
 
+pub mod noise;
 pub mod request;
 
 use serde::Serialize;
 
 use crate::plan::{Analysis, Comparison, NodeId, Pair};
 
+pub use noise::{Spread, within_noise};
 pub use request::{CandidateSpec, CompareRequest, Mode, RequestError, RequestInput};
 
 /// The figures of one run, or the medians of several.
@@ -86,6 +88,11 @@ impl Measurement {
         }
         let runs: Vec<Figures> = self.warm.iter().map(Figures::of).collect();
         Figures::median(&runs)
+    }
+
+    /// The fastest and slowest warm run's execution time; `None` without warm runs.
+    pub fn warm_spread(&self) -> Option<Spread> {
+        Spread::of(self.warm.iter().filter_map(|a| a.plan.execution_ms))
     }
 
     /// The warm run whose execution time is the median (the plan shown and diffed), or the cold
@@ -296,6 +303,30 @@ pub struct Judged {
     pub comparison: Comparison,
     pub cold: (Figures, Figures),
     pub warm: (Figures, Figures),
+    /// The warm runs' spread of execution time, before and after.
+    pub spreads: [Option<Spread>; 2],
+    /// Whether the cold and the warm execution times differ by no more than the warm runs'
+    /// spread: then neither is faster or slower.
+    pub time_within_noise: TimeNoise,
+    /// Which baseline the candidate was judged against: `None` for the first one, `Some(n)` for
+    /// the n-th re-measurement (`CompareReport::baseline_reruns`), taken after a build changed
+    /// the planner's estimates.
+    pub baseline: Option<usize>,
+}
+
+/// Whether each time difference of a candidate is within noise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimeNoise {
+    pub cold: bool,
+    pub warm: bool,
+}
+
+/// Whether two figures' execution times are within the noise of the warm runs.
+fn time_noise(pair: &(Figures, Figures), spreads: [Option<Spread>; 2]) -> bool {
+    match (pair.0.execution_ms, pair.1.execution_ms) {
+        (Some(b), Some(a)) => within_noise(b, a, spreads),
+        _ => false,
+    }
 }
 
 /// Judges a candidate against the baseline. For a new index, "before" is the baseline and
@@ -315,6 +346,11 @@ pub fn judge(
     );
     let cold = (baseline.cold_figures(), run.measurement.cold_figures());
     let warm = (baseline.warm_figures(), run.measurement.warm_figures());
+    let spreads = [baseline.warm_spread(), run.measurement.warm_spread()];
+    let time_within_noise = TimeNoise {
+        cold: time_noise(&cold, spreads),
+        warm: time_noise(&warm, spreads),
+    };
     let (uses, without, with) = match spec {
         CandidateSpec::Create(_) => (
             index_uses(run.measurement.representative(), &run.plan_index_names),
@@ -334,14 +370,18 @@ pub fn judge(
         comparison,
         cold,
         warm,
+        spreads,
+        time_within_noise,
+        baseline: None,
     }
 }
 
 /// Orders judged candidates best first: indexes to create before indexes to drop (they answer
 /// different questions, and their deciding figures point in opposite directions), then verdict
-/// (pays, does not pay, unused), then the deciding figure with the index, then time, then index
-/// size.
-pub fn rank(judged: &mut [Judged], outcomes: &[CandidateOutcome], mode: Mode) {
+/// (pays, does not pay, unused), then the deciding figure with the index. Among candidates equal
+/// so far, time decides only outside noise: the fastest goes first unless a smaller index is
+/// within the noise of it, and then the smallest of those does (see [`by_time_then_size`]).
+pub fn rank(judged: &mut Vec<Judged>, outcomes: &[CandidateOutcome], mode: Mode) {
     let size = |j: &Judged| {
         outcomes[j.index]
             .result
@@ -355,16 +395,65 @@ pub fn rank(judged: &mut [Judged], outcomes: &[CandidateOutcome], mode: Mode) {
         // For a dropped index, the more the query loses without it, the more it pays.
         CandidateSpec::Drop { .. } => -deciding_figure(mode, &j.warm.1).unwrap_or(0.0),
     };
-    let time = |j: &Judged| j.warm.1.execution_ms.unwrap_or(f64::MAX);
     let is_drop = |j: &Judged| matches!(outcomes[j.index].spec, CandidateSpec::Drop { .. });
     judged.sort_by(|a, b| {
         is_drop(a)
             .cmp(&is_drop(b))
             .then(a.verdict.cmp(&b.verdict))
             .then(figure(a).total_cmp(&figure(b)))
-            .then(time(a).total_cmp(&time(b)))
-            .then(size(a).total_cmp(&size(b)))
+            .then(a.index.cmp(&b.index))
     });
+    // Time and size order each run of candidates equal on the keys above.
+    let mut ordered = Vec::with_capacity(judged.len());
+    let mut rest = std::mem::take(judged).into_iter().peekable();
+    while let Some(first) = rest.next() {
+        let key = (is_drop(&first), first.verdict, figure(&first));
+        let mut group = vec![first];
+        while let Some(next) = rest.next_if(|j| (is_drop(j), j.verdict, figure(j)) == key) {
+            group.push(next);
+        }
+        let timed: Vec<(Option<f64>, Option<Spread>, f64)> = group
+            .iter()
+            .map(|j| (j.warm.1.execution_ms, j.spreads[1], size(j)))
+            .collect();
+        let order = by_time_then_size(&timed);
+        let mut slots: Vec<Option<Judged>> = group.into_iter().map(Some).collect();
+        ordered.extend(order.into_iter().filter_map(|i| slots[i].take()));
+    }
+    *judged = ordered;
+}
+
+/// The order of candidates that tie on everything but time and size, as positions into
+/// `timed` (each: median warm time, warm spread, size in bytes). Repeatedly, the fastest left
+/// is found; of those whose time is within noise of it (itself included), the smallest index
+/// goes next. A time difference inside the spread never decides, so two indexes that run
+/// equally fast come out smaller first, whatever order the noise put their medians in.
+/// Candidates without a time (estimate-only) go by size.
+pub fn by_time_then_size(timed: &[(Option<f64>, Option<Spread>, f64)]) -> Vec<usize> {
+    let mut left: Vec<usize> = (0..timed.len()).collect();
+    let mut order = Vec::with_capacity(timed.len());
+    while !left.is_empty() {
+        let fastest = *left
+            .iter()
+            .min_by(|&&a, &&b| {
+                let t = |i: usize| timed[i].0.unwrap_or(f64::MAX);
+                t(a).total_cmp(&t(b)).then(a.cmp(&b))
+            })
+            .expect("not empty");
+        let tied = |i: usize| match (timed[i].0, timed[fastest].0) {
+            (Some(a), Some(f)) => within_noise(a, f, [timed[i].1, timed[fastest].1]),
+            (None, None) => true,
+            _ => false,
+        };
+        let next = *left
+            .iter()
+            .filter(|&&i| tied(i))
+            .min_by(|&&a, &&b| timed[a].2.total_cmp(&timed[b].2).then(a.cmp(&b)))
+            .expect("the fastest is tied with itself");
+        left.retain(|&i| i != next);
+        order.push(next);
+    }
+    order
 }
 
 /// Everything `compare` reports.
@@ -373,8 +462,9 @@ pub struct CompareReport {
     pub request: CompareRequest,
     pub server_version: String,
     pub baseline: Measurement,
-    /// The baseline measured again at the end, when candidates changed row estimates in place.
-    pub baseline_rerun: Option<Measurement>,
+    /// The baseline measured again each time a candidate changed the planner's estimates in
+    /// place, right after it and before the next candidate.
+    pub baseline_reruns: Vec<BaselineRerun>,
     pub outcomes: Vec<CandidateOutcome>,
     /// Measured candidates, best first.
     pub ranking: Vec<Judged>,
@@ -382,7 +472,33 @@ pub struct CompareReport {
     pub warnings: Vec<String>,
 }
 
+/// The baseline measured again after candidate `after` changed the planner's estimates.
+#[derive(Debug, Clone)]
+pub struct BaselineRerun {
+    pub after: usize,
+    pub measurement: Measurement,
+}
+
 impl CompareReport {
+    /// The baseline a candidate was judged against.
+    pub fn baseline_of(&self, judged: &Judged) -> &Measurement {
+        match judged.baseline {
+            Some(n) => &self.baseline_reruns[n].measurement,
+            None => &self.baseline,
+        }
+    }
+
+    /// Which baseline a candidate was judged against, in words.
+    pub fn baseline_label(&self, judged: &Judged) -> String {
+        match judged.baseline {
+            Some(n) => format!(
+                "the baseline measured again after {} changed the planner's estimates",
+                self.name(self.baseline_reruns[n].after)
+            ),
+            None => "the baseline".into(),
+        }
+    }
+
     /// The best index to create that pays, if any. A dropped index that "pays" is an existing
     /// index earning its keep, not a candidate to build.
     pub fn best(&self) -> Option<&Judged> {
@@ -496,6 +612,9 @@ mod tests {
             comparison: Comparison::of(analysis.clone(), analysis.clone()),
             cold: (figures(100.0), figures(with)),
             warm: (figures(100.0), figures(with)),
+            spreads: [None, None],
+            time_within_noise: TimeNoise::default(),
+            baseline: None,
         };
         let outcome = |spec: CandidateSpec| CandidateOutcome {
             spec,
@@ -533,13 +652,31 @@ mod tests {
                 warm: Vec::new(),
                 raw_plans: Vec::new(),
             },
-            baseline_rerun: None,
+            baseline_reruns: Vec::new(),
             outcomes,
             ranking,
             estimate_changes: Vec::new(),
             warnings: Vec::new(),
         };
         assert_eq!(report.best().map(|j| j.index), Some(1));
+    }
+
+    /// Two indexes whose plans touch the same pages, 0.101 against 0.108 ms with runs that
+    /// spread wider than that: the time does not decide, the smaller index goes first. Outside
+    /// the noise, the faster one does.
+    #[test]
+    fn time_inside_the_noise_never_breaks_a_tie() {
+        let spread = |a: f64, b: f64| Spread::of([a, b]);
+        let big_fast = (Some(0.101), spread(0.095, 0.112), 9_000_000.0);
+        let small_slow = (Some(0.108), spread(0.100, 0.115), 2_000_000.0);
+        assert_eq!(by_time_then_size(&[big_fast, small_slow]), [1, 0]);
+        let small_far_slower = (Some(0.5), spread(0.49, 0.51), 2_000_000.0);
+        assert_eq!(by_time_then_size(&[small_far_slower, big_fast]), [1, 0]);
+        // Estimates only (no times): by size.
+        assert_eq!(
+            by_time_then_size(&[(None, None, 5.0), (None, None, 1.0)]),
+            [1, 0]
+        );
     }
 
     #[test]

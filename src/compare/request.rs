@@ -187,7 +187,7 @@ impl CompareRequest {
                 warnings.push(format!(
                     "the query is {}: every run is rolled back, but sequences it draws from still advance \
                      (nextval is not transactional), and its triggers run",
-                    kind.keyword()
+                    kind.with_article()
                 ));
             }
             QueryKind::Write(kind) => {
@@ -328,7 +328,7 @@ impl CompareRequest {
 fn write_kind(kind: WriteKind) -> String {
     match kind {
         WriteKind::SelectInto => "SELECT ... INTO (it creates a table)".into(),
-        other => format!("a {}", other.keyword()),
+        other => other.with_article().to_owned(),
     }
 }
 
@@ -388,6 +388,29 @@ mod tests {
         ok.allow_writes = true;
         let r = CompareRequest::validate(ok).unwrap();
         assert!(r.warnings.iter().any(|w| w.contains("sequences")));
+        // Each statement with the article a person would use before it.
+        for (query, kind) in [
+            ("UPDATE t SET a = 1", "an UPDATE"),
+            ("INSERT INTO t VALUES (1)", "an INSERT"),
+            ("DELETE FROM t", "a DELETE"),
+        ] {
+            let err = CompareRequest::validate(input(query, &["CREATE INDEX ON t (a)"]))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("the query is {kind}, which writes")),
+                "{err}"
+            );
+            let mut ok = input(query, &["CREATE INDEX ON t (a)"]);
+            ok.allow_writes = true;
+            let warnings = CompareRequest::validate(ok).unwrap().warnings;
+            assert!(
+                warnings
+                    .iter()
+                    .any(|w| w.starts_with(&format!("the query is {kind}: every run"))),
+                "{warnings:?}"
+            );
+        }
     }
 
     #[test]

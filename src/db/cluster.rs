@@ -22,6 +22,10 @@ use std::time::{Duration, Instant};
 /// The environment variable that names a directory of server binaries (`initdb`, `postgres`).
 pub const PG_BIN_ENV: &str = "PGPLAN_PG_BIN";
 
+/// Where Debian's versioned server directories are searched instead of `/usr/lib/postgresql`
+/// (tests set it to stand for a machine without them).
+pub const SYSTEM_PG_DIR_ENV: &str = "PGPLAN_TEST_SYSTEM_PG_DIR";
+
 /// The environment variable that names the cache `scripts/fetch-postgres.sh` fills.
 pub const PG_CACHE_ENV: &str = "PGPLAN_PG_CACHE";
 
@@ -49,15 +53,19 @@ pub fn binaries_cache_dir() -> PathBuf {
 pub enum ClusterError {
     #[error(
         "no PostgreSQL server binaries found (looked in: {searched})\n\
-         hint: install a server (Debian: apt-get install postgresql), or point --pg-bin / {PG_BIN_ENV} \
-         at a directory holding initdb and postgres; scripts/fetch-postgres.sh fetches them"
+         hint: install a server (Debian: apt-get install postgresql), point --pg-bin / {PG_BIN_ENV} \
+         at a directory holding initdb and postgres, or fetch them with scripts/fetch-postgres.sh \
+         (into {cache}, which is searched last; {PG_CACHE_ENV} moves it)",
+        cache = binaries_cache_dir().display()
     )]
     BinariesNotFound { searched: String },
     #[error(
         "{path}: not a PostgreSQL bin directory ({reason})\n\
          hint: point --pg-bin / {PG_BIN_ENV} at a directory holding initdb and postgres (Debian: \
          /usr/lib/postgresql/<major>/bin after apt-get install postgresql), or unset it to search \
-         pg_config, PATH and /usr/lib/postgresql"
+         pg_config, PATH, /usr/lib/postgresql and the cache scripts/fetch-postgres.sh fills \
+         ({cache}; {PG_CACHE_ENV} moves it)",
+        cache = binaries_cache_dir().display()
     )]
     BadBinDir { path: PathBuf, reason: String },
     #[error(
@@ -179,7 +187,12 @@ impl ServerBinaries {
             }
             searched.push("PATH".into());
         }
-        let debian = Path::new("/usr/lib/postgresql");
+        // Tests point this away to stand for a machine without Debian's packages.
+        let debian = std::env::var_os(SYSTEM_PG_DIR_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/usr/lib/postgresql"));
+        let debian = debian.as_path();
         let mut majors: Vec<u32> = fs::read_dir(debian)
             .into_iter()
             .flatten()
@@ -192,11 +205,22 @@ impl ServerBinaries {
                 return Ok(found);
             }
         }
-        searched.push("/usr/lib/postgresql/*/bin".into());
+        searched.push(format!("{}/*/bin", debian.display()));
         let cache = binaries_cache_dir();
         for major in (13..=30).rev() {
-            if let Ok(found) = Self::at(cache.join(major.to_string()).join("bin")) {
-                return Ok(found);
+            let dir = cache.join(major.to_string());
+            if !dir.exists() {
+                continue;
+            }
+            // A build pgplan or the fetch script did not finish, or one damaged since, is
+            // passed over (pgplan demo replaces it).
+            match super::fetch::inspect(&dir) {
+                Ok(_) => {
+                    if let Ok(found) = Self::at(dir.join("bin")) {
+                        return Ok(found);
+                    }
+                }
+                Err(problem) => searched.push(format!("{} ({problem})", dir.display())),
             }
         }
         searched.push(format!("{}/*/bin", cache.display()));
@@ -978,6 +1002,26 @@ impl Drop for Cluster {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both hints name every place pgplan searches, the fetch script's cache included.
+    #[test]
+    fn the_binaries_hints_name_the_fetch_cache() {
+        let cache = binaries_cache_dir().display().to_string();
+        let not_found = ClusterError::BinariesNotFound {
+            searched: "PATH".into(),
+        }
+        .to_string();
+        let bad = ClusterError::BadBinDir {
+            path: PathBuf::from("/nowhere"),
+            reason: "no initdb".into(),
+        }
+        .to_string();
+        for message in [not_found, bad] {
+            assert!(message.contains("scripts/fetch-postgres.sh"), "{message}");
+            assert!(message.contains(&cache), "{message}");
+            assert!(message.contains(PG_CACHE_ENV), "{message}");
+        }
+    }
 
     /// A pid that was alive a moment ago and is not now (its owner "died").
     fn dead_pid() -> u32 {

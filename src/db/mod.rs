@@ -1,5 +1,7 @@
-//! The I/O shell: everything that talks to a PostgreSQL server or starts one.
+//! The I/O shell: everything that talks to a PostgreSQL server or starts one, and fetches the
+//! server builds `pgplan demo` starts.
 
+pub mod advise;
 pub mod catalog;
 pub mod cluster;
 pub mod connect;
@@ -7,6 +9,7 @@ pub mod conninfo;
 pub mod error;
 pub mod explain;
 pub mod facts;
+pub mod fetch;
 pub mod pgpass;
 pub mod retry;
 pub mod service;

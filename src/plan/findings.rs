@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::hash_mem::{Multiplier, show as show_multiplier, work_mem_setting};
 use super::metrics::{Direction, NodeMetrics, PlanMetrics};
 use super::model::{Node, NodeId, Plan};
 
@@ -175,8 +176,14 @@ pub fn node_label(node: &Node) -> String {
 }
 
 /// Every finding in the plan, most severe first, then in plan order.
-pub fn find(plan: &Plan, metrics: &PlanMetrics) -> Vec<Finding> {
+/// Every finding on `plan`; `server_major` is the major version of the server that made it, when
+/// known (a saved plan does not say), for the defaults that changed between versions.
+pub fn find(plan: &Plan, metrics: &PlanMetrics, server_major: Option<u32>) -> Vec<Finding> {
     let mut findings = Vec::new();
+    let hash_mem = HashMem {
+        multiplier: Multiplier::of(plan, server_major),
+        work_mem: work_mem_setting(plan),
+    };
     for (id, node) in plan.nodes.iter().enumerate() {
         let m = &metrics.nodes[id];
         if m.never_executed {
@@ -186,7 +193,7 @@ pub fn find(plan: &Plan, metrics: &PlanMetrics) -> Vec<Finding> {
         filter(&mut findings, id, node, metrics);
         heap_fetches(&mut findings, id, node, metrics);
         lossy_bitmap(&mut findings, id, plan, metrics);
-        spill_findings(&mut findings, id, node, metrics);
+        spill_findings(&mut findings, id, node, metrics, &hash_mem);
         workers(&mut findings, id, node);
         disabled(&mut findings, id, plan);
     }
@@ -652,7 +659,81 @@ pub fn spills(node: &Node, m: &NodeMetrics) -> bool {
         || hash_aggregate_spill(node, m).is_some()
 }
 
-fn spill_findings(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &PlanMetrics) {
+/// What the plan says about the memory a hash table may use.
+struct HashMem<'a> {
+    multiplier: Multiplier,
+    /// `work_mem` from the plan's `Settings`.
+    work_mem: Option<&'a str>,
+}
+
+/// The fix for a hash join that needed `total_kb` in several batches: work_mem such that work_mem
+/// × hash_mem_multiplier holds it, with the multiplier's source said; and that work_mem when
+/// the multiplier is known.
+fn hash_batches_hint(total_kb: f64, hash_mem: &HashMem) -> (String, Option<f64>) {
+    let round = |kb: f64| fmt_count(kb.ceil());
+    let now = match hash_mem.work_mem {
+        Some(w) => format!(" (the plan's Settings have work_mem {w})"),
+        None => String::new(),
+    };
+    let (clause, needed) = match hash_mem.multiplier {
+        Multiplier::FromSettings(m) => (
+            format!(
+                "with hash_mem_multiplier {} from the plan's Settings",
+                show_multiplier(m)
+            ),
+            total_kb / m,
+        ),
+        Multiplier::VersionDefault {
+            major,
+            value,
+            settings_listed,
+        } => (
+            format!(
+                "with hash_mem_multiplier at PostgreSQL {major}'s default of {}{}",
+                show_multiplier(value),
+                if settings_listed {
+                    " (the plan's Settings do not change it)"
+                } else {
+                    " (the plan lists no Settings, so the default is assumed)"
+                }
+            ),
+            total_kb / value,
+        ),
+        Multiplier::Unknown => {
+            return (
+                format!(
+                    "A hash table may grow to work_mem × hash_mem_multiplier before it splits into \
+                     batches, and this one needed about {} kB in all. The plan says neither its \
+                     hash_mem_multiplier nor its server version: at the default of 2 (PostgreSQL \
+                     15 on) raise work_mem for this query to roughly {} kB, at 1 (13 and 14) to \
+                     roughly {} kB, so the join runs in one batch{now}",
+                    round(total_kb),
+                    round(total_kb / 2.0),
+                    round(total_kb),
+                ),
+                None,
+            );
+        }
+    };
+    (
+        format!(
+            "A hash table may grow to work_mem × hash_mem_multiplier before it splits into batches, \
+             and this one needed about {} kB in all; {clause}, raise work_mem for this query to \
+             roughly {} kB so the join runs in one batch{now}",
+            round(total_kb),
+            round(needed),
+        ),
+        Some(needed),
+    )
+}
+
+fn spill_findings(
+    findings: &mut Vec<Finding>,
+    id: NodeId,
+    node: &Node,
+    metrics: &PlanMetrics,
+    hash_mem: &HashMem,
+) {
     let m = &metrics.nodes[id];
     if let Some(spill) = sort_spill(node, m) {
         let used = spill.disk_kb.unwrap_or(0.0);
@@ -696,6 +777,18 @@ fn spill_findings(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics:
     let batches = hash_batches(node);
     if node.node_type == "Hash" && (batches > 1.0 || own_temp_written(m) > 0.0) {
         let peak = node.peak_memory_usage_kb.unwrap_or(0.0);
+        let (hint, work_mem_kb) = hash_batches_hint(peak * batches, hash_mem);
+        let mut evidence = vec![
+            ("hash_batches", batches),
+            ("peak_memory_usage_kb", peak),
+            ("temp_blocks", temp_blocks(id, metrics)),
+        ];
+        if let Some(m) = hash_mem.multiplier.value() {
+            evidence.push(("hash_mem_multiplier", m));
+        }
+        if let Some(kb) = work_mem_kb {
+            evidence.push(("work_mem_needed_kb", kb.ceil()));
+        }
         findings.push(Finding {
             kind: FindingKind::HashBatches,
             severity: Severity::Warning,
@@ -706,16 +799,8 @@ fn spill_findings(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics:
                 fmt_count(batches),
                 fmt_count(peak)
             ),
-            hint: format!(
-                "The hashed side did not fit in work_mem × hash_mem_multiplier; raise work_mem for this \
-                 query to roughly {} kB so the join runs in one batch",
-                fmt_count((peak * batches).ceil())
-            ),
-            evidence: vec![
-                ("hash_batches", batches),
-                ("peak_memory_usage_kb", peak),
-                ("temp_blocks", temp_blocks(id, metrics)),
-            ],
+            hint,
+            evidence,
         });
     }
     if let Some((agg_batches, disk)) = hash_aggregate_spill(node, m) {
@@ -872,8 +957,90 @@ mod tests {
     use crate::plan::{measure, parse_plan};
 
     fn findings(json: &str) -> Vec<Finding> {
+        findings_on(json, None)
+    }
+
+    fn findings_on(json: &str, major: Option<u32>) -> Vec<Finding> {
         let plan = parse_plan(json).unwrap();
-        find(&plan, &measure(&plan))
+        find(&plan, &measure(&plan), major)
+    }
+
+    /// The work_mem advice for a hash join in batches divides the memory it needed by
+    /// hash_mem_multiplier: the plan's own setting, else the version's default, and says which.
+    #[test]
+    fn hash_batch_advice_divides_by_hash_mem_multiplier() {
+        let plan = |settings: &str| {
+            format!(
+                r#"{{"Plan": {{"Node Type": "Hash Join", "Join Type": "Inner", "Plan Rows": 10,
+                "Actual Startup Time": 1, "Actual Total Time": 9, "Actual Rows": 10, "Actual Loops": 1,
+                "Plans": [
+                  {{"Node Type": "Seq Scan", "Relation Name": "a", "Plan Rows": 10,
+                    "Actual Startup Time": 1, "Actual Total Time": 2, "Actual Rows": 10, "Actual Loops": 1}},
+                  {{"Node Type": "Hash", "Plan Rows": 10, "Actual Startup Time": 1,
+                    "Actual Total Time": 2, "Actual Rows": 10, "Actual Loops": 1,
+                    "Hash Buckets": 1024, "Original Hash Buckets": 1024, "Hash Batches": 8,
+                    "Original Hash Batches": 8, "Peak Memory Usage": 100,
+                    "Plans": [{{"Node Type": "Seq Scan", "Relation Name": "b", "Plan Rows": 10,
+                      "Actual Startup Time": 1, "Actual Total Time": 2, "Actual Rows": 10,
+                      "Actual Loops": 1}}]}}]}},
+                "Settings": {{{settings}}}}}"#
+            )
+        };
+        let hash = |json: &str, major| {
+            findings_on(json, major)
+                .into_iter()
+                .find(|f| f.kind == FindingKind::HashBatches)
+                .unwrap()
+        };
+        let evidence =
+            |f: &Finding, key: &str| f.evidence.iter().find(|(k, _)| *k == key).map(|(_, v)| *v);
+        // 100 kB peak × 8 batches = 800 kB; at the plan's multiplier of 4, work_mem 200 kB.
+        let f = hash(
+            &plan(r#""hash_mem_multiplier": "4", "work_mem": "64kB""#),
+            Some(16),
+        );
+        assert!(
+            f.hint.contains(
+                "needed about 800 kB in all; with hash_mem_multiplier 4 from the plan's Settings, \
+                 raise work_mem for this query to roughly 200 kB so the join runs in one batch \
+                 (the plan's Settings have work_mem 64kB)"
+            ),
+            "{}",
+            f.hint
+        );
+        assert_eq!(evidence(&f, "hash_mem_multiplier"), Some(4.0));
+        assert_eq!(evidence(&f, "work_mem_needed_kb"), Some(200.0));
+        // Settings listed without the multiplier: the version's default, 2 on 15+, 1 on 13-14.
+        let f = hash(&plan(r#""work_mem": "64kB""#), Some(15));
+        assert!(
+            f.hint.contains(
+                "with hash_mem_multiplier at PostgreSQL 15's default of 2 (the plan's Settings do \
+                 not change it), raise work_mem for this query to roughly 400 kB"
+            ),
+            "{}",
+            f.hint
+        );
+        let f = hash(&plan(""), Some(14));
+        assert!(
+            f.hint.contains(
+                "with hash_mem_multiplier at PostgreSQL 14's default of 1 (the plan lists no \
+                 Settings, so the default is assumed), raise work_mem for this query to roughly \
+                 800 kB"
+            ),
+            "{}",
+            f.hint
+        );
+        // A saved plan from an unknown server: both defaults, neither figure claimed as the one.
+        let f = hash(&plan(""), None);
+        assert!(
+            f.hint.contains(
+                "at the default of 2 (PostgreSQL 15 on) raise work_mem for this query to roughly \
+                 400 kB, at 1 (13 and 14) to roughly 800 kB"
+            ),
+            "{}",
+            f.hint
+        );
+        assert_eq!(evidence(&f, "hash_mem_multiplier"), None);
     }
 
     #[test]

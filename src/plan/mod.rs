@@ -3,12 +3,18 @@
 
 pub mod diff;
 pub mod findings;
+pub mod hash_mem;
+pub mod input;
 pub mod metrics;
 pub mod model;
 pub mod parse;
+mod parse_text;
+mod parse_xml;
+mod parse_yaml;
 
 pub use diff::{Change, ChangeKind, Pair, PlanDiff, diff};
 pub use findings::{Finding, FindingKind, Severity};
+pub use input::{PlanFormat, ReadPlan, read_plan};
 pub use metrics::{PlanMetrics, measure};
 pub use model::{Actual, Buffers, IoTimes, Node, NodeId, Plan, Trigger, Wal};
 pub use parse::{PlanError, parse_plan};
@@ -22,9 +28,20 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// A plan whose server is not known (a saved plan).
     pub fn of(plan: Plan) -> Self {
+        Self::analyse(plan, None)
+    }
+
+    /// A plan made by a server of major version `server_major` just now: defaults that changed
+    /// between versions (`hash_mem_multiplier`) are that version's.
+    pub fn from_server(plan: Plan, server_major: u32) -> Self {
+        Self::analyse(plan, Some(server_major))
+    }
+
+    fn analyse(plan: Plan, server_major: Option<u32>) -> Self {
         let metrics = measure(&plan);
-        let findings = findings::find(&plan, &metrics);
+        let findings = findings::find(&plan, &metrics, server_major);
         Self {
             plan,
             metrics,

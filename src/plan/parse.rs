@@ -56,6 +56,21 @@ pub enum PlanError {
     /// The detail names the key, its node, the value and the key's own limit.
     #[error("{detail}")]
     BadFigure { detail: String },
+    #[error(
+        "no plan found: the input looks like {looks_like}; pgplan needs the output of EXPLAIN in any format (TEXT as psql prints it, JSON, YAML or XML), or an auto_explain log excerpt"
+    )]
+    NoPlan { looks_like: String },
+    #[error(
+        "there is no plan {number}: the input holds {count} (choose one with --plan 1 to {count})"
+    )]
+    NoSuchPlan { number: usize, count: usize },
+    /// A line of a TEXT, YAML or XML plan that cannot be read.
+    #[error("line {line} of the {format} plan: {detail}")]
+    BadLine {
+        format: &'static str,
+        line: usize,
+        detail: String,
+    },
 }
 
 /// The largest counter pgplan accepts. PostgreSQL's counters are 64-bit integers (buffers, rows
@@ -68,9 +83,51 @@ pub const MAX_COUNTER: f64 = 9.223_372_036_854_776e18;
 /// (`MAXIMUM_ROWCOUNT`, 1e100), and the bound keeps estimated rows × loops finite.
 pub const MAX_ESTIMATE: f64 = 1e200;
 
-/// Reads a plan from text: EXPLAIN (FORMAT JSON) output, an auto_explain JSON object, or either
-/// pasted from psql's aligned or expanded output.
+/// Reads a plan from text: EXPLAIN output in any format (JSON, TEXT, YAML, XML), as the server
+/// sends it, as psql prints it, or as auto_explain logs it; the first plan when there are several.
 pub fn parse_plan(input: &str) -> Result<Plan, PlanError> {
+    super::input::read_plan(input, None).map(|read| read.plan)
+}
+
+/// Reads plan text already freed of every decoration (a TEXT, YAML or XML reader's result, in
+/// the shape of EXPLAIN's JSON), with the JSON reader's checks.
+pub(super) fn plan_from_value(value: Value, depth: usize) -> Result<Plan, PlanError> {
+    let read = move || {
+        let seed = TopLevelSeed {
+            nesting: Nesting {
+                level: 0,
+                limit: usize::MAX,
+                value_level: 0,
+            },
+        };
+        match seed.deserialize(value) {
+            Ok(TopLevel::One(plan)) => Ok(*plan),
+            Ok(TopLevel::Several(count)) => Err(PlanError::SeveralPlans { count }),
+            Err(e) => Err(classify_error("", e)),
+        }
+    };
+    if depth <= SHALLOW_NESTING {
+        return read();
+    }
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("pgplan-parse".into())
+            .stack_size(PARSE_STACK_BYTES)
+            .spawn_scoped(scope, read)
+            .map(|handle| handle.join())
+    })
+    .map_err(|_| PlanError::TooDeep)?
+    .unwrap_or(Err(PlanError::TooDeep))
+}
+
+/// Reads JSON that psql's decorations were already taken off.
+pub(super) fn parse_json_body(json: &str) -> Result<Plan, PlanError> {
+    parse_json(json.trim())
+}
+
+/// Reads EXPLAIN (FORMAT JSON) output, an auto_explain JSON object, or either pasted from psql's
+/// aligned or expanded output.
+pub(super) fn parse_json_input(input: &str) -> Result<Plan, PlanError> {
     let json = extract_json(input)?;
     let mut plan = parse_json(&json)?;
     // auto_explain's JSON has no "Execution Time": the time is in the log line's prefix
@@ -1392,14 +1449,15 @@ mod tests {
     fn bad_inputs_have_clear_errors() {
         assert_eq!(parse_plan(""), Err(PlanError::Empty));
         assert_eq!(parse_plan("  \n\t "), Err(PlanError::Empty));
+        // TEXT plans are read (parse_text.rs); text that is no plan says what it looks like.
         assert_eq!(
-            parse_plan("Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)"),
-            Err(PlanError::TextFormat)
+            parse_plan("Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)")
+                .unwrap()
+                .root()
+                .node_type,
+            "Seq Scan"
         );
-        assert!(matches!(
-            parse_plan("hello"),
-            Err(PlanError::NotJson { .. })
-        ));
+        assert!(matches!(parse_plan("hello"), Err(PlanError::NoPlan { .. })));
         assert!(matches!(
             parse_plan(r#"[{"Plan": {"Node Type": "Seq"#),
             Err(PlanError::Truncated { .. })

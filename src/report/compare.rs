@@ -13,7 +13,7 @@ use crate::plan::Pair;
 
 use super::format::{bytes, change, count, ms};
 use super::text::{
-    Figure, new_table, write_changes, write_findings, write_pairs_table, write_table, write_tree,
+    Figure, align_numbers, new_table, write_changes, write_findings, write_table, write_tree,
 };
 use super::wire::{DiffDoc, FindingDoc, PairDoc, PlanDoc, SCHEMA_VERSION};
 use super::{Paint, TextOptions, markdown};
@@ -31,8 +31,11 @@ pub struct CompareDoc {
     pub runs: u32,
     pub min_gain_percent: f64,
     pub baseline: MeasurementDoc,
-    /// The baseline measured again at the end, when candidates changed row estimates in place.
+    /// The last of `baseline_reruns`, or null.
     pub baseline_rerun: Option<MeasurementDoc>,
+    /// The baseline measured again each time a build changed the planner's estimates in place,
+    /// right after that candidate and before the next.
+    pub baseline_reruns: Vec<RerunDoc>,
     /// In the order given on the command line.
     pub candidates: Vec<CandidateDoc>,
     /// Candidate names, best first (failed candidates left out).
@@ -40,6 +43,14 @@ pub struct CompareDoc {
     pub best: Option<String>,
     pub estimate_changes: Vec<crate::compare::EstimateChange>,
     pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RerunDoc {
+    /// The candidate whose build (or ANALYZE) changed the estimates.
+    pub after_candidate: String,
+    #[serde(flatten)]
+    pub measurement: MeasurementDoc,
 }
 
 #[derive(Debug, Serialize)]
@@ -82,6 +93,9 @@ pub struct MeasurementDoc {
     pub cold: FiguresDoc,
     /// The median of the counted runs.
     pub warm: FiguresDoc,
+    /// The fastest and slowest counted run's execution time (null without counted runs): a
+    /// time difference inside this spread is within noise.
+    pub warm_execution_ms_spread: Option<crate::compare::Spread>,
     /// The representative plan (the median warm run), as `pgplan explain --format json` gives it.
     pub plan: PlanDoc,
 }
@@ -92,6 +106,7 @@ impl MeasurementDoc {
             runs: 1 + m.warm.len(),
             cold: m.cold_figures().into(),
             warm: m.warm_figures().into(),
+            warm_execution_ms_spread: m.warm_spread(),
             plan: PlanDoc::new(m.representative()),
         }
     }
@@ -101,6 +116,8 @@ impl MeasurementDoc {
 #[derive(Debug, Serialize)]
 pub struct SummaryPairsDoc {
     pub execution_ms: PairDoc,
+    /// The execution times differ by no more than the warm runs' spread: neither is faster.
+    pub execution_within_noise: bool,
     pub pages_touched: PairDoc,
     pub shared_hit_blocks: PairDoc,
     pub shared_read_blocks: PairDoc,
@@ -109,10 +126,11 @@ pub struct SummaryPairsDoc {
 }
 
 impl SummaryPairsDoc {
-    fn new(f: &(Figures, Figures)) -> Self {
+    fn new(f: &(Figures, Figures), execution_within_noise: bool) -> Self {
         let [exec, pages, hit, read, temp] = pairs(f).map(|(_, p)| PairDoc::from(p));
         SummaryPairsDoc {
             execution_ms: exec,
+            execution_within_noise,
             pages_touched: pages,
             shared_hit_blocks: hit,
             shared_read_blocks: read,
@@ -147,6 +165,11 @@ pub struct CandidateDoc {
     pub build_ms: Option<f64>,
     /// Before is the baseline; after is the run with the candidate (for a dropped index: without it).
     pub summary: Option<SummaryDoc>,
+    /// The baseline "before" is: null for `baseline`, n for `baseline_reruns[n]` (measured
+    /// again after a build changed the planner's estimates, before the next candidate).
+    pub judged_against_rerun: Option<usize>,
+    /// The candidate's counted runs' spread of execution time.
+    pub warm_execution_ms_spread: Option<crate::compare::Spread>,
     pub plan: Option<PlanDoc>,
     /// As `pgplan diff --format json` gives it: baseline before, the candidate's plan after.
     pub diff: Option<DiffDoc>,
@@ -184,6 +207,8 @@ impl CompareDoc {
                     index_size_bytes: None,
                     build_ms: None,
                     summary: None,
+                    judged_against_rerun: None,
+                    warm_execution_ms_spread: None,
                     plan: None,
                     diff: None,
                     findings: Vec::new(),
@@ -201,9 +226,11 @@ impl CompareDoc {
                         doc.index_size_bytes = run.size_bytes;
                         doc.build_ms = run.build_ms;
                         doc.summary = Some(SummaryDoc {
-                            cold: SummaryPairsDoc::new(&judged.cold),
-                            warm: SummaryPairsDoc::new(&judged.warm),
+                            cold: SummaryPairsDoc::new(&judged.cold, judged.time_within_noise.cold),
+                            warm: SummaryPairsDoc::new(&judged.warm, judged.time_within_noise.warm),
                         });
+                        doc.judged_against_rerun = judged.baseline;
+                        doc.warm_execution_ms_spread = judged.spreads[1];
                         doc.plan = Some(PlanDoc::new(representative));
                         doc.diff = Some(DiffDoc::new(&judged.comparison));
                         doc.findings = representative
@@ -231,7 +258,18 @@ impl CompareDoc {
             runs: request.runs,
             min_gain_percent: request.min_gain_percent,
             baseline: MeasurementDoc::new(&report.baseline),
-            baseline_rerun: report.baseline_rerun.as_ref().map(MeasurementDoc::new),
+            baseline_rerun: report
+                .baseline_reruns
+                .last()
+                .map(|r| MeasurementDoc::new(&r.measurement)),
+            baseline_reruns: report
+                .baseline_reruns
+                .iter()
+                .map(|r| RerunDoc {
+                    after_candidate: report.name(r.after).to_owned(),
+                    measurement: MeasurementDoc::new(&r.measurement),
+                })
+                .collect(),
             candidates,
             ranking: report
                 .ranking
@@ -343,10 +381,29 @@ fn time_text(judged: &Judged) -> String {
             "{} → {} ({})",
             ms(bt),
             ms(at),
-            change(Some(bt), Some(at), "faster", "slower")
+            time_change(Some(bt), Some(at), judged.time_within_noise.warm)
         ),
         _ => "—".into(),
     }
+}
+
+/// A time's change, or "within noise" when the difference is inside the warm runs' spread.
+fn time_change(before: Option<f64>, after: Option<f64>, within_noise: bool) -> String {
+    if within_noise && before.is_some() && after.is_some() && before != after {
+        "within noise".into()
+    } else {
+        change(before, after, "faster", "slower")
+    }
+}
+
+/// "101.0–110.3 ms": the warm runs' spread.
+fn spread_text(spread: Option<crate::compare::Spread>) -> Option<String> {
+    let s = spread?;
+    Some(format!(
+        "{}–{}",
+        ms(s.min).trim_end_matches(" ms"),
+        ms(s.max)
+    ))
 }
 
 fn uses_text(uses: &[IndexUse]) -> String {
@@ -360,44 +417,96 @@ fn uses_text(uses: &[IndexUse]) -> String {
     list.join(", ")
 }
 
+/// One before/after row of a candidate's figures, already worded.
+struct SummaryRow {
+    label: &'static str,
+    before: String,
+    after: String,
+    change: String,
+    /// Whether the figure fell (green) or rose (red); `None` when neither or within noise.
+    fell: Option<bool>,
+}
+
 /// The before/after rows of a candidate: the cold run and the median of the warm runs when
-/// measured, the estimated cost otherwise. Text and Markdown show the same rows.
-fn summary_rows(judged: &Judged, mode: Mode) -> Vec<(&'static str, Pair, Figure)> {
+/// measured (with the warm runs' spread, and "within noise" for a time difference inside it),
+/// the estimated cost otherwise. Text and Markdown show the same rows.
+fn summary_rows(judged: &Judged, mode: Mode) -> Vec<SummaryRow> {
+    let row = |label, pair: Pair, figure: Figure, noise: bool| {
+        let (fewer, more) = figure.words();
+        let change = if figure == Figure::Time {
+            time_change(pair.before, pair.after, noise)
+        } else {
+            change(pair.before, pair.after, fewer, more)
+        };
+        let fell = match (pair.before, pair.after) {
+            _ if noise && figure == Figure::Time => None,
+            (Some(b), Some(a)) if a != b => Some(a < b),
+            _ => None,
+        };
+        SummaryRow {
+            label,
+            before: figure.show(pair.before),
+            after: figure.show(pair.after),
+            change,
+            fell,
+        }
+    };
     let mut rows = Vec::new();
     if mode == Mode::Measured {
-        for (label, (b, a)) in [
-            ("cold: execution", &judged.cold),
-            ("warm: execution", &judged.warm),
+        for (label, (b, a), noise) in [
+            (
+                "cold: execution",
+                &judged.cold,
+                judged.time_within_noise.cold,
+            ),
+            (
+                "warm: execution",
+                &judged.warm,
+                judged.time_within_noise.warm,
+            ),
         ] {
-            rows.push((
+            rows.push(row(
                 label,
                 Pair::new(b.execution_ms, a.execution_ms),
                 Figure::Time,
+                noise,
             ));
-            rows.push((
-                "      pages touched",
-                Pair::new(b.pages_touched, a.pages_touched),
-                Figure::Count,
-            ));
-            rows.push((
-                "      pages read",
-                Pair::new(b.shared_read_blocks, a.shared_read_blocks),
-                Figure::Count,
-            ));
-            rows.push((
-                "      temp blocks",
-                Pair::new(b.temp_blocks, a.temp_blocks),
-                Figure::Count,
-            ));
+            if label.starts_with("warm")
+                && let [Some(_), _] | [_, Some(_)] = judged.spreads
+            {
+                let [before, after] = judged.spreads.map(|s| spread_text(s).unwrap_or_default());
+                rows.push(SummaryRow {
+                    label: "      min–max",
+                    before,
+                    after,
+                    change: String::new(),
+                    fell: None,
+                });
+            }
+            for (label, pair) in [
+                (
+                    "      pages touched",
+                    Pair::new(b.pages_touched, a.pages_touched),
+                ),
+                (
+                    "      pages read",
+                    Pair::new(b.shared_read_blocks, a.shared_read_blocks),
+                ),
+                ("      temp blocks", Pair::new(b.temp_blocks, a.temp_blocks)),
+            ] {
+                rows.push(row(label, pair, Figure::Count, false));
+            }
         }
     } else {
         let (b, a) = &judged.warm;
-        rows.push((
+        rows.push(row(
             "estimated cost",
             Pair::new(b.total_cost, a.total_cost),
             Figure::Cost,
+            false,
         ));
     }
+    rows.retain(|r| r.before != "—" || r.after != "—");
     rows
 }
 
@@ -407,7 +516,18 @@ fn figures_table(
     options: &TextOptions,
     mode: Mode,
 ) -> io::Result<()> {
-    write_pairs_table(out, &summary_rows(judged, mode), options)
+    let paint = super::Paint::new(options.color);
+    let mut table = new_table(&["", "before", "after", "change"], options);
+    for row in summary_rows(judged, mode) {
+        let change = match row.fell {
+            Some(true) => paint.good(&row.change),
+            Some(false) => paint.bad(&row.change),
+            None => row.change,
+        };
+        table.add_row(vec![row.label.to_owned(), row.before, row.after, change]);
+    }
+    align_numbers(&mut table, 1);
+    write_table(out, &table)
 }
 
 /// [`summary_rows`] as a Markdown table.
@@ -417,7 +537,8 @@ fn markdown_figures_table(out: &mut dyn Write, judged: &Judged, mode: Mode) -> i
     // The text table groups rows under "cold:"/"warm:" by indentation; Markdown tables have
     // no such grouping, so each row names its run.
     let mut run = "";
-    for (label, pair, figure) in summary_rows(judged, mode) {
+    for row in summary_rows(judged, mode) {
+        let label = row.label;
         let label = match label.split_once(": ") {
             Some((prefix, rest)) if !label.starts_with(' ') => {
                 run = prefix;
@@ -426,17 +547,10 @@ fn markdown_figures_table(out: &mut dyn Write, judged: &Judged, mode: Mode) -> i
             _ if !run.is_empty() => format!("{run}: {}", label.trim()),
             _ => label.trim().to_owned(),
         };
-        if pair.before.is_none() && pair.after.is_none() {
-            continue;
-        }
-        let (fewer, more) = figure.words();
         writeln!(
             out,
             "| {} | {} | {} | {} |",
-            label,
-            figure.show(pair.before),
-            figure.show(pair.after),
-            change(pair.before, pair.after, fewer, more)
+            label, row.before, row.after, row.change
         )?;
     }
     Ok(())
@@ -458,8 +572,12 @@ fn baseline_lines(
                 cold.shared_read_blocks.map(count).unwrap_or_default()
             ),
             format!(
-                "warm: execution {}, pages touched {} (median of {} runs)",
+                "warm: execution {}{}, pages touched {} (median of {} runs)",
                 warm.execution_ms.map(ms).unwrap_or_default(),
+                spread_text(measurement.warm_spread())
+                    .filter(|_| measurement.warm.len() > 1)
+                    .map(|s| format!(" (min–max {s})"))
+                    .unwrap_or_default(),
                 warm.pages_touched.map(count).unwrap_or_default(),
                 measurement.warm.len()
             ),
@@ -474,18 +592,28 @@ fn baseline_lines(
     }
 }
 
-/// The note on the baseline measured again after candidates changed row estimates in place.
-fn rerun_line(report: &CompareReport) -> Option<String> {
-    let rerun = report.baseline_rerun.as_ref()?;
-    let (base, again) = (report.baseline.warm_figures(), rerun.warm_figures());
-    Some(format!(
-        "the baseline measured again after the estimate changes: pages touched {} → {}, \
-         execution {} → {}",
-        base.pages_touched.map(count).unwrap_or_default(),
-        again.pages_touched.map(count).unwrap_or_default(),
-        base.execution_ms.map(ms).unwrap_or_default(),
-        again.execution_ms.map(ms).unwrap_or_default(),
-    ))
+/// The notes on the baseline measured again after candidates changed row estimates in place:
+/// which candidates were judged against which baseline.
+fn rerun_lines(report: &CompareReport) -> Vec<String> {
+    let mut previous = report.baseline.warm_figures();
+    report
+        .baseline_reruns
+        .iter()
+        .map(|rerun| {
+            let again = rerun.measurement.warm_figures();
+            let line = format!(
+                "building {} changed the planner's estimates, so the baseline was measured again                  before the next candidate (pages touched {} → {}, execution {} → {}); {} and                  the candidates after it are judged against that baseline",
+                report.name(rerun.after),
+                previous.pages_touched.map(count).unwrap_or_default(),
+                again.pages_touched.map(count).unwrap_or_default(),
+                previous.execution_ms.map(ms).unwrap_or_default(),
+                again.execution_ms.map(ms).unwrap_or_default(),
+                report.name(rerun.after),
+            );
+            previous = again;
+            line
+        })
+        .collect()
 }
 
 /// `pgplan compare` as text.
@@ -592,7 +720,7 @@ pub fn write_text(
         }
         None => writeln!(out, "{} {}", paint.bold("Best:"), no_best(report))?,
     }
-    if let Some(line) = rerun_line(report) {
+    for line in rerun_lines(report) {
         writeln!(out, "{} {line}", paint.warn("Note:"))?;
     }
 
@@ -624,6 +752,9 @@ pub fn write_text(
         }
         facts.push(format!("used by: {}", uses_text(&judged.uses)));
         writeln!(out, "  {}", facts.join(" · "))?;
+        if judged.baseline.is_some() {
+            writeln!(out, "  before: {}", report.baseline_label(judged))?;
+        }
         writeln!(out)?;
         figures_table(out, judged, options, r.mode)?;
         writeln!(out)?;
@@ -713,7 +844,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
             writeln!(out, "**{}{}.**", first.unwrap_or_default(), chars.as_str())?
         }
     }
-    if let Some(line) = rerun_line(report) {
+    for line in rerun_lines(report) {
         writeln!(out)?;
         writeln!(out, "**Note:** {line}")?;
     }
@@ -728,6 +859,10 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
             judged.verdict.as_str()
         )?;
         writeln!(out)?;
+        if judged.baseline.is_some() {
+            writeln!(out, "Before: {}.", report.baseline_label(judged))?;
+            writeln!(out)?;
+        }
         markdown_figures_table(out, judged, r.mode)?;
         writeln!(out)?;
         markdown::write_changes(out, &judged.comparison)?;

@@ -91,8 +91,11 @@ pub fn bytes(value: f64) -> String {
     }
 }
 
-/// How `after` compares with `before` for a figure where less is better:
-/// "1,818× fewer", "2.1× more", "same", or "" when either side is missing.
+/// How `after` compares with `before` for a figure where less is better, in one notation for
+/// every figure and format: the factor between the two and a word, "1,818× fewer", "2.1×
+/// more", "1.09× slower", "1.003× fewer"; "same", "more (from 0)", "fewer (to 0)", or "" when
+/// either side is missing. Small factors get more decimals so that a real change never reads
+/// "1.0×"; under 1.001 it reads "under 1.001×".
 pub fn change(before: Option<f64>, after: Option<f64>, fewer: &str, more: &str) -> String {
     let (Some(b), Some(a)) = (before, after) else {
         return String::new();
@@ -106,19 +109,23 @@ pub fn change(before: Option<f64>, after: Option<f64>, fewer: &str, more: &str) 
     if a == 0.0 {
         return format!("{fewer} (to 0)");
     }
-    let (factor, word) = if a < b { (b / a, fewer) } else { (a / b, more) };
-    if factor < 1.1 {
-        let pct = 100.0 * (a - b) / b;
-        // Under half a percent, a whole-number percentage would read "-0%"; under a twentieth
-        // of one, so would one decimal.
-        if pct.abs() < 0.05 {
-            format!("under 0.1% {word}")
-        } else if pct.abs() < 0.5 {
-            format!("{pct:+.1}%")
-        } else {
-            format!("{pct:+.0}%")
-        }
-    } else if factor < 10.0 {
+    let (factor, word) = if a.abs() < b.abs() {
+        (b / a, fewer)
+    } else {
+        (a / b, more)
+    };
+    if !factor.is_finite() || factor < 0.0 {
+        // Opposite signs (a negative cost never occurs; a negative count would be a bug
+        // upstream): no factor means anything, the direction does.
+        return word.to_owned();
+    }
+    if factor < 1.0005 {
+        format!("under 1.001× {word}")
+    } else if factor < 1.0095 {
+        format!("{factor:.3}× {word}")
+    } else if factor < 1.095 {
+        format!("{factor:.2}× {word}")
+    } else if factor < 9.95 {
         format!("{factor:.1}× {word}")
     } else {
         format!("{}× {word}", count(factor.round()))
@@ -168,13 +175,34 @@ mod tests {
             "1,818× fewer"
         );
         assert_eq!(change(Some(10.0), Some(21.0), "fewer", "more"), "2.1× more");
-        assert_eq!(change(Some(10.0), Some(10.5), "fewer", "more"), "+5%");
-        assert_eq!(change(Some(83.29), Some(83.06), "fewer", "more"), "-0.3%");
+        // One notation for every size of change: never "+5%" beside "1.1× more".
+        assert_eq!(
+            change(Some(10.0), Some(10.5), "fewer", "more"),
+            "1.05× more"
+        );
+        assert_eq!(
+            change(Some(100.0), Some(109.0), "fewer", "more"),
+            "1.09× more"
+        );
+        assert_eq!(
+            change(Some(100.0), Some(110.0), "fewer", "more"),
+            "1.1× more"
+        );
+        assert_eq!(
+            change(Some(83.29), Some(83.06), "fewer", "more"),
+            "1.003× fewer"
+        );
         assert_eq!(
             change(Some(14_915.0), Some(14_914.0), "fewer", "more"),
-            "under 0.1% fewer"
+            "under 1.001× fewer"
         );
+        assert_eq!(change(Some(10.0), Some(99.6), "fewer", "more"), "10× more");
+        assert_eq!(change(Some(10.0), Some(99.4), "fewer", "more"), "9.9× more");
         assert_eq!(change(Some(10.0), Some(10.0), "fewer", "more"), "same");
         assert_eq!(change(None, Some(10.0), "fewer", "more"), "");
+        assert_eq!(
+            change(Some(0.0), Some(3.0), "fewer", "more"),
+            "more (from 0)"
+        );
     }
 }

@@ -191,14 +191,16 @@ fn details(node: &Node, analysis: &Analysis, id: NodeId) -> Vec<String> {
             count(node.disk_usage_kb.unwrap_or(0.0))
         ));
     }
+    // Without ANALYZE the plan only says how many workers were planned: nothing was launched.
     if let Some(planned) = node.workers_planned {
-        out.push(format!(
-            "Workers: {} launched of {} planned",
-            node.workers_launched
-                .map(count)
-                .unwrap_or_else(|| "?".into()),
-            count(planned)
-        ));
+        out.push(match node.workers_launched {
+            Some(launched) => format!(
+                "Workers: {} launched of {} planned",
+                count(launched),
+                count(planned)
+            ),
+            None => format!("Workers: {} planned", count(planned)),
+        });
     }
     if let Some(temp) = m
         .exclusive_buffers

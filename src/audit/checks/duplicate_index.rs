@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use crate::audit::snapshot::{Index, IndexColumn};
 use crate::audit::{Check, Context, Finding, Output, Severity};
 
-use super::{bytes_words, count_words, qualified};
+use super::{bytes_words, count_words, counted, qualified};
 
 /// What must match for two indexes to serve the same lookups.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -287,8 +287,8 @@ fn why_keep(ctx: &Context, keep: &Index, drop: &Index) -> String {
     let (k, d) = (ctx.total_scans(keep), ctx.total_scans(drop));
     if k > d {
         return format!(
-            "it is scanned more ({} scans against {})",
-            count_words(k as f64),
+            "it is scanned more ({} against {})",
+            counted(k as f64, "scan", "scans"),
             count_words(d as f64)
         );
     }
@@ -440,8 +440,8 @@ fn redundant_prefix(
     let keep = finally.unwrap_or(keep);
     if ctx.total_scans(index) > 0 {
         message.push_str(&format!(
-            "; its {} scans would move to {}, a wider index ({} against this one's {})",
-            count_words(ctx.total_scans(index) as f64),
+            "; its {} would move to {}, a wider index ({} against this one's {})",
+            counted(ctx.total_scans(index) as f64, "scan", "scans"),
             keep.name,
             bytes_words(keep.size_bytes.unwrap_or(0) as f64),
             bytes_words(index.size_bytes.unwrap_or(0) as f64),
@@ -715,6 +715,29 @@ mod tests {
         assert_eq!(f.check, Check::RedundantIndex);
         assert_eq!(f.index.as_deref(), Some("t_a_inc_b"));
         assert!(f.message.contains("INCLUDE columns cover"));
+    }
+
+    /// The kept duplicate is the one scanned more, and the counts read as a person writes them.
+    #[test]
+    fn the_duplicate_scanned_more_is_kept_and_its_scans_counted_in_words() {
+        let mut p = primary();
+        let t = table(10, "t");
+        let mut scanned = index(100, &t, "t_a_scanned", vec![col(1, "a")]);
+        scanned.scans = Some(1);
+        let mut idle = index(101, &t, "t_a_idle", vec![col(1, "a")]);
+        idle.scans = Some(0);
+        p.indexes = vec![idle, scanned];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        let f = findings_of(&report, Check::DuplicateIndex);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!(f[0].index.as_deref(), Some("t_a_idle"));
+        assert!(
+            f[0].message
+                .contains("it is scanned more (1 scan against 0)"),
+            "{}",
+            f[0].message
+        );
     }
 
     fn unique(mut i: crate::audit::snapshot::Index) -> crate::audit::snapshot::Index {

@@ -95,6 +95,12 @@ pub fn count_words(value: f64) -> String {
     crate::report::format::count(value)
 }
 
+/// A count and its noun, singular for exactly one: "1 scan", "0 scans", "4,096 scans".
+pub fn counted(value: f64, singular: &str, plural: &str) -> String {
+    let noun = if value == 1.0 { singular } else { plural };
+    format!("{} {noun}", count_words(value))
+}
+
 pub fn bytes_words(value: f64) -> String {
     crate::report::format::bytes(value)
 }

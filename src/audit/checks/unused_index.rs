@@ -12,7 +12,7 @@
 use crate::audit::snapshot::{Index, Timestamp};
 use crate::audit::{Check, Context, Finding, NodeUsage, Output, Severity};
 
-use super::{age_words, bytes_words, count_words, qualified};
+use super::{age_words, bytes_words, counted, qualified};
 
 /// 16+: an index whose last scan on every node is older than the minimum statistics age, and at
 /// least this old, is reported as no longer used.
@@ -349,11 +349,11 @@ fn not_scanned_lately(
     }
     let index = target.index;
     let mut message = format!(
-        "index {} on {} was last scanned {} ago on any audited node ({} scans in all)",
+        "index {} on {} was last scanned {} ago on any audited node ({} in all)",
         index.name,
         qualified(&index.schema, &index.table),
         age_words(age),
-        count_words(scans as f64)
+        counted(scans as f64, "scan", "scans")
     );
     if let Some(fk) = supported_foreign_key(ctx, index) {
         message.push_str(&format!("; it may support foreign key {fk}"));

@@ -10,7 +10,7 @@
 use crate::audit::snapshot::TableKind;
 use crate::audit::{Check, Context, Finding, Output, Severity};
 
-use super::{count_words, insert_trigger, qualified};
+use super::{count_words, counted, insert_trigger, qualified};
 
 /// Tables smaller than this many pages are not worth it (8 MB with 8 kB pages).
 pub const MIN_PAGES: i64 = 1000;
@@ -60,10 +60,10 @@ pub fn run(ctx: &Context, out: &mut Output) {
         let name = qualified(&table.schema, &table.name);
         let mut message = format!(
             "only {:.0}% of {name}'s {} pages are all-visible, so index-only scans on it fetch \
-             from the heap anyway ({} index scans on its indexes)",
+             from the heap anyway ({} on its indexes)",
             share * 100.0,
             count_words(table.relpages as f64),
-            count_words(scans as f64)
+            counted(scans as f64, "index scan", "index scans")
         );
         if !covering.is_empty() {
             message.push_str(&format!(

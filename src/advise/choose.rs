@@ -1,0 +1,265 @@
+//! The set to build, chosen greedily from measurements: repeatedly take the candidate that
+//! saves the most pages per day, net of the pages its writes add, per byte of index; then
+//! measure the rest again with it in place (an index that served a query may have made another
+//! candidate for that query useless) until nothing pays or a limit is reached.
+//!
+//! Pure over measured values: the caller measures, this decides.
+
+/// One candidate's measured figures with the indexes chosen so far in place.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measurement {
+    pub size_bytes: f64,
+    pub read_pages_saved_per_day: f64,
+    pub write_pages_added_per_day: f64,
+    /// Whether the planner used the index in any workload query.
+    pub used: bool,
+}
+
+impl Measurement {
+    pub fn net_pages_per_day(&self) -> f64 {
+        self.read_pages_saved_per_day - self.write_pages_added_per_day
+    }
+
+    /// Net pages saved per day per byte of index: what the greedy choice maximizes.
+    pub fn score(&self) -> f64 {
+        self.net_pages_per_day() / self.size_bytes.max(1.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Limits {
+    pub max_indexes: Option<usize>,
+    pub max_size_bytes: Option<f64>,
+}
+
+/// Why a candidate was not chosen, as measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rejection {
+    /// No workload query's plan used it.
+    Unused,
+    /// Used, but it saves no pages (or makes the queries read more).
+    DoesNotPay,
+    /// It saves pages, and its writes cost at least as many.
+    WritesExceedSavings,
+    /// It would pay, but --max-indexes was reached.
+    OverMaxIndexes,
+    /// It would pay, but it does not fit in what --max-size leaves.
+    OverMaxSize,
+}
+
+impl Rejection {
+    pub fn name(self) -> &'static str {
+        match self {
+            Rejection::Unused => "unused",
+            Rejection::DoesNotPay => "does_not_pay",
+            Rejection::WritesExceedSavings => "writes_exceed_savings",
+            Rejection::OverMaxIndexes => "over_max_indexes",
+            Rejection::OverMaxSize => "over_max_size",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    pub candidate: usize,
+    pub reason: Rejection,
+    /// The measurement that decided it.
+    pub measurement: Measurement,
+    /// How many chosen indexes were in place when it was measured.
+    pub with_chosen: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Choice {
+    /// Candidates in the order chosen, each with the measurement it was chosen on.
+    pub chosen: Vec<(usize, Measurement)>,
+    pub rejected: Vec<Rejected>,
+}
+
+/// Chooses from `first` (candidate i's measurement against the baseline). After each choice,
+/// `remeasure(chosen, open)` returns new measurements for those of `open` it measured again
+/// with every chosen index in place; the others keep theirs.
+pub fn choose(
+    first: Vec<Measurement>,
+    limits: &Limits,
+    mut remeasure: impl FnMut(&[usize], &[usize]) -> Vec<(usize, Measurement)>,
+) -> Choice {
+    let mut current = first;
+    let mut open: Vec<usize> = (0..current.len()).collect();
+    let mut choice = Choice::default();
+    let mut total_size = 0.0;
+    loop {
+        let with_chosen = choice.chosen.len();
+        let reject = |choice: &mut Choice, i: usize, reason: Rejection, m: Measurement| {
+            choice.rejected.push(Rejected {
+                candidate: i,
+                reason,
+                measurement: m,
+                with_chosen,
+            })
+        };
+        let mut still = Vec::new();
+        for &i in &open {
+            let m = current[i];
+            let reason = if !m.used {
+                Some(Rejection::Unused)
+            } else if m.read_pages_saved_per_day <= 0.0 {
+                Some(Rejection::DoesNotPay)
+            } else if m.net_pages_per_day() <= 0.0 {
+                Some(Rejection::WritesExceedSavings)
+            } else if limits.max_indexes.is_some_and(|k| with_chosen >= k) {
+                Some(Rejection::OverMaxIndexes)
+            } else if limits
+                .max_size_bytes
+                .is_some_and(|max| total_size + m.size_bytes > max)
+            {
+                Some(Rejection::OverMaxSize)
+            } else {
+                None
+            };
+            match reason {
+                Some(r) => reject(&mut choice, i, r, m),
+                None => still.push(i),
+            }
+        }
+        open = still;
+        let Some(&best) = open.iter().max_by(|&&a, &&b| {
+            let (ma, mb) = (current[a], current[b]);
+            ma.score()
+                .total_cmp(&mb.score())
+                .then(ma.net_pages_per_day().total_cmp(&mb.net_pages_per_day()))
+                // The earlier candidate wins a tie: max_by keeps the last maximum.
+                .then(b.cmp(&a))
+        }) else {
+            return choice;
+        };
+        total_size += current[best].size_bytes;
+        choice.chosen.push((best, current[best]));
+        open.retain(|&i| i != best);
+        if open.is_empty() {
+            return choice;
+        }
+        let chosen: Vec<usize> = choice.chosen.iter().map(|(i, _)| *i).collect();
+        for (i, m) in remeasure(&chosen, &open) {
+            if open.contains(&i) {
+                current[i] = m;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(size: f64, saved: f64, written: f64) -> Measurement {
+        Measurement {
+            size_bytes: size,
+            read_pages_saved_per_day: saved,
+            write_pages_added_per_day: written,
+            used: true,
+        }
+    }
+
+    fn unused() -> Measurement {
+        Measurement {
+            used: false,
+            ..m(8192.0, 0.0, 0.0)
+        }
+    }
+
+    fn no_remeasure(_: &[usize], _: &[usize]) -> Vec<(usize, Measurement)> {
+        Vec::new()
+    }
+
+    #[test]
+    fn best_net_savings_per_byte_first() {
+        // 1 saves fewer pages than 0 but per byte far more.
+        let c = choose(
+            vec![m(1e6, 1000.0, 0.0), m(1e4, 500.0, 0.0)],
+            &Limits::default(),
+            no_remeasure,
+        );
+        let order: Vec<usize> = c.chosen.iter().map(|(i, _)| *i).collect();
+        assert_eq!(order, [1, 0]);
+        assert!(c.rejected.is_empty());
+    }
+
+    #[test]
+    fn each_reason_to_reject() {
+        let c = choose(
+            vec![
+                unused(),
+                m(1e4, 0.0, 5.0),
+                m(1e4, 100.0, 150.0),
+                m(1e4, 100.0, 10.0),
+            ],
+            &Limits::default(),
+            no_remeasure,
+        );
+        assert_eq!(c.chosen.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [3]);
+        let reasons: Vec<(usize, Rejection)> =
+            c.rejected.iter().map(|r| (r.candidate, r.reason)).collect();
+        assert_eq!(
+            reasons,
+            [
+                (0, Rejection::Unused),
+                (1, Rejection::DoesNotPay),
+                (2, Rejection::WritesExceedSavings)
+            ]
+        );
+    }
+
+    #[test]
+    fn remeasured_with_the_chosen_in_place() {
+        // 0 and 1 serve the same query: once 0 is built, 1 saves nothing more.
+        let mut calls = Vec::new();
+        let c = choose(
+            vec![m(1e4, 1000.0, 0.0), m(2e4, 900.0, 0.0), m(1e5, 50.0, 0.0)],
+            &Limits::default(),
+            |chosen, open| {
+                calls.push((chosen.to_vec(), open.to_vec()));
+                if chosen == [0] {
+                    vec![(1, m(2e4, 0.0, 0.0))]
+                } else {
+                    Vec::new()
+                }
+            },
+        );
+        assert_eq!(c.chosen.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 2]);
+        assert_eq!(calls[0], (vec![0], vec![1, 2]));
+        assert_eq!(c.rejected[0].candidate, 1);
+        assert_eq!(c.rejected[0].reason, Rejection::DoesNotPay);
+        assert_eq!(c.rejected[0].with_chosen, 1);
+    }
+
+    #[test]
+    fn limits_on_count_and_size() {
+        let all = vec![m(1e4, 1000.0, 0.0), m(1e4, 900.0, 0.0), m(1e6, 5e5, 0.0)];
+        let c = choose(
+            all.clone(),
+            &Limits {
+                max_indexes: Some(1),
+                max_size_bytes: None,
+            },
+            no_remeasure,
+        );
+        assert_eq!(c.chosen.len(), 1);
+        assert!(
+            c.rejected
+                .iter()
+                .all(|r| r.reason == Rejection::OverMaxIndexes)
+        );
+        let c = choose(
+            all,
+            &Limits {
+                max_indexes: None,
+                max_size_bytes: Some(5e5),
+            },
+            no_remeasure,
+        );
+        assert_eq!(c.chosen.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!(c.rejected[0].candidate, 2);
+        assert_eq!(c.rejected[0].reason, Rejection::OverMaxSize);
+    }
+}

@@ -1,0 +1,410 @@
+//! Index proposals for `pgplan advise`, pure: from parsed plans and plain catalog facts to the
+//! candidate indexes an expert would try, and from measured figures to the set worth building.
+//!
+//! The pipeline: [`access::accesses`] reads what each scan does; each rule in [`rules`] proposes
+//! candidates for one scan; [`rules::merge`] folds candidates one index can serve together;
+//! [`rules::covered`] drops those an existing index already is; [`choose`] picks the set from
+//! measurements. Nothing here is a verdict: every candidate is only worth measuring.
+
+pub mod access;
+pub mod choose;
+pub mod expr;
+pub mod facts;
+pub mod rules;
+#[cfg(test)]
+pub(crate) mod testing;
+
+pub use access::{Access, Key};
+pub use facts::{ColumnFacts, ColumnStats, Facts, IndexFacts, IndexKeyFacts, TableFacts};
+
+use crate::plan::Plan;
+use crate::sql::quote_ident;
+
+/// The index access methods advise proposes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Method {
+    Btree,
+    Gin,
+    Gist,
+    Brin,
+}
+
+impl Method {
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Btree => "btree",
+            Method::Gin => "gin",
+            Method::Gist => "gist",
+            Method::Brin => "brin",
+        }
+    }
+}
+
+/// Which rule proposed a candidate: what the report says it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// Equality columns, then a range or the sort key.
+    Btree,
+    /// A partial index on a constant that selects a small slice.
+    Partial,
+    /// A key that is an expression (`lower(email)`).
+    Expression,
+    /// Key columns plus INCLUDE columns for an index-only scan.
+    Include,
+    /// GIN for containment and overlap operators.
+    Gin,
+    /// GiST for range and geometric operators.
+    Gist,
+    /// GIN with pg_trgm's operator class for substring searches.
+    Trigram,
+    /// BRIN for a column that follows the rows' physical order.
+    Brin,
+    /// The join key of the larger side of a join.
+    JoinKey,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Btree => "btree",
+            Kind::Partial => "partial",
+            Kind::Expression => "expression",
+            Kind::Include => "include",
+            Kind::Gin => "gin",
+            Kind::Gist => "gist",
+            Kind::Trigram => "trigram",
+            Kind::Brin => "brin",
+            Kind::JoinKey => "join_key",
+        }
+    }
+}
+
+/// One key of a candidate.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct IndexKey {
+    pub key: Key,
+    /// A non-default operator class (`text_pattern_ops`, `jsonb_path_ops`, `gin_trgm_ops`).
+    pub opclass: Option<String>,
+    pub descending: bool,
+    /// Written only when it differs from the direction's default.
+    pub nulls_first: Option<bool>,
+}
+
+impl IndexKey {
+    pub fn plain(key: Key) -> Self {
+        IndexKey {
+            key,
+            opclass: None,
+            descending: false,
+            nulls_first: None,
+        }
+    }
+
+    pub fn effective_nulls_first(&self) -> bool {
+        self.nulls_first.unwrap_or(self.descending)
+    }
+
+    fn definition(&self) -> String {
+        let mut s = self.key.definition();
+        if let Some(op) = &self.opclass {
+            s.push(' ');
+            s.push_str(op);
+        }
+        if self.descending {
+            s.push_str(" DESC");
+        }
+        match (self.descending, self.nulls_first) {
+            (false, Some(true)) => s.push_str(" NULLS FIRST"),
+            (true, Some(false)) => s.push_str(" NULLS LAST"),
+            _ => {}
+        }
+        s
+    }
+}
+
+/// Which query and which scan of it a candidate is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Serves {
+    /// The query's position in the workload.
+    pub query: usize,
+    pub node: usize,
+}
+
+/// A candidate index: worth measuring, not yet worth building.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    pub schema: String,
+    pub table: String,
+    pub method: Method,
+    pub keys: Vec<IndexKey>,
+    pub include: Vec<String>,
+    /// The WHERE of a partial index, as SQL with columns unqualified.
+    pub predicate: Option<String>,
+    /// The rules that proposed it (several once merged).
+    pub kinds: Vec<Kind>,
+    /// Why, in a sentence per rule, with the evidence.
+    pub reasons: Vec<String>,
+    pub serves: Vec<Serves>,
+    /// The name to create it under: [`Candidate::default_name`], made unique among the table's
+    /// indexes and the other candidates by [`propose`].
+    pub name: String,
+}
+
+impl Candidate {
+    pub fn new(table: &TableRef, method: Method, keys: Vec<IndexKey>, kind: Kind) -> Self {
+        Candidate {
+            schema: table.schema.clone(),
+            table: table.name.clone(),
+            method,
+            keys,
+            include: Vec::new(),
+            predicate: None,
+            kinds: vec![kind],
+            reasons: Vec::new(),
+            serves: Vec::new(),
+            name: String::new(),
+        }
+    }
+
+    /// Everything from ON on: `ON public.tickets USING btree (account_id, created_at DESC)`.
+    pub fn definition(&self) -> String {
+        let keys: Vec<String> = self.keys.iter().map(IndexKey::definition).collect();
+        let mut s = format!(
+            "ON {}.{}",
+            quote_ident(&self.schema),
+            quote_ident(&self.table)
+        );
+        if self.method != Method::Btree {
+            s.push_str(" USING ");
+            s.push_str(self.method.name());
+        }
+        s.push_str(&format!(" ({})", keys.join(", ")));
+        if !self.include.is_empty() {
+            let inc: Vec<String> = self.include.iter().map(|c| quote_ident(c)).collect();
+            s.push_str(&format!(" INCLUDE ({})", inc.join(", ")));
+        }
+        if let Some(p) = &self.predicate {
+            s.push_str(" WHERE ");
+            s.push_str(p);
+        }
+        s
+    }
+
+    /// The name PostgreSQL would choose (ChooseIndexName: the table, every column's name or
+    /// "expr" for an expression, INCLUDE columns too, then "idx"; the part before "idx" cut so
+    /// the whole fits in 63 bytes), which a user can keep or change.
+    pub fn default_name(&self) -> String {
+        let mut parts = vec![self.table.clone()];
+        for k in &self.keys {
+            parts.push(k.key.column().unwrap_or("expr").to_owned());
+        }
+        parts.extend(self.include.iter().cloned());
+        let mut base = parts.join("_");
+        truncate_to(&mut base, 63 - "_idx".len());
+        base + "_idx"
+    }
+
+    /// The statement to run on production: built without blocking writes.
+    pub fn create_statement(&self) -> String {
+        let name = if self.name.is_empty() {
+            self.default_name()
+        } else {
+            self.name.clone()
+        };
+        format!(
+            "CREATE INDEX CONCURRENTLY {} {}",
+            quote_ident(&name),
+            self.definition()
+        )
+    }
+
+    /// Same index: method, keys, INCLUDE columns and predicate.
+    pub fn same_index(&self, other: &Candidate) -> bool {
+        self.schema == other.schema
+            && self.table == other.table
+            && self.method == other.method
+            && self.keys == other.keys
+            && self.include == other.include
+            && self.predicate == other.predicate
+    }
+
+    fn add_kind(&mut self, kind: Kind) {
+        if !self.kinds.contains(&kind) {
+            self.kinds.push(kind);
+        }
+    }
+
+    fn absorb(&mut self, other: Candidate) {
+        for k in other.kinds {
+            self.add_kind(k);
+        }
+        for r in other.reasons {
+            if !self.reasons.contains(&r) {
+                self.reasons.push(r);
+            }
+        }
+        for s in other.serves {
+            if !self.serves.contains(&s) {
+                self.serves.push(s);
+            }
+        }
+    }
+}
+
+/// Cuts `s` to at most `max` bytes on a character boundary.
+fn truncate_to(s: &mut String, max: usize) {
+    while s.len() > max {
+        s.pop();
+    }
+}
+
+/// `base`, or `base` with the first number from 1 on that no name in `taken` has, placed
+/// before the suffix as PostgreSQL's ChooseRelationName does (`t_a_idx1`).
+fn unique_name(base: &str, taken: &[String]) -> String {
+    if !taken.iter().any(|t| t == base) {
+        return base.to_owned();
+    }
+    (1..)
+        .map(|n| {
+            let suffix = n.to_string();
+            let mut s = base.to_owned();
+            truncate_to(&mut s, 63 - suffix.len());
+            s + &suffix
+        })
+        .find(|s| !taken.contains(s))
+        .unwrap_or_default()
+}
+
+/// The table a scan reads, as advise names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableRef {
+    pub schema: String,
+    pub name: String,
+}
+
+/// Something advise noticed and did not propose, with why: a query no index helps, an operator
+/// that needs an extension, a visibility map too stale for an index-only scan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Note {
+    pub query: usize,
+    pub table: Option<String>,
+    pub message: String,
+}
+
+/// A candidate an existing index already is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Covered {
+    pub candidate: Candidate,
+    pub by_index: String,
+}
+
+/// What the rules proposed for a workload.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Proposals {
+    /// Distinct candidates, merged, none an existing index covers, in a stable order.
+    pub candidates: Vec<Candidate>,
+    pub covered: Vec<Covered>,
+    pub notes: Vec<Note>,
+}
+
+/// Proposes candidates for every scan of every plan (`plans[i]` is workload query i).
+pub fn propose(plans: &[&Plan], facts: &Facts) -> Proposals {
+    let mut raw = Vec::new();
+    let mut notes = Vec::new();
+    for (query, plan) in plans.iter().enumerate() {
+        let before = raw.len();
+        let mut considered = false;
+        for access in access::accesses(plan) {
+            let Some(table) = facts.table(access.schema.as_deref(), &access.table) else {
+                notes.push(Note {
+                    query,
+                    table: Some(access.table.clone()),
+                    message: format!(
+                        "no catalog facts for {} (a partition, a temporary table, or another database's): nothing proposed for it",
+                        access.table
+                    ),
+                });
+                continue;
+            };
+            considered = true;
+            let input = rules::Input {
+                query,
+                access: &access,
+                table,
+                facts,
+            };
+            rules::propose(&input, &mut raw, &mut notes);
+        }
+        if considered && raw.len() == before && !notes.iter().any(|n| n.query == query) {
+            notes.push(Note {
+                query,
+                table: None,
+                message: "no index proposed: every scan already uses an index that fits, or keeps most of the rows it reads".into(),
+            });
+        }
+    }
+    let merged = rules::merge::merge(raw);
+    let mut candidates = Vec::new();
+    let mut covered = Vec::new();
+    for c in merged {
+        let existing = facts
+            .table(Some(&c.schema), &c.table)
+            .and_then(|t| rules::covered::covering_index(&c, t));
+        match existing {
+            Some(index) => covered.push(Covered {
+                candidate: c,
+                by_index: index.to_owned(),
+            }),
+            None => candidates.push(c),
+        }
+    }
+    let mut taken: Vec<String> = facts
+        .tables
+        .iter()
+        .flat_map(|t| t.indexes.iter().map(|i| i.name.clone()))
+        .collect();
+    for c in &mut candidates {
+        c.name = unique_name(&c.default_name(), &taken);
+        taken.push(c.name.clone());
+    }
+    Proposals {
+        candidates,
+        covered,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::propose_for;
+
+    #[test]
+    fn names_follow_postgres_and_stay_unique() {
+        let p = propose_for("advise/partial_hot_constant", 17);
+        let names: Vec<&str> = p.candidates.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "tickets_state_created_at_idx",
+                "tickets_created_at_idx",
+                "tickets_state_created_at_id_priority_idx"
+            ]
+        );
+        let p = propose_for("advise/brin_time_range", 17);
+        let names: Vec<&str> = p.candidates.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["logs_ts_idx", "logs_ts_idx1"]);
+        assert!(
+            p.candidates[1].create_statement().starts_with(
+                "CREATE INDEX CONCURRENTLY logs_ts_idx1 ON public.logs USING brin (ts)"
+            )
+        );
+    }
+
+    #[test]
+    fn long_names_are_cut_to_63_bytes() {
+        let mut c = propose_for("advise/composite_eq_sort", 17).candidates[0].clone();
+        c.table = "t".repeat(70);
+        assert_eq!(c.default_name().len(), 63);
+        assert!(c.default_name().ends_with("_idx"));
+    }
+}

@@ -1,0 +1,592 @@
+//! Finding the plan in what a user pastes: which format it is (JSON, TEXT, YAML, XML), psql's
+//! table decorations undone (every border and line style, wrapped and expanded output, CSV),
+//! auto_explain log excerpts split into their plans, and, for input that holds no plan, what it
+//! looks like instead.
+
+use std::borrow::Cow;
+
+use super::model::Plan;
+use super::parse::{self, PlanError};
+use super::{parse_text, parse_xml, parse_yaml};
+
+/// The EXPLAIN format a plan was read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanFormat {
+    Json,
+    Text,
+    Yaml,
+    Xml,
+}
+
+impl PlanFormat {
+    pub fn name(self) -> &'static str {
+        match self {
+            PlanFormat::Json => "JSON",
+            PlanFormat::Text => "TEXT",
+            PlanFormat::Yaml => "YAML",
+            PlanFormat::Xml => "XML",
+        }
+    }
+}
+
+/// A plan read from an input, with where it came from in it.
+#[derive(Debug, Clone)]
+pub struct ReadPlan {
+    pub plan: Plan,
+    pub format: PlanFormat,
+    /// Which of the input's plans this is, from 1.
+    pub number: usize,
+    /// How many plans the input holds (several in an auto_explain log or a psql session).
+    pub count: usize,
+}
+
+/// Reads plan `choice` (from 1; the first when `None`) of the input: EXPLAIN output in any
+/// format, as the server sends it, as psql prints it, or as auto_explain logs it.
+pub fn read_plan(input: &str, choice: Option<usize>) -> Result<ReadPlan, PlanError> {
+    let text = input.trim_start_matches('\u{feff}');
+    if text.trim().is_empty() {
+        return Err(PlanError::Empty);
+    }
+    let candidates = candidates(text);
+    if candidates.is_empty() {
+        return Err(PlanError::NoPlan {
+            looks_like: looks_like(text),
+        });
+    }
+    let count = candidates.len();
+    let number = choice.unwrap_or(1);
+    if number == 0 || number > count {
+        return Err(PlanError::NoSuchPlan { number, count });
+    }
+    let candidate = &candidates[number - 1];
+    let mut plan = match candidate.format {
+        PlanFormat::Json => {
+            // The JSON reader undoes psql's aligned output itself; the body is the fallback for
+            // the decorations it does not know (double frames, CSV, other column names).
+            if count == 1 && candidate.duration_ms.is_none() {
+                match parse::parse_json_input(text) {
+                    Ok(plan) => Ok(plan),
+                    Err(_) => parse::parse_json_body(&candidate.body),
+                }
+            } else {
+                parse::parse_json_body(&candidate.body)
+            }
+        }
+        PlanFormat::Text => parse_text::parse_text(&candidate.body),
+        PlanFormat::Yaml => parse_yaml::parse_yaml(&candidate.body),
+        PlanFormat::Xml => parse_xml::parse_xml(&candidate.body),
+    }?;
+    // auto_explain logs the executor's run time in the line's prefix; its plans carry no
+    // Execution Time of their own.
+    if plan.execution_ms.is_none() && plan.is_analyzed() {
+        plan.execution_ms = candidate.duration_ms;
+    }
+    Ok(ReadPlan {
+        plan,
+        format: candidate.format,
+        number,
+        count,
+    })
+}
+
+/// One plan found in the input: its format and its text with every decoration removed.
+#[derive(Debug)]
+struct Candidate<'a> {
+    format: PlanFormat,
+    body: Cow<'a, str>,
+    duration_ms: Option<f64>,
+}
+
+/// Every plan in the input, in order.
+fn candidates(text: &str) -> Vec<Candidate<'_>> {
+    let trimmed = text.trim_start();
+    // The common cases first, without copying: the output as the server sent it.
+    if let Some(format) = bare_format(trimmed)
+        && !has_table_decoration(trimmed)
+    {
+        return vec![Candidate {
+            format,
+            body: Cow::Borrowed(trimmed),
+            duration_ms: None,
+        }];
+    }
+    let logged = log_plans(text);
+    if !logged.is_empty() {
+        return logged;
+    }
+    let tables = psql_tables(text);
+    if !tables.is_empty() {
+        return tables
+            .into_iter()
+            .filter_map(|body| body_candidate(Cow::Owned(body)))
+            .collect();
+    }
+    if let Some(body) = csv_body(text) {
+        return body_candidate(Cow::Owned(body)).into_iter().collect();
+    }
+    if let Some(start) = plan_start(text) {
+        return body_candidate(Cow::Borrowed(&text[start..]))
+            .into_iter()
+            .collect();
+    }
+    Vec::new()
+}
+
+/// The format of a body that starts at its plan.
+fn bare_format(body: &str) -> Option<PlanFormat> {
+    let first = body.lines().next().unwrap_or_default().trim_end();
+    if first.starts_with('[') || first.starts_with('{') {
+        Some(PlanFormat::Json)
+    } else if first.starts_with("<explain") || first.starts_with("<?xml") {
+        Some(PlanFormat::Xml)
+    } else if first == "- Plan:" || first.starts_with("- Plan: ") || first == "Plan:" {
+        Some(PlanFormat::Yaml)
+    } else if parse_text::is_node_line(first) || first.starts_with("Query Text:") {
+        Some(PlanFormat::Text)
+    } else {
+        None
+    }
+}
+
+fn body_candidate(body: Cow<'_, str>) -> Option<Candidate<'_>> {
+    let start = body.len() - body.trim_start_matches(['\n', '\r']).len();
+    let format = bare_format(body[start..].trim_start_matches(' '))?;
+    let body = match body {
+        Cow::Borrowed(b) => Cow::Borrowed(&b[start..]),
+        Cow::Owned(b) => Cow::Owned(b[start..].to_owned()),
+    };
+    Some(Candidate {
+        format,
+        body,
+        duration_ms: None,
+    })
+}
+
+/// Whether a body that starts like a plan still carries psql's marks: a JSON line ending in a
+/// continuation mark, or a `(N rows)` footer.
+fn has_table_decoration(text: &str) -> bool {
+    text.lines().any(|l| {
+        let t = l.trim_end();
+        t.ends_with(" +") || t.ends_with('↵') || t.ends_with(['|', '│', '║']) || is_footer(t)
+    })
+}
+
+/// psql's `(1 row)` / `(12 rows)` footer.
+pub(super) fn is_footer(line: &str) -> bool {
+    line.trim()
+        .strip_prefix('(')
+        .and_then(|l| l.strip_suffix(')'))
+        .and_then(|l| l.split_once(' '))
+        .is_some_and(|(n, word)| {
+            !n.is_empty()
+                && n.bytes().all(|b| b.is_ascii_digit())
+                && (word == "row" || word == "rows")
+        })
+}
+
+// ---------------------------------------------------------------------------------------------
+// auto_explain in a server log
+
+/// The plans of an auto_explain log excerpt: each `LOG:  duration: 1.234 ms  plan:` line (after
+/// any log_line_prefix) starts one, and its lines follow, each indented by a tab.
+fn log_plans(text: &str) -> Vec<Candidate<'_>> {
+    let mut plans = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(at) = line.find("plan:") else {
+            continue;
+        };
+        let head = &line[..at];
+        if !head.contains("duration:") || !line[at + "plan:".len()..].trim().is_empty() {
+            continue;
+        }
+        let duration_ms = logged_duration(head);
+        let mut body = String::new();
+        while let Some(next) = lines.peek() {
+            let Some(rest) = next.strip_prefix('\t') else {
+                break;
+            };
+            body.push_str(rest);
+            body.push('\n');
+            lines.next();
+        }
+        if let Some(mut candidate) = body_candidate(Cow::Owned(body)) {
+            candidate.duration_ms = duration_ms;
+            plans.push(candidate);
+        }
+    }
+    plans
+}
+
+/// The `duration: 12.345 ms` of a log line.
+fn logged_duration(head: &str) -> Option<f64> {
+    let after = &head[head.rfind("duration:")? + "duration:".len()..];
+    let mut words = after.split_whitespace();
+    let (number, unit) = (words.next()?, words.next()?);
+    (unit == "ms")
+        .then(|| number.parse::<f64>().ok())
+        .flatten()
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// psql's aligned and wrapped tables
+
+/// The characters psql draws rules and frames with, in every line style.
+fn is_rule_char(c: char) -> bool {
+    matches!(
+        c,
+        '-' | '+'
+            | '─'
+            | '┼'
+            | '┌'
+            | '┐'
+            | '└'
+            | '┘'
+            | '├'
+            | '┤'
+            | '┬'
+            | '┴'
+            | '═'
+            | '╪'
+            | '╔'
+            | '╗'
+            | '╚'
+            | '╝'
+            | '╠'
+            | '╣'
+            | '╞'
+            | '╡'
+            | '╤'
+            | '╧'
+            | '╦'
+            | '╩'
+            | '╬'
+            | '║'
+            | '│'
+            | '╟'
+            | '╢'
+            | '╫'
+    )
+}
+
+fn is_rule(line: &str) -> bool {
+    let t = line.trim();
+    t.chars().count() >= 3
+        && t.chars().all(is_rule_char)
+        && t.chars().any(|c| matches!(c, '-' | '─' | '═'))
+}
+
+const BARS: [char; 3] = ['|', '│', '║'];
+
+/// The header above a rule: a single column's name, centred, maybe inside frame bars.
+fn header_label(line: &str) -> Option<&str> {
+    let t = line.trim();
+    let inner = match t.strip_prefix(BARS) {
+        Some(rest) => rest.strip_suffix(BARS)?,
+        None => t,
+    };
+    let label = inner.trim();
+    (!label.is_empty() && !label.contains(BARS) && !label.contains("  ")).then_some(label)
+}
+
+/// The values of every single-column table psql printed in the text (a paste may hold a
+/// session: the statement echoed, `SET` and `BEGIN` answered, several results).
+fn psql_tables(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut tables = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if let Some(records) = expanded_records(&lines, &mut i) {
+            tables.push(records);
+            continue;
+        }
+        if i + 1 < lines.len() && is_rule(lines[i + 1]) && header_label(lines[i]).is_some() {
+            let framed = lines[i].trim_start().starts_with(BARS);
+            let start = i + 2;
+            let mut end = start;
+            while end < lines.len() {
+                let l = lines[end];
+                if is_footer(l) || l.trim().is_empty() || (framed && is_rule(l)) {
+                    break;
+                }
+                end += 1;
+            }
+            tables.push(table_values(&lines[start..end], framed));
+            i = end;
+            continue;
+        }
+        i += 1;
+    }
+    tables
+}
+
+/// Undoes the cell layout: the frame's bars (border 2), the one-space margin (border 1), `+` and
+/// `↵` at the end of a value that continues on the next line, and the `.`/`…` marks of a line
+/// wrapped at the terminal's width (`\pset format wrapped`), which join without a line break.
+fn table_values(rows: &[&str], framed: bool) -> String {
+    // Border 1 leaves a margin of one space (or a wrap mark) before every value; border 0 none:
+    // a plan's root line then starts in the first column.
+    let margin = framed
+        || rows
+            .iter()
+            .all(|r| r.is_empty() || r.starts_with([' ', '.', '…']));
+    let mut out = String::with_capacity(rows.iter().map(|r| r.len() + 1).sum());
+    let mut pending_wrap = false;
+    for row in rows {
+        let mut cell: &str = row;
+        if framed {
+            let t = cell.trim_end();
+            cell = t.strip_prefix(BARS).unwrap_or(t);
+            cell = cell.strip_suffix(BARS).unwrap_or(cell);
+        }
+        let mut wrapped_from_previous = false;
+        if margin {
+            let mut chars = cell.chars();
+            match chars.next() {
+                Some(c @ ('.' | '…')) if pending_wrap || c == '…' => {
+                    wrapped_from_previous = true
+                }
+                _ => {}
+            }
+            cell = chars.as_str();
+        }
+        if wrapped_from_previous {
+            // The previous line ended with the wrap mark in place of its margin: drop it and the
+            // line break.
+            if out.ends_with('\n') {
+                out.pop();
+            }
+            if out.ends_with(['.', '…']) {
+                out.pop();
+            }
+        }
+        let content = cell.trim_end();
+        let (content, continued) = match content.strip_suffix('↵') {
+            Some(rest) => (rest.trim_end(), true),
+            None => match content.strip_suffix(" +") {
+                Some(rest) => (rest.trim_end(), true),
+                None => (content, false),
+            },
+        };
+        out.push_str(content);
+        out.push('\n');
+        // A line that fills the column and ends in a mark may be continued by a wrapped line.
+        pending_wrap = !continued && content.ends_with(['.', '…']);
+    }
+    out
+}
+
+/// psql's expanded output (`\x`): `-[ RECORD 1 ]---` headers, each record one `label | value`
+/// line, or several when the value spans lines.
+fn expanded_records(lines: &[&str], i: &mut usize) -> Option<String> {
+    if !is_record_header(lines[*i]) {
+        return None;
+    }
+    let mut out = String::new();
+    while *i < lines.len() {
+        let line = lines[*i];
+        if is_record_header(line) {
+            *i += 1;
+            continue;
+        }
+        if line.trim().is_empty() {
+            break;
+        }
+        let Some(at) = find_bar(line) else {
+            break;
+        };
+        let Some(value) = line.get(at..).and_then(|rest| rest.strip_prefix(BARS)) else {
+            break;
+        };
+        let value = value.strip_prefix(' ').unwrap_or(value).trim_end();
+        let value = value
+            .strip_suffix('↵')
+            .or_else(|| value.strip_suffix(" +"))
+            .unwrap_or(value)
+            .trim_end();
+        out.push_str(value);
+        out.push('\n');
+        *i += 1;
+    }
+    Some(out)
+}
+
+fn find_bar(line: &str) -> Option<usize> {
+    line.find(" | ")
+        .map(|at| at + 1)
+        .or_else(|| line.find(" │ ").map(|at| at + 1))
+        .or_else(|| line.strip_suffix(" |").map(|l| l.len() + 1))
+}
+
+fn is_record_header(line: &str) -> bool {
+    let t = line.trim_start_matches(['+', '┌', '├', '└', '╔', '╠', '╚']);
+    t.strip_prefix(['-', '─', '═'])
+        .is_some_and(|rest| rest.starts_with("[ RECORD"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// CSV (`psql --csv`), and unaligned output with a header
+
+/// `psql --csv`: a header line, then one value per record, quoted (with doubled quotes) when it
+/// holds a comma, a quote or a line break.
+fn csv_body(text: &str) -> Option<String> {
+    let mut lines = text.lines();
+    let header = lines.next()?.trim_end();
+    let rest_start = header.len();
+    if header.is_empty() || header.starts_with(' ') || header.contains(',') {
+        return None;
+    }
+    let rest = text.get(rest_start..)?.trim_start_matches(['\r', '\n']);
+    if !rest.lines().any(|l| l.starts_with('"')) {
+        return None;
+    }
+    let mut out = String::with_capacity(rest.len());
+    let mut chars = rest.chars().peekable();
+    let mut at_record_start = true;
+    while let Some(c) = chars.next() {
+        if at_record_start && c == '"' {
+            // A quoted value: up to the quote that is not doubled.
+            loop {
+                match chars.next() {
+                    Some('"') if chars.peek() == Some(&'"') => {
+                        chars.next();
+                        out.push('"');
+                    }
+                    Some('"') | None => break,
+                    Some(other) => out.push(other),
+                }
+            }
+            at_record_start = false;
+            continue;
+        }
+        if c == '\r' {
+            continue;
+        }
+        out.push(c);
+        at_record_start = c == '\n';
+    }
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    Some(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// A plan without a table around it
+
+/// Where the plan starts in text that is not a psql table: `psql -At` output, a plan copied out
+/// of a session, or with the statement and its replies (`BEGIN`, `SET`) around it.
+fn plan_start(text: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_end();
+        let content = t.trim_start();
+        if bare_format(content).is_some()
+            && (content.starts_with(['[', '{', '<', '-']) || t.len() == content.len())
+        {
+            // A JSON or XML document or the YAML list may be indented; a TEXT plan's root line
+            // starts its line.
+            return Some(at + (line.len() - line.trim_start().len()));
+        }
+        at += line.len();
+    }
+    None
+}
+
+/// What input that holds no plan looks like, for the error.
+fn looks_like(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let first = lines.first().copied().unwrap_or_default();
+    let upper = first.to_ascii_uppercase();
+    if let Some(error) = lines
+        .iter()
+        .find(|l| l.starts_with("ERROR:") || l.contains(" ERROR:  ") || l.starts_with("psql:"))
+    {
+        return format!(
+            "a psql error ({:?}), not a plan",
+            error.chars().take(100).collect::<String>()
+        );
+    }
+    if lines.iter().any(|l| is_record_header(l)) {
+        return "psql's expanded output (\\x) without a QUERY PLAN column".into();
+    }
+    for keyword in [
+        "SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "MERGE", "EXPLAIN", "VALUES", "TABLE",
+    ] {
+        if upper.starts_with(keyword) && upper[keyword.len()..].starts_with([' ', '\n', '(', ';'])
+            || upper == keyword
+        {
+            return if keyword == "EXPLAIN" {
+                "an EXPLAIN statement, not its output".into()
+            } else {
+                "a SQL query, not its plan".into()
+            };
+        }
+    }
+    if lines
+        .iter()
+        .any(|l| l.contains("duration:") && l.contains("statement:"))
+    {
+        return "a server log without auto_explain plans (a `duration: … statement:` line only)"
+            .into();
+    }
+    if lines
+        .iter()
+        .any(|l| l.contains("(cost=") || l.contains("(actual ") || l.contains("->  "))
+    {
+        return "part of a TEXT plan without its first line (the root node)".into();
+    }
+    format!(
+        "text starting with {:?}",
+        first.chars().take(40).collect::<String>()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn footers_and_rules() {
+        assert!(is_footer("(1 row)"));
+        assert!(is_footer("(12 rows)"));
+        assert!(!is_footer("(rows)"));
+        assert!(is_rule("-----"));
+        assert!(is_rule("╠═══╣"));
+        assert!(!is_rule("+"));
+    }
+
+    #[test]
+    fn wrapped_lines_join_without_a_break() {
+        let rows = [
+            " Sort  (cost=1.00..2.00 rows=1 width=4)",
+            "   Output: o.id, o.creat.",
+            ".ed_at",
+        ];
+        assert_eq!(
+            table_values(&rows, false),
+            "Sort  (cost=1.00..2.00 rows=1 width=4)\n  Output: o.id, o.created_at\n"
+        );
+    }
+
+    #[test]
+    fn csv_values_are_unquoted() {
+        let csv = "QUERY PLAN\n\"[\n  {\"\"Plan\"\": 1}\n]\"\n";
+        assert_eq!(csv_body(csv).unwrap(), "[\n  {\"Plan\": 1}\n]\n");
+    }
+
+    #[test]
+    fn what_it_looks_like() {
+        assert_eq!(looks_like("SELECT 1"), "a SQL query, not its plan");
+        assert!(looks_like("ERROR:  relation \"x\" does not exist").starts_with("a psql error"));
+        assert!(
+            looks_like("  ->  Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)")
+                .starts_with("part of a TEXT plan")
+        );
+    }
+}

@@ -1,0 +1,1930 @@
+//! Reading EXPLAIN's TEXT format (psql's default, auto_explain's default) into the same model the
+//! JSON gives, figure for figure.
+//!
+//! The text is turned into the object EXPLAIN (FORMAT JSON) would have printed for the same run,
+//! and that object goes through the JSON reader's own checks. What the TEXT format leaves out is
+//! put back where PostgreSQL's explain.c says what it would have been: counts it suppresses when
+//! zero (`Rows Removed by Filter`, buffer and WAL counters, `Heap Blocks`), defaults it never
+//! prints (`Join Type: Inner`, `Partial Mode: Simple`, `Scan Direction: Forward`), and the
+//! `Parent Relationship` the JSON names and the text shows only by position. Figures that only
+//! one PostgreSQL version prints and the text gives no way to tell the version stay unset
+//! (`Async Capable` false, `Inner Unique` false without VERBOSE).
+
+use serde_json::{Map, Number, Value};
+
+use super::model::Plan;
+use super::parse::{self, MAX_PLAN_DEPTH, PlanError};
+
+/// Reads a TEXT plan whose decorations (psql's table, a log's prefixes) are already removed.
+pub(super) fn parse_text(body: &str) -> Result<Plan, PlanError> {
+    let mut reader = Reader::default();
+    reader.read(body)?;
+    let depth = reader.max_depth;
+    let value = reader.finish();
+    // Two levels of JSON nesting per plan level, plus the top-level array and object.
+    parse::plan_from_value(value, depth * 2 + 4)
+}
+
+/// Whether a line is a plan node's first line (`Seq Scan on t  (cost=...)`, or a bare node name
+/// under COSTS OFF), as opposed to a property line (`Sort Key: a`).
+pub(super) fn is_node_line(line: &str) -> bool {
+    let name = line.trim();
+    let head = &name[..figures_start(name)];
+    head_of(head.trim_end()).is_some()
+}
+
+/// The JSON keys whose values are booleans; the TEXT format prints them as `true`/`false`.
+const BOOL_KEYS: [&str; 5] = [
+    "Inner Unique",
+    "Single Copy",
+    "Disabled",
+    "Async Capable",
+    "Parallel Aware",
+];
+
+/// Keys whose values are expressions, names or words: text even when they read like a number or
+/// a boolean (`One-Time Filter: false`, `Filter: true`).
+pub(super) fn is_text_key(key: &str) -> bool {
+    if key.starts_with("Rows Removed") {
+        return false;
+    }
+    key.ends_with("Cond")
+        || key.ends_with(" Name")
+        || key.ends_with("Key")
+        || key.ends_with("Filter")
+        || key.ends_with("Condition")
+        || matches!(
+            key,
+            "Cache Key"
+                | "Cache Mode"
+                | "Function Call"
+                | "Table Function Call"
+                | "Remote SQL"
+                | "Relations"
+                | "Order By"
+                | "Window"
+                | "Conflict Resolution"
+                | "Repeatable Seed"
+                | "Sampling Method"
+                | "Storage"
+                | "Query Text"
+                | "Query Parameters"
+                | "Node Type"
+                | "Schema"
+                | "Alias"
+                | "Parent Relationship"
+                | "Join Type"
+                | "Strategy"
+                | "Partial Mode"
+                | "Scan Direction"
+                | "Operation"
+                | "Command"
+                | "Sort Method"
+                | "Sort Space Type"
+                | "Relation"
+                | "Format"
+                | "Custom Plan Provider"
+        )
+}
+
+/// Properties EXPLAIN prints as a list (`ExplainPropertyList`): `a, b, c` in the text.
+pub(super) const LIST_KEYS: [&str; 7] = [
+    "Output",
+    "Sort Key",
+    "Presorted Key",
+    "Group Key",
+    "Hash Key",
+    "Conflict Arbiter Indexes",
+    "Params Evaluated",
+];
+
+const BUFFER_KEYS: [&str; 10] = [
+    "Shared Hit Blocks",
+    "Shared Read Blocks",
+    "Shared Dirtied Blocks",
+    "Shared Written Blocks",
+    "Local Hit Blocks",
+    "Local Read Blocks",
+    "Local Dirtied Blocks",
+    "Local Written Blocks",
+    "Temp Read Blocks",
+    "Temp Written Blocks",
+];
+
+/// How the server that printed the plan names its I/O timings: the TEXT labels differ by
+/// version, and so do the JSON keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum IoStyle {
+    /// 13 and 14: `I/O Timings: read=… write=…` (shared only).
+    Plain,
+    /// 15 and 16: `shared/local read=…`, `temp read=…`.
+    SharedLocal,
+    /// 17 and later: `shared`, `local` and `temp` each on their own.
+    Separate,
+}
+
+impl IoStyle {
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            IoStyle::Plain => &["I/O Read Time", "I/O Write Time"],
+            IoStyle::SharedLocal => &[
+                "I/O Read Time",
+                "I/O Write Time",
+                "Temp I/O Read Time",
+                "Temp I/O Write Time",
+            ],
+            IoStyle::Separate => &[
+                "Shared I/O Read Time",
+                "Shared I/O Write Time",
+                "Local I/O Read Time",
+                "Local I/O Write Time",
+                "Temp I/O Read Time",
+                "Temp I/O Write Time",
+            ],
+        }
+    }
+}
+
+#[derive(Default)]
+struct NodeBuild {
+    map: Map<String, Value>,
+    node_type: &'static str,
+    children: Vec<usize>,
+    workers: Vec<Map<String, Value>>,
+    /// The column of the node's name; its properties and children start two further in.
+    name_col: usize,
+    depth: usize,
+    /// Children without a subplan label so far (the first is Outer, the second Inner).
+    plain_children: usize,
+    analyzed: bool,
+}
+
+/// Where lines deeper than a property line go.
+#[derive(Clone, Copy, PartialEq)]
+enum Block {
+    None,
+    /// A `Worker N:` block of a node: its lines sit two columns deeper.
+    Worker {
+        node: usize,
+        worker: usize,
+        col: usize,
+    },
+    /// `JIT:` (the plan's, or a worker's) at `col`.
+    Jit {
+        worker: Option<(usize, usize)>,
+        col: usize,
+    },
+    Planning,
+    Serialization,
+}
+
+#[derive(Default)]
+struct Reader {
+    nodes: Vec<NodeBuild>,
+    stack: Vec<usize>,
+    pending_label: Option<(usize, String)>,
+    top: Map<String, Value>,
+    planning: Map<String, Value>,
+    serialization: Option<Map<String, Value>>,
+    jit: Option<Map<String, Value>>,
+    settings: Option<Map<String, Value>>,
+    triggers: Vec<Value>,
+    query_text: Option<String>,
+    block: BlockState,
+    tree_done: bool,
+    max_depth: usize,
+    timing: bool,
+    buffers_seen: bool,
+    wal_seen: bool,
+    verbose: bool,
+    io_style: Option<IoStyle>,
+    /// A `(returns $0)` subplan label: PostgreSQL 16 or older, which tells 15–16's I/O timing
+    /// keys from 17's when only `temp` timings were printed.
+    version_16_or_older: bool,
+    /// Signs of 17 or later: subplan labels without `(returns $0)`, `Serialization`, the
+    /// planner's `Memory`, local I/O timings.
+    version_17_or_newer: bool,
+    version_18: bool,
+}
+
+struct BlockState(Block);
+
+impl Default for BlockState {
+    fn default() -> Self {
+        BlockState(Block::None)
+    }
+}
+
+fn bad(line: usize, detail: impl Into<String>) -> PlanError {
+    PlanError::BadLine {
+        format: "TEXT",
+        line,
+        detail: detail.into(),
+    }
+}
+
+fn leading_spaces(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
+}
+
+impl Reader {
+    fn read(&mut self, body: &str) -> Result<(), PlanError> {
+        for (index, raw) in body.lines().enumerate() {
+            let number = index + 1;
+            let line = raw.trim_end();
+            if line.trim().is_empty() {
+                continue;
+            }
+            // Tabs in pasted plans stand for the spaces an editor replaced.
+            let expanded;
+            let line = if line.contains('\t') {
+                expanded = line.replace('\t', "    ");
+                expanded.as_str()
+            } else {
+                line
+            };
+            let indent = leading_spaces(line);
+            let content = &line[indent..];
+            if self.nodes.is_empty() {
+                self.before_root(content, indent, number)?;
+                continue;
+            }
+            let base = self.nodes[0].name_col;
+            if let Some(rest) = content.strip_prefix("->  ") {
+                if self.tree_done {
+                    return Err(bad(number, "a plan node after the plan's summary lines"));
+                }
+                self.child(rest, indent, number)?;
+            } else if !self.tree_done && indent > base {
+                self.node_line(content, indent, number)?;
+            } else if indent <= base {
+                self.tree_done = true;
+                self.stack.clear();
+                if !self.top_line(content, indent)? {
+                    // Past the plan: what follows is not EXPLAIN's (psql's footer, a prompt).
+                    break;
+                }
+            } else {
+                self.block_line(content, indent, number)?;
+            }
+        }
+        if self.nodes.is_empty() {
+            return Err(bad(1, "no plan node found"));
+        }
+        Ok(())
+    }
+
+    /// Lines before the root node: auto_explain's `Query Text:` (which may span lines) and
+    /// `Query Parameters:`.
+    fn before_root(
+        &mut self,
+        content: &str,
+        indent: usize,
+        number: usize,
+    ) -> Result<(), PlanError> {
+        if let Some(text) = content.strip_prefix("Query Text: ") {
+            self.query_text = Some(text.to_owned());
+            return Ok(());
+        }
+        if let Some(params) = content.strip_prefix("Query Parameters: ") {
+            self.top
+                .insert("Query Parameters".into(), Value::String(params.to_owned()));
+            return Ok(());
+        }
+        if is_node_line(content) {
+            let id = self.new_node(content, indent, 0, number)?;
+            self.stack.push(id);
+            return Ok(());
+        }
+        match &mut self.query_text {
+            Some(query) => {
+                query.push('\n');
+                query.push_str(&" ".repeat(indent));
+                query.push_str(content);
+                Ok(())
+            }
+            None => Err(bad(
+                number,
+                format!("expected a plan node, found {:?}", short(content)),
+            )),
+        }
+    }
+
+    fn new_node(
+        &mut self,
+        text: &str,
+        name_col: usize,
+        depth: usize,
+        number: usize,
+    ) -> Result<usize, PlanError> {
+        if depth >= MAX_PLAN_DEPTH {
+            return Err(PlanError::TooDeep);
+        }
+        self.max_depth = self.max_depth.max(depth);
+        let mut node = NodeBuild {
+            name_col,
+            depth,
+            ..NodeBuild::default()
+        };
+        self.node_head(&mut node, text, number)?;
+        self.nodes.push(node);
+        Ok(self.nodes.len() - 1)
+    }
+
+    /// A `->  ` line: a child of the innermost open node whose properties sit at its column.
+    fn child(&mut self, rest: &str, indent: usize, number: usize) -> Result<(), PlanError> {
+        self.close_to(indent);
+        let Some(&parent) = self.stack.last() else {
+            return Err(bad(number, "a child node that no node above it can hold"));
+        };
+        let label = match self.pending_label.take() {
+            Some((col, label)) if col + 2 == indent => Some(label),
+            _ => None,
+        };
+        let depth = self.nodes[parent].depth + 1;
+        let id = self.new_node(rest, indent + 4, depth, number)?;
+        let relationship = match &label {
+            Some(l) if l.starts_with("SubPlan") => "SubPlan",
+            Some(_) => "InitPlan",
+            None => {
+                let p = &mut self.nodes[parent];
+                let first = p.plain_children == 0;
+                p.plain_children += 1;
+                match p.node_type {
+                    "Append" | "Merge Append" | "BitmapAnd" | "BitmapOr" | "Custom Scan" => {
+                        "Member"
+                    }
+                    "Subquery Scan" => "Subquery",
+                    _ if first => "Outer",
+                    _ => "Inner",
+                }
+            }
+        };
+        match &label {
+            Some(l) if l.contains("(returns $") => self.version_16_or_older = true,
+            Some(l) if l.starts_with("InitPlan") || l.starts_with("SubPlan") => {
+                self.version_17_or_newer = true
+            }
+            _ => {}
+        }
+        // JSON order: Node Type first, then these two.
+        let node = &mut self.nodes[id];
+        let mut map = Map::with_capacity(node.map.len() + 2);
+        let mut entries = std::mem::take(&mut node.map).into_iter();
+        if let Some((k, v)) = entries.next() {
+            map.insert(k, v);
+        }
+        map.insert(
+            "Parent Relationship".into(),
+            Value::String(relationship.into()),
+        );
+        if let Some(label) = label {
+            map.insert("Subplan Name".into(), Value::String(label));
+        }
+        map.extend(entries);
+        node.map = map;
+        self.nodes[parent].children.push(id);
+        self.stack.push(id);
+        self.block.0 = Block::None;
+        Ok(())
+    }
+
+    /// Closes the open nodes whose properties sit deeper than `indent`.
+    fn close_to(&mut self, indent: usize) {
+        while let Some(&top) = self.stack.last() {
+            if self.nodes[top].name_col + 2 > indent {
+                self.stack.pop();
+                self.block.0 = Block::None;
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn node_line(&mut self, content: &str, indent: usize, number: usize) -> Result<(), PlanError> {
+        self.close_to(indent);
+        let Some(&owner) = self.stack.last() else {
+            return Err(bad(number, "a line that belongs to no plan node"));
+        };
+        let props = self.nodes[owner].name_col + 2;
+        if indent > props {
+            return self.block_line(content, indent, number);
+        }
+        self.block.0 = Block::None;
+        if let Some(rest) = content.strip_prefix("Worker ")
+            && let Some((n, after)) = rest.split_once(':')
+            && let Ok(n) = n.parse::<u64>()
+        {
+            let node = &mut self.nodes[owner];
+            let mut worker = Map::new();
+            worker.insert("Worker Number".into(), Value::Number(n.into()));
+            node.workers.push(worker);
+            let w = node.workers.len() - 1;
+            self.block.0 = Block::Worker {
+                node: owner,
+                worker: w,
+                col: indent,
+            };
+            let first = after.trim_start();
+            if !first.is_empty() {
+                self.worker_item(owner, w, first, indent, number)?;
+            }
+            return Ok(());
+        }
+        if (content.starts_with("InitPlan")
+            || content.starts_with("SubPlan")
+            || content.starts_with("CTE "))
+            && !content.contains(": ")
+        {
+            self.pending_label = Some((indent, content.to_owned()));
+            return Ok(());
+        }
+        let mut map = std::mem::take(&mut self.nodes[owner].map);
+        let result = self.property(&mut map, content, number);
+        self.nodes[owner].map = map;
+        result
+    }
+
+    fn worker_item(
+        &mut self,
+        node: usize,
+        worker: usize,
+        content: &str,
+        col: usize,
+        number: usize,
+    ) -> Result<(), PlanError> {
+        if content == "JIT:" {
+            self.block.0 = Block::Jit {
+                worker: Some((node, worker)),
+                col,
+            };
+            self.nodes[node].workers[worker].insert("JIT".into(), Value::Object(Map::new()));
+            return Ok(());
+        }
+        let mut map = std::mem::take(&mut self.nodes[node].workers[worker]);
+        let result = if let Some(actual) = content.strip_prefix("actual ") {
+            self.actual(&mut map, actual, number)
+        } else {
+            self.property(&mut map, content, number)
+        };
+        self.nodes[node].workers[worker] = map;
+        result
+    }
+
+    /// A line deeper than the property lines: inside a worker, JIT, Planning or Serialization
+    /// block.
+    fn block_line(&mut self, content: &str, indent: usize, number: usize) -> Result<(), PlanError> {
+        match self.block.0 {
+            Block::Worker { node, worker, col } if indent > col => {
+                self.worker_item(node, worker, content, indent, number)?;
+                // A JIT block opened inside the worker stays open; anything else keeps the worker.
+                if !matches!(self.block.0, Block::Jit { .. }) {
+                    self.block.0 = Block::Worker { node, worker, col };
+                }
+                Ok(())
+            }
+            Block::Jit { worker, col } if indent > col => {
+                let target = match worker {
+                    Some((n, w)) => self.nodes[n].workers[w]
+                        .get_mut("JIT")
+                        .and_then(Value::as_object_mut),
+                    None => self.jit.as_mut(),
+                };
+                if let Some(map) = target {
+                    jit_line(map, content);
+                }
+                Ok(())
+            }
+            Block::Jit {
+                worker: Some((node, worker)),
+                ..
+            } => {
+                // Back out of the worker's JIT block into the worker.
+                let col = indent.saturating_sub(2);
+                self.block.0 = Block::Worker { node, worker, col };
+                self.block_line(content, indent, number)
+            }
+            Block::Planning => {
+                let mut map = std::mem::take(&mut self.planning);
+                let result = self.property(&mut map, content, number);
+                self.planning = map;
+                result
+            }
+            Block::Serialization => {
+                let mut map = self.serialization.take().unwrap_or_default();
+                let result = self.property(&mut map, content, number);
+                self.serialization = Some(map);
+                result
+            }
+            _ => {
+                // An unexpected indentation: the innermost node's property, as psql would have
+                // shown a continued value.
+                if let Some(&owner) = self.stack.last() {
+                    let mut map = std::mem::take(&mut self.nodes[owner].map);
+                    let result = self.property(&mut map, content, number);
+                    self.nodes[owner].map = map;
+                    return result;
+                }
+                Err(bad(
+                    number,
+                    format!("cannot tell what {:?} belongs to", short(content)),
+                ))
+            }
+        }
+    }
+
+    /// A line of the plan's summary (after the tree). `false` when it is not EXPLAIN's.
+    fn top_line(&mut self, content: &str, indent: usize) -> Result<bool, PlanError> {
+        self.block.0 = Block::None;
+        match content {
+            "Planning:" => {
+                self.block.0 = Block::Planning;
+                return Ok(true);
+            }
+            "JIT:" => {
+                self.jit = Some(Map::new());
+                self.block.0 = Block::Jit {
+                    worker: None,
+                    col: indent,
+                };
+                return Ok(true);
+            }
+            _ => {}
+        }
+        let Some((key, value)) = content.split_once(": ") else {
+            return Ok(false);
+        };
+        match key {
+            "Planning Time" | "Execution Time" => {
+                let ms = value.strip_suffix(" ms").unwrap_or(value);
+                match number(ms) {
+                    Some(n) => {
+                        self.top.insert(key.into(), n);
+                    }
+                    None => return Ok(false),
+                }
+            }
+            "Settings" => self.settings = Some(settings(value)),
+            "Serialization" => {
+                self.version_17_or_newer = true;
+                let mut map = Map::new();
+                for part in value.split("  ") {
+                    if let Some(t) = part.strip_prefix("time=") {
+                        insert_number(&mut map, "Time", t.trim_end_matches(" ms"));
+                    } else if let Some(o) = part.strip_prefix("output=") {
+                        insert_number(&mut map, "Output Volume", o.trim_end_matches("kB"));
+                    } else if let Some(f) = part.strip_prefix("format=") {
+                        map.insert("Format".into(), Value::String(f.into()));
+                    }
+                }
+                self.serialization = Some(map);
+                self.block.0 = Block::Serialization;
+            }
+            "Query Identifier" => {
+                let v = number(value).unwrap_or_else(|| Value::String(value.into()));
+                self.top.insert(key.into(), v);
+            }
+            _ if key.starts_with("Trigger ") => self.triggers.push(trigger(&key[8..], value)),
+            _ => {
+                if key.contains("  ") || key.is_empty() {
+                    return Ok(false);
+                }
+                self.top.insert(key.into(), typed(key, value));
+            }
+        }
+        Ok(true)
+    }
+
+    /// `(cost=…) (actual …)` and the node's name, target and kind.
+    fn node_head(
+        &mut self,
+        node: &mut NodeBuild,
+        text: &str,
+        number: usize,
+    ) -> Result<(), PlanError> {
+        let text = text.trim_end();
+        let split = figures_start(text);
+        let (name, figures) = text.split_at(split);
+        let Some(head) = head_of(name.trim_end()) else {
+            return Err(bad(number, format!("not a plan node: {:?}", short(text))));
+        };
+        node.node_type = head.node_type;
+        let map = &mut node.map;
+        map.insert("Node Type".into(), Value::String(head.node_type.into()));
+        for (k, v) in head.keys {
+            map.insert((*k).into(), Value::String((*v).into()));
+        }
+        if let Some(command) = head.command {
+            map.insert("Command".into(), Value::String(command.into()));
+        }
+        if let Some(provider) = head.provider {
+            map.insert(
+                "Custom Plan Provider".into(),
+                Value::String(provider.into()),
+            );
+        }
+        map.insert("Parallel Aware".into(), Value::Bool(head.parallel));
+        if head.is_async {
+            map.insert("Async Capable".into(), Value::Bool(true));
+        }
+        target(map, head.node_type, head.rest, number)?;
+        // The figures: `  (cost=a..b rows=r width=w)` then ` (actual …)` or ` (never executed)`.
+        let mut rest = figures.trim_start();
+        while !rest.is_empty() {
+            let Some(inner) = rest.strip_prefix('(') else {
+                return Err(bad(number, format!("cannot read {:?}", short(rest))));
+            };
+            let close = inner
+                .find(')')
+                .ok_or_else(|| bad(number, "a node's figures lack their closing parenthesis"))?;
+            let group = &inner[..close];
+            rest = inner[close + 1..].trim_start();
+            if let Some(cost) = group.strip_prefix("cost=") {
+                self.costs(map, cost, number)?;
+            } else if let Some(actual) = group.strip_prefix("actual ") {
+                node.analyzed = true;
+                self.actual(map, actual, number)?;
+            } else if group == "never executed" {
+                node.analyzed = true;
+                map.insert("Actual Loops".into(), Value::Number(0.into()));
+            } else {
+                return Err(bad(number, format!("cannot read ({})", short(group))));
+            }
+        }
+        Ok(())
+    }
+
+    fn costs(
+        &mut self,
+        map: &mut Map<String, Value>,
+        cost: &str,
+        number: usize,
+    ) -> Result<(), PlanError> {
+        let mut words = cost.split(' ');
+        let range = words.next().unwrap_or_default();
+        let (startup, total) = range
+            .split_once("..")
+            .ok_or_else(|| bad(number, format!("cannot read cost={range}")))?;
+        insert_checked(map, "Startup Cost", startup, number)?;
+        insert_checked(map, "Total Cost", total, number)?;
+        for word in words {
+            match word.split_once('=') {
+                Some(("rows", v)) => insert_checked(map, "Plan Rows", v, number)?,
+                Some(("width", v)) => insert_checked(map, "Plan Width", v, number)?,
+                _ => return Err(bad(number, format!("cannot read {word:?} in (cost=…)"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// `time=a..b rows=r loops=l` or, under TIMING OFF, `rows=r loops=l`.
+    fn actual(
+        &mut self,
+        map: &mut Map<String, Value>,
+        actual: &str,
+        number: usize,
+    ) -> Result<(), PlanError> {
+        for word in actual.split(' ').filter(|w| !w.is_empty()) {
+            match word.split_once('=') {
+                Some(("time", v)) => {
+                    self.timing = true;
+                    let (startup, total) = v
+                        .split_once("..")
+                        .ok_or_else(|| bad(number, format!("cannot read time={v}")))?;
+                    insert_checked(map, "Actual Startup Time", startup, number)?;
+                    insert_checked(map, "Actual Total Time", total, number)?;
+                }
+                Some(("rows", v)) => {
+                    // PostgreSQL 18 prints actual rows with two decimals.
+                    if v.contains('.') {
+                        self.version_18 = true;
+                    }
+                    insert_checked(map, "Actual Rows", v, number)?;
+                }
+                Some(("loops", v)) => insert_checked(map, "Actual Loops", v, number)?,
+                _ => return Err(bad(number, format!("cannot read {word:?} in (actual …)"))),
+            }
+        }
+        Ok(())
+    }
+
+    /// One property line of a node, a worker, Planning or Serialization: `Key: value`, or several
+    /// `Key: value` pairs two spaces apart (`Sort Method: quicksort  Memory: 25kB`).
+    fn property(
+        &mut self,
+        map: &mut Map<String, Value>,
+        content: &str,
+        number: usize,
+    ) -> Result<(), PlanError> {
+        let Some((key, value)) = content.split_once(": ") else {
+            // `Update on part_1 p_1` lines of a ModifyTable with several target tables, and
+            // anything an extension prints without a colon: kept as a flag.
+            let key = content.trim_end_matches(':');
+            map.insert(key.into(), Value::Null);
+            return Ok(());
+        };
+        match key {
+            _ if LIST_KEYS.contains(&key) => {
+                if key == "Output" {
+                    self.verbose = true;
+                }
+                map.insert(key.into(), Value::Array(split_list(value)));
+            }
+            "Buffers" => {
+                self.buffers_seen = true;
+                buffers(map, value, number)?;
+            }
+            "I/O Timings" => self.io_timings(map, value, number)?,
+            "WAL" => {
+                self.wal_seen = true;
+                wal(map, value, number)?;
+            }
+            "Heap Blocks" => {
+                for part in value.split(' ') {
+                    match part.split_once('=') {
+                        Some(("exact", v)) => insert_checked(map, "Exact Heap Blocks", v, number)?,
+                        Some(("lossy", v)) => insert_checked(map, "Lossy Heap Blocks", v, number)?,
+                        _ => return Err(bad(number, format!("cannot read Heap Blocks: {value}"))),
+                    }
+                }
+            }
+            "Memory" => {
+                // `Memory: used=12kB  allocated=16kB` (the MEMORY option, 17+).
+                self.version_17_or_newer = true;
+                for figure in value.split(' ').filter(|f| !f.is_empty()) {
+                    match figure.split_once('=') {
+                        Some(("used", v)) => {
+                            insert_checked(map, "Memory Used", kilobytes(v), number)?
+                        }
+                        Some(("allocated", v)) => {
+                            insert_checked(map, "Memory Allocated", kilobytes(v), number)?
+                        }
+                        _ => return Err(bad(number, format!("cannot read Memory: {value}"))),
+                    }
+                }
+            }
+            "Sort Method" | "Buckets" | "Batches" | "Planned Partitions" | "Hits" | "Storage" => {
+                pairs(map, content, number)?
+            }
+            "Full-sort Groups" | "Pre-sorted Groups" => {
+                map.insert(key.into(), Value::Object(sort_groups(content, number)?));
+            }
+            "Estimates" => {
+                // Memoize's estimates are PostgreSQL 18's.
+                self.version_18 = true;
+                estimates(map, value, number)?
+            }
+            "Index Searches" => {
+                self.version_18 = true;
+                map.insert(key.into(), typed(key, value));
+            }
+            "Disabled" => {
+                self.version_18 = true;
+                map.insert(key.into(), typed(key, value));
+            }
+            _ => {
+                map.insert(key.into(), typed(key, value));
+            }
+        }
+        Ok(())
+    }
+
+    /// `I/O Timings: read=… write=…` (13–14), or `shared read=…, local …, temp …` (15+). 15–16
+    /// call the shared timings "I/O Read Time" in JSON, 17+ "Shared I/O Read Time"; they are
+    /// read as the latter and renamed once the plan has shown its version (see `finish`).
+    fn io_timings(
+        &mut self,
+        map: &mut Map<String, Value>,
+        value: &str,
+        number: usize,
+    ) -> Result<(), PlanError> {
+        for group in value.split(", ") {
+            let (label, figures) = match group.split_once(' ') {
+                Some((label, rest)) if !label.contains('=') => (label, rest),
+                _ => ("", group),
+            };
+            let (prefix, style) = match label {
+                "" => ("I/O", IoStyle::Plain),
+                "shared/local" => ("I/O", IoStyle::SharedLocal),
+                "shared" => ("Shared I/O", IoStyle::SharedLocal),
+                "local" => {
+                    // Local timings of their own: 17 or later.
+                    self.version_17_or_newer = true;
+                    ("Local I/O", IoStyle::Separate)
+                }
+                "temp" => ("Temp I/O", IoStyle::SharedLocal),
+                _ => return Err(bad(number, format!("cannot read I/O Timings: {value}"))),
+            };
+            self.io_style = Some(self.io_style.map_or(style, |seen| seen.max(style)));
+            for figure in figures.split(' ') {
+                let key = match figure.split_once('=') {
+                    Some(("read", v)) => (format!("{prefix} Read Time"), v),
+                    Some(("write", v)) => (format!("{prefix} Write Time"), v),
+                    _ => return Err(bad(number, format!("cannot read I/O Timings: {value}"))),
+                };
+                insert_checked(map, &key.0, key.1, number)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The JSON object EXPLAIN would have printed.
+    fn finish(mut self) -> Value {
+        let analyzed = self.nodes.iter().any(|n| n.analyzed);
+        // 15–16 and 17+ print the same labels; the JSON keys differ. Without a sign of the
+        // version, the newer naming.
+        let io_style = self.io_style.map(|style| match style {
+            IoStyle::SharedLocal if self.version_17_or_newer || !self.version_16_or_older => {
+                IoStyle::Separate
+            }
+            other => other,
+        });
+        if io_style == Some(IoStyle::SharedLocal) {
+            let rename = |map: &mut Map<String, Value>| {
+                for (from, to) in [
+                    ("Shared I/O Read Time", "I/O Read Time"),
+                    ("Shared I/O Write Time", "I/O Write Time"),
+                ] {
+                    if let Some(v) = map.remove(from) {
+                        map.insert(to.into(), v);
+                    }
+                }
+            };
+            for node in &mut self.nodes {
+                rename(&mut node.map);
+                node.workers.iter_mut().for_each(rename);
+            }
+            rename(&mut self.planning);
+            if let Some(s) = self.serialization.as_mut() {
+                rename(s);
+            }
+        }
+        let fill = Fill {
+            buffers: self.buffers_seen,
+            io: io_style,
+            wal: self.wal_seen,
+            wal_buffers_full: self.version_18,
+        };
+        let timing = self.timing;
+        let verbose = self.verbose;
+        let version_18 = self.version_18;
+        let root_relation = self.nodes.first().and_then(|root| {
+            (root.node_type == "ModifyTable")
+                .then(|| root.map.get("Relation Name").cloned())
+                .flatten()
+        });
+        for node in &mut self.nodes {
+            complete_node(node, analyzed, timing, verbose, version_18, &fill);
+        }
+        // Children complete before their parents: pre-order ids grow downwards.
+        let mut built: Vec<Option<Map<String, Value>>> = Vec::with_capacity(self.nodes.len());
+        let mut children_of = Vec::with_capacity(self.nodes.len());
+        for node in self.nodes.iter_mut() {
+            built.push(Some(std::mem::take(&mut node.map)));
+            children_of.push(std::mem::take(&mut node.children));
+        }
+        for id in (0..built.len()).rev() {
+            if children_of[id].is_empty() {
+                continue;
+            }
+            let plans: Vec<Value> = children_of[id]
+                .iter()
+                .map(|&c| Value::Object(built[c].take().unwrap_or_default()))
+                .collect();
+            if let Some(map) = built[id].as_mut() {
+                map.insert("Plans".into(), Value::Array(plans));
+            }
+        }
+        let root = built.into_iter().next().flatten().unwrap_or_default();
+
+        let mut top = Map::new();
+        if let Some(query) = self.query_text.take() {
+            top.insert("Query Text".into(), Value::String(query));
+        }
+        top.insert("Plan".into(), Value::Object(root));
+        if let Some(settings) = self.settings.take() {
+            top.insert("Settings".into(), Value::Object(settings));
+        }
+        if fill.buffers || !self.planning.is_empty() {
+            let mut planning = std::mem::take(&mut self.planning);
+            if fill.buffers {
+                fill_zero(&mut planning, &BUFFER_KEYS);
+            }
+            if let Some(style) = fill.io.filter(|_| fill.buffers) {
+                fill_zero_float(&mut planning, style.keys());
+            }
+            top.insert("Planning".into(), Value::Object(planning));
+        }
+        if let Some(ms) = self.top.remove("Planning Time") {
+            top.insert("Planning Time".into(), ms);
+        }
+        if let Some(mut serialization) = self.serialization.take() {
+            if fill.buffers {
+                fill_zero(&mut serialization, &BUFFER_KEYS);
+                if let Some(style) = fill.io {
+                    fill_zero_float(&mut serialization, style.keys());
+                }
+            }
+            top.insert("Serialization".into(), Value::Object(serialization));
+        }
+        if analyzed {
+            let triggers = std::mem::take(&mut self.triggers)
+                .into_iter()
+                .map(|mut t| {
+                    // Without several result relations the text leaves the relation out: it is
+                    // the statement's target.
+                    if let (Value::Object(map), Some(rel)) = (&mut t, &root_relation)
+                        && !map.contains_key("Relation")
+                    {
+                        let mut with = Map::new();
+                        for (k, v) in std::mem::take(map) {
+                            let is_time = k == "Time" || k == "Calls";
+                            if is_time && !with.contains_key("Relation") {
+                                with.insert("Relation".into(), rel.clone());
+                            }
+                            with.insert(k, v);
+                        }
+                        *map = with;
+                    }
+                    t
+                })
+                .collect();
+            top.insert("Triggers".into(), Value::Array(triggers));
+        }
+        if let Some(jit) = self.jit.take() {
+            top.insert("JIT".into(), Value::Object(jit));
+        }
+        if let Some(ms) = self.top.remove("Execution Time") {
+            top.insert("Execution Time".into(), ms);
+        }
+        top.extend(std::mem::take(&mut self.top));
+        Value::Array(vec![Value::Object(top)])
+    }
+}
+
+struct Fill {
+    buffers: bool,
+    io: Option<IoStyle>,
+    wal: bool,
+    wal_buffers_full: bool,
+}
+
+fn fill_zero(map: &mut Map<String, Value>, keys: &[&str]) {
+    for key in keys {
+        if !map.contains_key(*key) {
+            map.insert((*key).into(), Value::Number(0.into()));
+        }
+    }
+}
+
+fn fill_zero_float(map: &mut Map<String, Value>, keys: &[&str]) {
+    for key in keys {
+        if !map.contains_key(*key) {
+            map.insert((*key).into(), float(0.0));
+        }
+    }
+}
+
+fn float(v: f64) -> Value {
+    Number::from_f64(v).map_or(Value::Null, Value::Number)
+}
+
+/// Puts back what the TEXT format leaves out of one node (see the module's comment).
+fn complete_node(
+    node: &mut NodeBuild,
+    analyzed: bool,
+    timing: bool,
+    verbose: bool,
+    version_18: bool,
+    fill: &Fill,
+) {
+    let map = &mut node.map;
+    let zero = || Value::Number(0.into());
+    match node.node_type {
+        "Nested Loop" | "Hash Join" | "Merge Join" => {
+            map.entry("Join Type")
+                .or_insert_with(|| Value::String("Inner".into()));
+            // VERBOSE prints "Inner Unique: true" only; without VERBOSE it says nothing.
+            if verbose && !map.contains_key("Inner Unique") {
+                map.insert("Inner Unique".into(), Value::Bool(false));
+            }
+        }
+        "Aggregate" => {
+            map.entry("Partial Mode")
+                .or_insert_with(|| Value::String("Simple".into()));
+            let hashed = matches!(
+                map.get("Strategy").and_then(Value::as_str),
+                Some("Hashed" | "Mixed")
+            );
+            if hashed {
+                if map.contains_key("Startup Cost") && !map.contains_key("Planned Partitions") {
+                    map.insert("Planned Partitions".into(), zero());
+                }
+                if analyzed
+                    && map.contains_key("HashAgg Batches")
+                    && !map.contains_key("Disk Usage")
+                {
+                    map.insert("Disk Usage".into(), zero());
+                }
+                for worker in &mut node.workers {
+                    if worker.contains_key("HashAgg Batches") && !worker.contains_key("Disk Usage")
+                    {
+                        worker.insert("Disk Usage".into(), zero());
+                    }
+                }
+            }
+        }
+        "Index Scan" | "Index Only Scan" => {
+            map.entry("Scan Direction")
+                .or_insert_with(|| Value::String("Forward".into()));
+        }
+        // explain.c's ExplainMissingMembers: TEXT shows the count only when some were pruned.
+        "Append" | "Merge Append" => {
+            map.entry("Subplans Removed").or_insert_with(zero);
+        }
+        "Gather" => {
+            map.entry("Single Copy")
+                .or_insert_with(|| Value::Bool(false));
+        }
+        _ => {}
+    }
+    if version_18 && !map.contains_key("Disabled") {
+        map.insert("Disabled".into(), Value::Bool(false));
+    }
+    if !analyzed {
+        return;
+    }
+    if map.get("Actual Loops").and_then(Value::as_u64) == Some(0)
+        && !map.contains_key("Actual Rows")
+    {
+        // "(never executed)": JSON gives zeros.
+        let loops = map.remove("Actual Loops");
+        if timing {
+            map.insert("Actual Startup Time".into(), float(0.0));
+            map.insert("Actual Total Time".into(), float(0.0));
+        }
+        map.insert(
+            "Actual Rows".into(),
+            if version_18 { float(0.0) } else { zero() },
+        );
+        map.insert("Actual Loops".into(), loops.unwrap_or_else(zero));
+    }
+    // Zero counts the TEXT format suppresses (explain.c's show_instrumentation_count).
+    let removed = [
+        ("Filter", "Rows Removed by Filter"),
+        ("Join Filter", "Rows Removed by Join Filter"),
+    ];
+    for (condition, count) in removed {
+        if map.contains_key(condition) && !map.contains_key(count) {
+            map.insert(count.into(), zero());
+        }
+    }
+    let rechecked = match node.node_type {
+        "Index Scan" | "Index Only Scan" => map.contains_key("Index Cond"),
+        "Bitmap Heap Scan" => map.contains_key("Recheck Cond"),
+        _ => false,
+    };
+    if rechecked && !map.contains_key("Rows Removed by Index Recheck") {
+        map.insert("Rows Removed by Index Recheck".into(), zero());
+    }
+    if node.node_type == "Bitmap Heap Scan" {
+        fill_zero(map, &["Exact Heap Blocks", "Lossy Heap Blocks"]);
+    }
+    if fill.buffers {
+        fill_zero(map, &BUFFER_KEYS);
+    }
+    if let Some(style) = fill.io {
+        fill_zero_float(map, style.keys());
+    }
+    if fill.wal {
+        fill_zero(map, &["WAL Records", "WAL FPI", "WAL Bytes"]);
+        if fill.wal_buffers_full {
+            fill_zero(map, &["WAL Buffers Full"]);
+        }
+    }
+    if !node.workers.is_empty() {
+        let workers = std::mem::take(&mut node.workers)
+            .into_iter()
+            .map(|mut w| {
+                // A worker's buffers and I/O are shown with its timing (VERBOSE); without it, only
+                // its sort or hash details.
+                if !w.contains_key("Actual Loops") {
+                    return Value::Object(w);
+                }
+                if fill.buffers {
+                    fill_zero(&mut w, &BUFFER_KEYS);
+                }
+                if let Some(style) = fill.io {
+                    fill_zero_float(&mut w, style.keys());
+                }
+                if fill.wal {
+                    fill_zero(&mut w, &["WAL Records", "WAL FPI", "WAL Bytes"]);
+                }
+                Value::Object(w)
+            })
+            .collect();
+        map.insert("Workers".into(), Value::Array(workers));
+    }
+}
+
+/// Where a node line's figures start: `  (cost=`, ` (actual ` or ` (never executed)`.
+fn figures_start(text: &str) -> usize {
+    let mut best = text.len();
+    for pattern in ["  (cost=", " (actual ", " (never executed)"] {
+        if let Some(at) = text.find(pattern)
+            && at < best
+        {
+            best = at;
+        }
+    }
+    best
+}
+
+/// A node's name, split into what JSON reports in separate keys.
+struct Head<'a> {
+    node_type: &'static str,
+    keys: &'static [(&'static str, &'static str)],
+    parallel: bool,
+    is_async: bool,
+    command: Option<&'static str>,
+    provider: Option<&'a str>,
+    /// What follows the name: ` on t alias`, ` using idx on t`, ` Backward using …`.
+    rest: &'a str,
+}
+
+/// Node names as explain.c's text format prints them, with the JSON keys each implies.
+const SIMPLE_NODES: [&str; 34] = [
+    "Result",
+    "ProjectSet",
+    "Append",
+    "Merge Append",
+    "Recursive Union",
+    "BitmapAnd",
+    "BitmapOr",
+    "Seq Scan",
+    "Sample Scan",
+    "Gather Merge",
+    "Gather",
+    "Index Only Scan",
+    "Index Scan",
+    "Bitmap Index Scan",
+    "Bitmap Heap Scan",
+    "Tid Range Scan",
+    "Tid Scan",
+    "Subquery Scan",
+    "Function Scan",
+    "Table Function Scan",
+    "Values Scan",
+    "CTE Scan",
+    "Named Tuplestore Scan",
+    "WorkTable Scan",
+    "Foreign Scan",
+    "Materialize",
+    "Memoize",
+    "Incremental Sort",
+    "Sort",
+    "Group",
+    "WindowAgg",
+    "Unique",
+    "LockRows",
+    "Limit",
+];
+
+const JOIN_TYPES: [(&str, &[(&str, &str)]); 7] = [
+    ("Left", &[("Join Type", "Left")]),
+    ("Full", &[("Join Type", "Full")]),
+    ("Right Semi", &[("Join Type", "Right Semi")]),
+    ("Right Anti", &[("Join Type", "Right Anti")]),
+    ("Right", &[("Join Type", "Right")]),
+    ("Semi", &[("Join Type", "Semi")]),
+    ("Anti", &[("Join Type", "Anti")]),
+];
+
+/// Whether `rest` may follow a node name: nothing, a target, or figures.
+fn name_ends(rest: &str) -> bool {
+    rest.is_empty()
+        || rest.starts_with(" on ")
+        || rest.starts_with(" using ")
+        || rest.starts_with(" Backward ")
+}
+
+fn head_of(name: &str) -> Option<Head<'_>> {
+    let mut rest = name;
+    let mut parallel = false;
+    let mut is_async = false;
+    loop {
+        if let Some(r) = rest.strip_prefix("Parallel ") {
+            parallel = true;
+            rest = r;
+        } else if let Some(r) = rest.strip_prefix("Async ") {
+            is_async = true;
+            rest = r;
+        } else {
+            break;
+        }
+    }
+    let head = |node_type, keys, rest| {
+        Some(Head {
+            node_type,
+            keys,
+            parallel,
+            is_async,
+            command: None,
+            provider: None,
+            rest,
+        })
+    };
+    // Joins: "Nested Loop[ <type> Join]", "Hash[ <type>] Join", "Merge[ <type>] Join".
+    if let Some(r) = rest.strip_prefix("Nested Loop") {
+        if name_ends(r) {
+            return head("Nested Loop", &[], r);
+        }
+        for (word, keys) in JOIN_TYPES {
+            if let Some(after) = r
+                .strip_prefix(' ')
+                .and_then(|r| r.strip_prefix(word))
+                .and_then(|r| r.strip_prefix(" Join"))
+                && name_ends(after)
+            {
+                return head("Nested Loop", keys, after);
+            }
+        }
+        return None;
+    }
+    for (prefix, node_type) in [("Hash ", "Hash Join"), ("Merge ", "Merge Join")] {
+        if let Some(r) = rest.strip_prefix(prefix) {
+            if let Some(after) = r.strip_prefix("Join")
+                && name_ends(after)
+            {
+                return head(node_type, &[], after);
+            }
+            for (word, keys) in JOIN_TYPES {
+                if let Some(after) = r.strip_prefix(word).and_then(|r| r.strip_prefix(" Join"))
+                    && name_ends(after)
+                {
+                    return head(node_type, keys, after);
+                }
+            }
+        }
+    }
+    // Aggregates: "[Partial |Finalize ]{Aggregate,GroupAggregate,HashAggregate,MixedAggregate}".
+    let (partial, agg) = if let Some(r) = rest.strip_prefix("Partial ") {
+        (Some("Partial"), r)
+    } else if let Some(r) = rest.strip_prefix("Finalize ") {
+        (Some("Finalize"), r)
+    } else {
+        (None, rest)
+    };
+    const AGGREGATES: [(&str, &str); 4] = [
+        ("GroupAggregate", "Sorted"),
+        ("HashAggregate", "Hashed"),
+        ("MixedAggregate", "Mixed"),
+        ("Aggregate", "Plain"),
+    ];
+    for (word, strategy) in AGGREGATES {
+        if let Some(after) = agg.strip_prefix(word)
+            && name_ends(after)
+        {
+            let keys: &'static [(&str, &str)] = match (strategy, partial) {
+                ("Sorted", None) => &[("Strategy", "Sorted")],
+                ("Sorted", Some("Partial")) => {
+                    &[("Strategy", "Sorted"), ("Partial Mode", "Partial")]
+                }
+                ("Sorted", Some(_)) => &[("Strategy", "Sorted"), ("Partial Mode", "Finalize")],
+                ("Hashed", None) => &[("Strategy", "Hashed")],
+                ("Hashed", Some("Partial")) => {
+                    &[("Strategy", "Hashed"), ("Partial Mode", "Partial")]
+                }
+                ("Hashed", Some(_)) => &[("Strategy", "Hashed"), ("Partial Mode", "Finalize")],
+                ("Mixed", None) => &[("Strategy", "Mixed")],
+                ("Mixed", Some("Partial")) => &[("Strategy", "Mixed"), ("Partial Mode", "Partial")],
+                ("Mixed", Some(_)) => &[("Strategy", "Mixed"), ("Partial Mode", "Finalize")],
+                (_, None) => &[("Strategy", "Plain")],
+                (_, Some("Partial")) => &[("Strategy", "Plain"), ("Partial Mode", "Partial")],
+                (_, Some(_)) => &[("Strategy", "Plain"), ("Partial Mode", "Finalize")],
+            };
+            return head("Aggregate", keys, after);
+        }
+    }
+    if partial.is_some() {
+        return None;
+    }
+    // SetOp: "[Hash]SetOp <command>".
+    for (word, keys) in [
+        ("HashSetOp", &[("Strategy", "Hashed")] as &[(&str, &str)]),
+        ("SetOp", &[("Strategy", "Sorted")]),
+    ] {
+        if let Some(after) = rest.strip_prefix(word) {
+            for command in ["Intersect All", "Intersect", "Except All", "Except"] {
+                if let Some(r) = after
+                    .strip_prefix(' ')
+                    .and_then(|r| r.strip_prefix(command))
+                    && name_ends(r)
+                {
+                    let mut h = head("SetOp", keys, r)?;
+                    h.command = Some(command);
+                    return Some(h);
+                }
+            }
+        }
+    }
+    // ModifyTable: "Insert on t", and postgres_fdw's direct modifications "Foreign Update on t".
+    for (word, node_type, keys) in [
+        (
+            "Insert",
+            "ModifyTable",
+            &[("Operation", "Insert")] as &[(&str, &str)],
+        ),
+        ("Update", "ModifyTable", &[("Operation", "Update")]),
+        ("Delete", "ModifyTable", &[("Operation", "Delete")]),
+        ("Merge", "ModifyTable", &[("Operation", "Merge")]),
+        ("Foreign Insert", "Foreign Scan", &[("Operation", "Insert")]),
+        ("Foreign Update", "Foreign Scan", &[("Operation", "Update")]),
+        ("Foreign Delete", "Foreign Scan", &[("Operation", "Delete")]),
+    ] {
+        if let Some(after) = rest.strip_prefix(word)
+            && (after.starts_with(" on ") || (after.is_empty() && node_type == "Foreign Scan"))
+        {
+            return head(node_type, keys, after);
+        }
+    }
+    if let Some(after) = rest.strip_prefix("Custom Scan (") {
+        let close = after.find(')')?;
+        let r = &after[close + 1..];
+        if !name_ends(r) {
+            return None;
+        }
+        let mut h = head("Custom Scan", &[], r)?;
+        h.provider = Some(&after[..close]);
+        return Some(h);
+    }
+    for simple in SIMPLE_NODES {
+        if let Some(after) = rest.strip_prefix(simple)
+            && name_ends(after)
+        {
+            let keys: &'static [(&str, &str)] = if simple == "Foreign Scan" {
+                &[("Operation", "Select")]
+            } else {
+                &[]
+            };
+            return head(simple, keys, after);
+        }
+    }
+    if rest == "Hash" {
+        return head("Hash", &[], "");
+    }
+    None
+}
+
+/// The scan target after a node's name: ` Backward`, ` using index`, ` on [schema.]name [alias]`.
+fn target(
+    map: &mut Map<String, Value>,
+    node_type: &str,
+    rest: &str,
+    number: usize,
+) -> Result<(), PlanError> {
+    let mut rest = rest;
+    if let Some(r) = rest.strip_prefix(" Backward") {
+        map.insert("Scan Direction".into(), Value::String("Backward".into()));
+        rest = r;
+    }
+    if let Some(r) = rest.strip_prefix(" using ") {
+        let (index, after) = identifier(r);
+        map.insert("Index Name".into(), Value::String(index));
+        rest = after;
+    }
+    let Some(r) = rest.strip_prefix(" on ") else {
+        if rest.trim().is_empty() {
+            return Ok(());
+        }
+        return Err(bad(
+            number,
+            format!("cannot read {:?} after the node's name", short(rest)),
+        ));
+    };
+    let tag = match node_type {
+        "Bitmap Index Scan" => {
+            let (index, _) = identifier(r.trim_start());
+            map.insert("Index Name".into(), Value::String(index));
+            return Ok(());
+        }
+        "Function Scan" => Some("Function Name"),
+        "Table Function Scan" => Some("Table Function Name"),
+        "CTE Scan" | "WorkTable Scan" => Some("CTE Name"),
+        "Named Tuplestore Scan" => Some("Tuplestore Name"),
+        "Values Scan" | "Subquery Scan" => None,
+        _ => Some("Relation Name"),
+    };
+    let r = r.trim_start();
+    let (first, after) = identifier(r);
+    let (schema, object) = match after.strip_prefix('.') {
+        Some(after_dot) => {
+            let (object, after_object) = identifier(after_dot);
+            (Some(first), (object, after_object))
+        }
+        None => (None, (first, after)),
+    };
+    let (object, after) = object;
+    let alias = after.trim_start();
+    let alias = if alias.is_empty() {
+        None
+    } else {
+        Some(identifier(alias).0)
+    };
+    match tag {
+        Some(tag) => {
+            map.insert(tag.into(), Value::String(object.clone()));
+            if let Some(schema) = schema {
+                map.insert("Schema".into(), Value::String(schema));
+            }
+            map.insert("Alias".into(), Value::String(alias.unwrap_or(object)));
+        }
+        None => {
+            map.insert("Alias".into(), Value::String(object));
+        }
+    }
+    Ok(())
+}
+
+/// One identifier as `quote_identifier` prints it: bare up to a space or a dot, or in double
+/// quotes with inner quotes doubled. Returns it and what follows.
+fn identifier(text: &str) -> (String, &str) {
+    if let Some(inner) = text.strip_prefix('"') {
+        let mut out = String::new();
+        let mut chars = inner.char_indices().peekable();
+        while let Some((at, c)) = chars.next() {
+            if c == '"' {
+                if let Some((_, '"')) = chars.peek() {
+                    chars.next();
+                    out.push('"');
+                    continue;
+                }
+                return (out, &inner[at + 1..]);
+            }
+            out.push(c);
+        }
+        return (out, "");
+    }
+    let end = text.find([' ', '.']).unwrap_or(text.len());
+    (text[..end].to_owned(), &text[end..])
+}
+
+/// `a, b, c` at the top level: commas inside parentheses, brackets or quotes stay.
+fn split_list(value: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    let bytes = value.as_bytes();
+    let mut depth = 0i32;
+    let mut quote: Option<u8> = None;
+    let mut start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(q) => {
+                if b == q {
+                    quote = None;
+                }
+            }
+            None => match b {
+                b'\'' | b'"' => quote = Some(b),
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth -= 1,
+                b',' if depth <= 0 && bytes.get(i + 1) == Some(&b' ') => {
+                    items.push(Value::String(value[start..i].to_owned()));
+                    start = i + 2;
+                    i += 1;
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    items.push(Value::String(value[start..].to_owned()));
+    items
+}
+
+/// A number as EXPLAIN printed it, of the JSON type its JSON would have had: `12` an integer,
+/// `12.00` a float.
+pub(super) fn number(text: &str) -> Option<Value> {
+    let bytes = text.as_bytes();
+    let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
+    if digits.is_empty() || !digits[0].is_ascii_digit() {
+        return None;
+    }
+    if !digits
+        .iter()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+    {
+        return None;
+    }
+    if !text.contains(['.', 'e', 'E']) {
+        if let Ok(n) = text.parse::<u64>() {
+            return Some(Value::Number(n.into()));
+        }
+        if let Ok(n) = text.parse::<i64>() {
+            return Some(Value::Number(n.into()));
+        }
+    }
+    text.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .and_then(Number::from_f64)
+        .map(Value::Number)
+}
+
+fn insert_number(map: &mut Map<String, Value>, key: &str, text: &str) {
+    if let Some(n) = number(text) {
+        map.insert(key.into(), n);
+    }
+}
+
+fn insert_checked(
+    map: &mut Map<String, Value>,
+    key: &str,
+    text: &str,
+    line: usize,
+) -> Result<(), PlanError> {
+    match number(text) {
+        Some(n) => {
+            map.insert(key.into(), n);
+            Ok(())
+        }
+        None => Err(bad(
+            line,
+            format!("{key} is {:?}, not a number", short(text)),
+        )),
+    }
+}
+
+/// A property's value with the JSON type its key has.
+pub(super) fn typed(key: &str, value: &str) -> Value {
+    if BOOL_KEYS.contains(&key) {
+        match value {
+            "true" => return Value::Bool(true),
+            "false" => return Value::Bool(false),
+            _ => {}
+        }
+    }
+    if !is_text_key(key)
+        && let Some(n) = number(value)
+    {
+        return n;
+    }
+    Value::String(value.to_owned())
+}
+
+/// `shared hit=1 read=2 dirtied=3 written=4, local …, temp read=5 written=6`.
+fn buffers(map: &mut Map<String, Value>, value: &str, line: usize) -> Result<(), PlanError> {
+    for group in value.split(", ") {
+        let mut words = group.split(' ');
+        let kind = match words.next() {
+            Some("shared") => "Shared",
+            Some("local") => "Local",
+            Some("temp") => "Temp",
+            _ => return Err(bad(line, format!("cannot read Buffers: {value}"))),
+        };
+        for word in words {
+            let (what, n) = word
+                .split_once('=')
+                .ok_or_else(|| bad(line, format!("cannot read Buffers: {value}")))?;
+            let what = match what {
+                "hit" => "Hit",
+                "read" => "Read",
+                "dirtied" => "Dirtied",
+                "written" => "Written",
+                _ => return Err(bad(line, format!("cannot read Buffers: {value}"))),
+            };
+            insert_checked(map, &format!("{kind} {what} Blocks"), n, line)?;
+        }
+    }
+    Ok(())
+}
+
+/// `records=1 fpi=0 bytes=100` (and 18's `buffers full=0`).
+fn wal(map: &mut Map<String, Value>, value: &str, line: usize) -> Result<(), PlanError> {
+    let value_fixed = value.replace("buffers full=", "buffers_full=");
+    for word in value_fixed.split(' ') {
+        let (what, n) = word
+            .split_once('=')
+            .ok_or_else(|| bad(line, format!("cannot read WAL: {value}")))?;
+        let key = match what {
+            "records" => "WAL Records",
+            "fpi" => "WAL FPI",
+            "bytes" => "WAL Bytes",
+            "buffers_full" => "WAL Buffers Full",
+            _ => return Err(bad(line, format!("cannot read WAL: {value}"))),
+        };
+        insert_checked(map, key, n, line)?;
+    }
+    Ok(())
+}
+
+/// `12kB` → 12.
+fn kilobytes(value: &str) -> &str {
+    value.strip_suffix("kB").unwrap_or(value)
+}
+
+/// A line of `Key: value` pairs two spaces apart: sort, hash, hash aggregate, memoize, storage
+/// and planner memory details.
+fn pairs(map: &mut Map<String, Value>, content: &str, line: usize) -> Result<(), PlanError> {
+    let mut first_key = None;
+    for part in content.split("  ").filter(|p| !p.is_empty()) {
+        let Some((key, value)) = part.split_once(": ") else {
+            return Err(bad(line, format!("cannot read {:?}", short(content))));
+        };
+        let first = *first_key.get_or_insert(key);
+        let (base, original) = match value.split_once(" (originally ") {
+            Some((v, o)) => (v, Some(o.trim_end_matches(')'))),
+            None => (value, None),
+        };
+        match (first, key) {
+            ("Sort Method", "Sort Method") => {
+                map.insert("Sort Method".into(), Value::String(value.into()));
+            }
+            ("Sort Method", "Memory" | "Disk") => {
+                insert_checked(map, "Sort Space Used", kilobytes(value), line)?;
+                map.insert("Sort Space Type".into(), Value::String(key.into()));
+            }
+            ("Buckets", "Buckets") => {
+                insert_checked(map, "Hash Buckets", base, line)?;
+                insert_checked(map, "Original Hash Buckets", original.unwrap_or(base), line)?;
+            }
+            ("Buckets", "Batches") => {
+                insert_checked(map, "Hash Batches", base, line)?;
+                insert_checked(map, "Original Hash Batches", original.unwrap_or(base), line)?;
+            }
+            (_, "Memory Usage") => {
+                insert_checked(map, "Peak Memory Usage", kilobytes(value), line)?
+            }
+            (_, "Planned Partitions") => insert_checked(map, key, value, line)?,
+            (_, "Batches") => insert_checked(map, "HashAgg Batches", value, line)?,
+            (_, "Disk Usage") => insert_checked(map, "Disk Usage", kilobytes(value), line)?,
+            ("Hits", "Hits") => insert_checked(map, "Cache Hits", value, line)?,
+            ("Hits", "Misses") => insert_checked(map, "Cache Misses", value, line)?,
+            ("Hits", "Evictions") => insert_checked(map, "Cache Evictions", value, line)?,
+            ("Hits", "Overflows") => insert_checked(map, "Cache Overflows", value, line)?,
+            ("Storage", "Storage") => {
+                map.insert("Storage".into(), Value::String(value.into()));
+            }
+            ("Storage", "Maximum Storage") => {
+                insert_checked(map, "Maximum Storage", kilobytes(value), line)?
+            }
+            _ => {
+                map.insert(key.into(), typed(key, value));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An incremental sort's `Full-sort Groups: 1  Sort Method: quicksort  Average Memory: 26kB  Peak
+/// Memory: 26kB` as its JSON object.
+fn sort_groups(content: &str, line: usize) -> Result<Map<String, Value>, PlanError> {
+    let mut group = Map::new();
+    let mut memory = Map::new();
+    let mut disk = Map::new();
+    for part in content.split("  ").filter(|p| !p.is_empty()) {
+        let Some((key, value)) = part.split_once(": ") else {
+            return Err(bad(line, format!("cannot read {:?}", short(content))));
+        };
+        match key {
+            "Full-sort Groups" | "Pre-sorted Groups" => {
+                insert_checked(&mut group, "Group Count", value, line)?
+            }
+            "Sort Method" | "Sort Methods" => {
+                let methods = value.split(", ").map(|m| Value::String(m.into())).collect();
+                group.insert("Sort Methods Used".into(), Value::Array(methods));
+            }
+            "Average Memory" => insert_checked(
+                &mut memory,
+                "Average Sort Space Used",
+                kilobytes(value),
+                line,
+            )?,
+            "Peak Memory" => {
+                insert_checked(&mut memory, "Peak Sort Space Used", kilobytes(value), line)?
+            }
+            "Average Disk" => {
+                insert_checked(&mut disk, "Average Sort Space Used", kilobytes(value), line)?
+            }
+            "Peak Disk" => {
+                insert_checked(&mut disk, "Peak Sort Space Used", kilobytes(value), line)?
+            }
+            _ => return Err(bad(line, format!("cannot read {key:?} in a sort group"))),
+        }
+    }
+    if !memory.is_empty() {
+        group.insert("Sort Space Memory".into(), Value::Object(memory));
+    }
+    if !disk.is_empty() {
+        group.insert("Sort Space Disk".into(), Value::Object(disk));
+    }
+    Ok(group)
+}
+
+/// Memoize's `Estimates: capacity=N distinct keys=N lookups=N hit percent=N.NN%` (18+).
+fn estimates(map: &mut Map<String, Value>, value: &str, line: usize) -> Result<(), PlanError> {
+    let fixed = value
+        .replace("distinct keys=", "distinct_keys=")
+        .replace("hit percent=", "hit_percent=");
+    for word in fixed.split(' ') {
+        let Some((what, n)) = word.split_once('=') else {
+            return Err(bad(line, format!("cannot read Estimates: {value}")));
+        };
+        let key = match what {
+            "capacity" => "Estimated Capacity",
+            "distinct_keys" => "Estimated Distinct Lookup Keys",
+            "lookups" => "Estimated Lookups",
+            "hit_percent" => "Estimated Hit Percent",
+            _ => return Err(bad(line, format!("cannot read Estimates: {value}"))),
+        };
+        insert_checked(map, key, n.trim_end_matches('%'), line)?;
+    }
+    Ok(())
+}
+
+/// `enable_seqscan = 'off', search_path = '"$user", public'`: each value runs to the quote that
+/// is followed by `, name = '` or the end (PostgreSQL does not escape quotes inside).
+fn settings(value: &str) -> Map<String, Value> {
+    let mut map = Map::new();
+    let mut rest = value;
+    while let Some((name, after)) = rest.split_once(" = '") {
+        let mut end = None;
+        let mut search = 0;
+        while let Some(at) = after[search..].find('\'') {
+            let at = search + at;
+            let tail = &after[at + 1..];
+            if tail.is_empty() {
+                end = Some((at, ""));
+                break;
+            }
+            if let Some(next) = tail.strip_prefix(", ")
+                && next.split_once(" = '").is_some_and(|(n, _)| {
+                    !n.is_empty()
+                        && n.bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
+                })
+            {
+                end = Some((at, next));
+                break;
+            }
+            search = at + 1;
+        }
+        let (at, next) = end.unwrap_or((after.len(), ""));
+        map.insert(name.trim().into(), Value::String(after[..at].to_owned()));
+        rest = next;
+        if rest.is_empty() {
+            break;
+        }
+    }
+    map
+}
+
+/// `Trigger name[ for constraint c][ on rel]: time=1.234 calls=5`.
+fn trigger(head: &str, value: &str) -> Value {
+    let mut map = Map::new();
+    let (name_part, relation) = match head.rsplit_once(" on ") {
+        Some((n, r)) => (n, Some(r)),
+        None => (head, None),
+    };
+    let (name, constraint) = match name_part.split_once(" for constraint ") {
+        Some((n, c)) => (n, Some(c)),
+        None => (name_part, None),
+    };
+    map.insert("Trigger Name".into(), Value::String(name.into()));
+    if let Some(c) = constraint {
+        map.insert("Constraint Name".into(), Value::String(c.into()));
+    }
+    if let Some(r) = relation {
+        map.insert("Relation".into(), Value::String(r.into()));
+    }
+    for word in value.split(' ') {
+        match word.split_once('=') {
+            Some(("time", v)) => insert_number(&mut map, "Time", v),
+            Some(("calls", v)) => insert_number(&mut map, "Calls", v),
+            _ => {}
+        }
+    }
+    Value::Object(map)
+}
+
+/// A line of a `JIT:` block.
+fn jit_line(map: &mut Map<String, Value>, content: &str) {
+    let Some((key, value)) = content.split_once(": ") else {
+        return;
+    };
+    match key {
+        "Functions" => insert_number(map, "Functions", value),
+        "Options" => {
+            let mut options = Map::new();
+            for option in value.split(", ") {
+                if let Some((name, flag)) = option.rsplit_once(' ') {
+                    options.insert(name.into(), Value::Bool(flag == "true"));
+                }
+            }
+            map.insert("Options".into(), Value::Object(options));
+        }
+        "Timing" => {
+            let mut timing = Map::new();
+            for part in value.split(", ") {
+                let Some((name, rest)) = part.split_once(' ') else {
+                    continue;
+                };
+                let (total, deform) = match rest.split_once(" ms (Deform ") {
+                    Some((t, d)) => (t, Some(d.trim_end_matches(" ms)"))),
+                    None => (rest.trim_end_matches(" ms"), None),
+                };
+                match deform {
+                    Some(d) => {
+                        let mut g = Map::new();
+                        insert_number(&mut g, "Deform", d);
+                        insert_number(&mut g, "Total", total);
+                        timing.insert(name.into(), Value::Object(g));
+                    }
+                    None => insert_number(&mut timing, name, total),
+                }
+            }
+            map.insert("Timing".into(), Value::Object(timing));
+        }
+        _ => {
+            map.insert(key.into(), typed(key, value));
+        }
+    }
+}
+
+/// A short quote of the input for an error.
+fn short(text: &str) -> String {
+    let mut s: String = text.chars().take(60).collect();
+    if s.len() < text.len() {
+        s.push('…');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_lines_and_property_lines() {
+        assert!(is_node_line(
+            "Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)"
+        ));
+        assert!(is_node_line(
+            "Hash Right Anti Join  (cost=1.00..2.00 rows=1 width=4)"
+        ));
+        assert!(is_node_line("Finalize GroupAggregate"));
+        assert!(is_node_line("Sort"));
+        assert!(is_node_line("Hash"));
+        assert!(!is_node_line("Sort Key: a"));
+        assert!(!is_node_line("Hash Cond: (a = b)"));
+        assert!(!is_node_line("Group Key: a"));
+    }
+
+    #[test]
+    fn lists_split_at_top_level_commas_only() {
+        let items = split_list("a, f(b, c), 'x, y'::text, ARRAY[1, 2]");
+        assert_eq!(items.len(), 4);
+        assert_eq!(items[1], "f(b, c)");
+    }
+
+    #[test]
+    fn settings_with_commas_in_values() {
+        let map = settings("search_path = '\"$user\", public', work_mem = '8MB'");
+        assert_eq!(map["search_path"], "\"$user\", public");
+        assert_eq!(map["work_mem"], "8MB");
+    }
+
+    #[test]
+    fn identifiers_are_unquoted() {
+        assert_eq!(
+            identifier("\"Order \"\"Items\"\"\" oi").0,
+            "Order \"Items\""
+        );
+        let mut map = Map::new();
+        target(&mut map, "Seq Scan", " on \"My Schema\".orders o", 1).unwrap();
+        assert_eq!(map["Schema"], "My Schema");
+        assert_eq!(map["Relation Name"], "orders");
+        assert_eq!(map["Alias"], "o");
+    }
+
+    #[test]
+    fn a_plan_reads_with_suppressed_zeros_put_back() {
+        let text = "Seq Scan on t  (cost=0.00..1.00 rows=1 width=4) (actual time=0.010..0.020 rows=1 loops=1)\n  Filter: (a > 1)\n  Buffers: shared hit=3\nPlanning Time: 0.1 ms\nExecution Time: 0.2 ms\n";
+        let plan = parse_text(text).unwrap();
+        let root = plan.root();
+        assert_eq!(root.rows_removed_by_filter, Some(0.0));
+        assert_eq!(root.buffers.unwrap().shared_hit_blocks, 3.0);
+        assert_eq!(root.buffers.unwrap().temp_read_blocks, 0.0);
+        assert_eq!(plan.execution_ms, Some(0.2));
+    }
+
+    #[test]
+    fn a_long_filter_reads_in_linear_time() {
+        let filter: String = (0..20_000).map(|i| format!("a = {i} OR ")).collect();
+        let text =
+            format!("Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)\n  Filter: ({filter}true)\n");
+        let plan = parse_text(&text).unwrap();
+        assert!(plan.root().filter.as_ref().unwrap().len() > 100_000);
+    }
+}

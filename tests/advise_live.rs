@@ -1,0 +1,247 @@
+//! advise's catalog reads and proposals on real servers, 13 to 18: the facts read back from
+//! the fixtures' schema (statistics, visibility map, every shape of existing index), proposals
+//! from live plans and live facts, and every proposed statement built on the server, after
+//! which the same proposal finds the built index and drops itself as covered.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{TestDb, for_each_version};
+use pgplan::advise::{Facts, Proposals, access, propose};
+use pgplan::db::advise::{TableName, read_facts};
+use pgplan::plan::{Plan, parse_plan};
+
+const SETUP: &str = include_str!("../fixtures/advise/setup.sql");
+
+/// A fixture case's query and its `-- set:` lines.
+fn case(name: &str) -> (String, Vec<String>) {
+    let path = format!("{}/fixtures/advise/{name}.sql", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let settings = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("-- set: "))
+        .map(str::to_owned)
+        .collect();
+    let query: Vec<&str> = text.lines().filter(|l| !l.starts_with("--")).collect();
+    (
+        query.join("\n").trim().trim_end_matches(';').to_owned(),
+        settings,
+    )
+}
+
+async fn explain(client: &tokio_postgres::Client, query: &str, settings: &[String]) -> Plan {
+    client.batch_execute("BEGIN").await.unwrap();
+    for s in settings {
+        client
+            .batch_execute(&format!("SET LOCAL {s}"))
+            .await
+            .unwrap();
+    }
+    let sql = format!("EXPLAIN (ANALYZE, BUFFERS, VERBOSE, FORMAT JSON) {query}");
+    let rows = client.simple_query(&sql).await.unwrap();
+    client.batch_execute("ROLLBACK").await.unwrap();
+    let text: String = rows
+        .iter()
+        .filter_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => r.get(0).map(str::to_owned),
+            _ => None,
+        })
+        .collect();
+    parse_plan(&text).unwrap()
+}
+
+async fn facts_for(client: &tokio_postgres::Client, plan: &Plan) -> Facts {
+    let server = pgplan::db::facts::read_facts(client).await.unwrap();
+    let tables: Vec<TableName> = access::accesses(plan)
+        .into_iter()
+        .map(|a| TableName {
+            schema: a.schema,
+            name: a.table,
+        })
+        .collect();
+    read_facts(client, &server, &tables).await.unwrap()
+}
+
+fn definitions(p: &Proposals) -> Vec<String> {
+    p.candidates.iter().map(|c| c.definition()).collect()
+}
+
+async fn prepared(major: u32, test: &str) -> TestDb {
+    let db = TestDb::create(major, test).await;
+    db.run(SETUP).await;
+    // The insert counters reach pg_stat_user_tables asynchronously.
+    db.wait_for(
+        "SELECT n_tup_ins FROM pg_stat_user_tables WHERE relname = 'logs'",
+        |v| v == "300000",
+        Duration::from_secs(30),
+    )
+    .await
+    .unwrap_or_else(|v| panic!("PostgreSQL {major}: logs inserts counted {v}"));
+    db
+}
+
+/// Each case, the definition it must propose, and one it must not.
+const CASES: &[(&str, &str)] = &[
+    (
+        "composite_eq_sort",
+        "ON public.tickets (account_id, created_at DESC)",
+    ),
+    (
+        "composite_eq_sort",
+        "ON public.tickets (account_id, created_at DESC) INCLUDE (id)",
+    ),
+    (
+        "composite_eq_range",
+        "ON public.tickets (account_id, created_at)",
+    ),
+    (
+        "partial_hot_constant",
+        "ON public.tickets (created_at) WHERE state = 'open'::text",
+    ),
+    ("expression_lower", "ON public.users ((lower(email)))"),
+    (
+        "gin_jsonb_contains",
+        "ON public.docs USING gin (attrs jsonb_path_ops)",
+    ),
+    ("gin_array_overlap", "ON public.docs USING gin (tags)"),
+    (
+        "trigram_substring",
+        "ON public.docs USING gin (title gin_trgm_ops)",
+    ),
+    ("brin_time_range", "ON public.logs USING brin (ts)"),
+    ("join_key", "ON public.tickets (account_id)"),
+    ("prefix_like", "ON public.users (name)"),
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn proposals_from_live_plans_and_facts_build_and_then_are_covered() {
+    for_each_version("advise_proposals", |major| async move {
+        let db = prepared(major, "advise_proposals").await;
+        let client = db.client().await;
+        for (name, expected) in CASES {
+            let (query, settings) = case(name);
+            let plan = explain(&client, &query, &settings).await;
+            let facts = facts_for(&client, &plan).await;
+            let p = propose(&[&plan], &facts);
+            assert!(
+                definitions(&p).contains(&expected.to_string()),
+                "PostgreSQL {major}, {name}: expected {expected}, proposed {:?}",
+                definitions(&p)
+            );
+            // Every proposal is a statement the server accepts; once built, the catalog's own
+            // spelling of it (pg_get_indexdef, pg_get_expr) is recognised as the same index.
+            for c in &p.candidates {
+                let create = format!("CREATE INDEX {} {}", c.name, c.definition());
+                client.batch_execute("BEGIN").await.unwrap();
+                client.batch_execute(&create).await.unwrap_or_else(|e| {
+                    panic!(
+                        "PostgreSQL {major}, {name}: {create}: {}",
+                        pgplan::db::error::describe(&e)
+                    )
+                });
+                let again = propose(&[&plan], &facts_for(&client, &plan).await);
+                client.batch_execute("ROLLBACK").await.unwrap();
+                assert!(
+                    again
+                        .covered
+                        .iter()
+                        .any(|k| k.candidate.definition() == c.definition() && k.by_index == c.name),
+                    "PostgreSQL {major}, {name}: after {create}, still proposed: {:?}",
+                    definitions(&again)
+                );
+            }
+        }
+        // A query that reads every row: nothing proposed, and a note says so.
+        let (query, settings) = case("no_index_helps");
+        let plan = explain(&client, &query, &settings).await;
+        let p = propose(&[&plan], &facts_for(&client, &plan).await);
+        assert!(p.candidates.is_empty(), "PostgreSQL {major}: {:?}", definitions(&p));
+        assert_eq!(p.notes.len(), 1, "PostgreSQL {major}: {:?}", p.notes);
+        drop(client);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn facts_read_back_statistics_and_every_shape_of_index() {
+    for_each_version("advise_facts", |major| async move {
+        let db = prepared(major, "advise_facts").await;
+        db.run(
+            "CREATE INDEX users_lower_email ON users (lower(email));
+             CREATE INDEX tickets_open_created ON tickets (created_at DESC NULLS LAST) WHERE state = 'open';
+             CREATE INDEX tickets_account_inc ON tickets (account_id) INCLUDE (amount, priority);
+             CREATE INDEX docs_attrs_path ON docs USING gin (attrs jsonb_path_ops);
+             CREATE INDEX users_name_posix ON users (name COLLATE \"POSIX\");",
+        )
+        .await;
+        let client = db.client().await;
+        let server = pgplan::db::facts::read_facts(&client).await.unwrap();
+        let names = ["tickets", "users", "docs", "logs", "no_such_table"];
+        let tables: Vec<TableName> = names
+            .iter()
+            .map(|n| TableName {
+                schema: None,
+                name: (*n).into(),
+            })
+            .collect();
+        let facts = read_facts(&client, &server, &tables).await.unwrap();
+        assert_eq!(facts.tables.len(), 4, "PostgreSQL {major}");
+        assert!(facts.has_extension("pg_trgm"));
+
+        let tickets = facts.table(Some("public"), "tickets").unwrap();
+        assert_eq!(tickets.rows, Some(200_000.0), "PostgreSQL {major}");
+        assert!(tickets.pages > 1000.0);
+        assert_eq!(tickets.all_visible_pages, tickets.pages, "PostgreSQL {major}: VACUUM set every page all-visible");
+        assert_eq!(tickets.inserts, Some(200_000.0));
+        assert_eq!((tickets.updates, tickets.deletes), (Some(0.0), Some(0.0)));
+        let state = tickets.column("state").unwrap();
+        assert_eq!(state.type_name, "text");
+        assert_eq!(state.collation.as_deref(), Some("default"));
+        assert!(state.byte_order_collation(), "the harness's servers use the C locale");
+        let stats = state.stats.as_ref().unwrap();
+        assert_eq!(stats.n_distinct, 2.0);
+        let open = stats.frequency("open", tickets.rows).unwrap();
+        assert!((0.015..0.025).contains(&open), "PostgreSQL {major}: open is {open}");
+        assert_eq!(
+            tickets.column("created_at").unwrap().type_name,
+            "timestamp with time zone"
+        );
+        assert!(tickets.column("id").unwrap().collation.is_none());
+
+        let logs = facts.table(None, "logs").unwrap();
+        let corr = logs.column("ts").unwrap().stats.as_ref().unwrap().correlation.unwrap();
+        assert!(corr > 0.99, "PostgreSQL {major}: ts correlation {corr}");
+        assert_eq!(logs.append_only(), Some(true));
+
+        let docs = facts.table(None, "docs").unwrap();
+        assert_eq!(docs.column("tags").unwrap().type_name, "text[]");
+        assert!(docs.column("tags").unwrap().is_array());
+        assert_eq!(docs.column("attrs").unwrap().type_name, "jsonb");
+        let gin = docs.indexes.iter().find(|i| i.name == "docs_attrs_path").unwrap();
+        assert_eq!(gin.method, "gin");
+        assert_eq!(gin.keys[0].opclass, "jsonb_path_ops");
+        assert!(!gin.keys[0].default_opclass);
+
+        let users = facts.table(None, "users").unwrap();
+        let expr = users.indexes.iter().find(|i| i.name == "users_lower_email").unwrap();
+        assert_eq!(expr.keys[0].expr, "lower(email)");
+        assert!(expr.keys[0].default_opclass && expr.keys[0].collation.is_none());
+        let posix = users.indexes.iter().find(|i| i.name == "users_name_posix").unwrap();
+        assert_eq!(posix.keys[0].expr, "name");
+        assert_eq!(posix.keys[0].collation.as_deref(), Some("POSIX"));
+        let pkey = users.indexes.iter().find(|i| i.name == "users_pkey").unwrap();
+        assert!(pkey.unique && pkey.valid);
+
+        let partial = tickets.indexes.iter().find(|i| i.name == "tickets_open_created").unwrap();
+        assert_eq!(partial.predicate.as_deref(), Some("state = 'open'::text"));
+        assert!(partial.keys[0].descending && !partial.keys[0].nulls_first);
+        let inc = tickets.indexes.iter().find(|i| i.name == "tickets_account_inc").unwrap();
+        assert_eq!(inc.keys.len(), 1);
+        assert_eq!(inc.include, ["amount", "priority"]);
+        drop(client);
+        db.drop_db().await;
+    })
+    .await;
+}
