@@ -268,6 +268,77 @@ async fn whole(cluster: &Cluster) {
     println!();
 }
 
+/// The audit's three largest catalog statements, run with the server's default parallel
+/// workers and with none (`max_parallel_workers_per_gather = 0`, what the audit sets for its
+/// transaction), each on a fresh connection: whether the workers buy wall time or only cost the
+/// server CPU.
+async fn parallel_workers(cluster: &Cluster) {
+    const ROUNDS: usize = 5;
+    let postmaster: u32 = std::fs::read_to_string(cluster.data_dir().join("postmaster.pid"))
+        .ok()
+        .and_then(|pid| pid.lines().next().and_then(|l| l.trim().parse().ok()))
+        .expect("postmaster.pid names the postmaster");
+    let version = 150_000;
+    let statements = [
+        ("tables", include_str!("../queries/audit_tables.sql")),
+        (
+            "columns (pg_stats)",
+            include_str!("../queries/audit_columns.sql"),
+        ),
+        ("indexes", include_str!("../queries/audit_indexes.sql")),
+    ];
+    println!("catalog statements with and without parallel workers, median of {ROUNDS}:");
+    println!();
+    println!("| statement | workers | wall ms | server CPU ms |");
+    println!("|---|---|---:|---:|");
+    for (label, sql) in statements {
+        let sql = pgplan::db::catalog::statement_for(sql, version);
+        for setting in ["default", "0"] {
+            let mut runs = Vec::new();
+            for _ in 0..ROUNDS {
+                let server = settled_server_cpu(postmaster);
+                let (client, connection) = cluster
+                    .config("postgres")
+                    .connect(tokio_postgres::NoTls)
+                    .await
+                    .expect("connects");
+                let task = tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                let set = if setting == "0" {
+                    "SET LOCAL max_parallel_workers_per_gather = 0"
+                } else {
+                    "SELECT 1"
+                };
+                client
+                    .batch_execute(&format!("BEGIN READ ONLY; {set}"))
+                    .await
+                    .unwrap();
+                let empty: Vec<String> = Vec::new();
+                let started = Instant::now();
+                let rows = client
+                    .query(sql.as_str(), &[&empty, &empty, &empty, &empty])
+                    .await
+                    .expect("statement runs");
+                let wall = started.elapsed();
+                assert!(!rows.is_empty());
+                client.batch_execute("COMMIT").await.unwrap();
+                drop(client);
+                let _ = task.await;
+                runs.push(Whole {
+                    wall,
+                    client_cpu: Duration::ZERO,
+                    server_cpu: settled_server_cpu(postmaster).saturating_sub(server),
+                });
+            }
+            let wall = median(runs.clone(), |r| r.wall).wall;
+            let cpu = median(runs, |r| r.server_cpu).server_cpu;
+            println!("| {label} | {setting} | {:.0} | {:.0} |", ms(wall), ms(cpu));
+        }
+    }
+    println!();
+}
+
 struct Run {
     label: String,
     tables: usize,
@@ -369,6 +440,7 @@ fn main() {
         build_catalog(&cluster).await;
         eprintln!("built in {:.0} s", started.elapsed().as_secs_f64());
         whole(&cluster).await;
+        parallel_workers(&cluster).await;
 
         let scopes = [
             ("10%", Scope {

@@ -1037,63 +1037,64 @@ fn index_reason_rank(check: Check) -> Option<u8> {
 /// [`index_reason_rank`] — is the finding, and the others become its `also` reasons; their
 /// evidence figures are added where the finding lacks them, and an unused index's per-node
 /// usage and a bloat estimate's confidence are kept. Every other finding passes through unchanged, in order.
-pub fn one_per_index(findings: Vec<Finding>) -> Vec<Finding> {
-    type Key = (String, String, String);
-    let key = |f: &Finding| -> Option<Key> {
-        index_reason_rank(f.check)?;
-        Some((f.schema.clone()?, f.table.clone()?, f.index.clone()?))
-    };
-    let mut groups: HashMap<Key, Vec<Finding>> = HashMap::new();
-    let mut order: Vec<Result<Key, Finding>> = Vec::new();
-    for f in findings {
-        match key(&f) {
-            Some(k) => {
-                let group = groups.entry(k.clone()).or_default();
-                if group.is_empty() {
-                    order.push(Ok(k));
-                }
-                group.push(f);
-            }
-            None => order.push(Err(f)),
+pub fn one_per_index(mut findings: Vec<Finding>) -> Vec<Finding> {
+    // Grouped by position under borrowed names, and merged in place: an audit of 50,000
+    // indexes must not hold its findings twice.
+    let mut groups: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
+    for (i, f) in findings.iter().enumerate() {
+        if index_reason_rank(f.check).is_none() {
+            continue;
+        }
+        if let (Some(s), Some(t), Some(x)) = (&f.schema, &f.table, &f.index) {
+            groups
+                .entry((s.as_str(), t.as_str(), x.as_str()))
+                .or_default()
+                .push(i);
         }
     }
-    order
-        .into_iter()
-        .map(|entry| match entry {
-            Err(f) => f,
-            Ok(k) => {
-                let mut group = groups.remove(&k).unwrap_or_default();
-                group.sort_by_key(|f| {
-                    (
-                        std::cmp::Reverse(f.severity),
-                        index_reason_rank(f.check).unwrap_or(u8::MAX),
-                    )
-                });
-                let mut rest = group.into_iter();
-                let mut first = rest.next().expect("a group has a finding");
-                for other in rest {
-                    for (name, value) in &other.evidence {
-                        if first.evidence_value(name).is_none() {
-                            first.evidence.push((name.clone(), *value));
-                        }
-                    }
-                    if first.usage.is_empty() {
-                        first.usage = other.usage;
-                    }
-                    if first.confidence.is_none() {
-                        first.confidence = other.confidence;
-                    }
-                    first.also.push(Reason {
-                        check: other.check,
-                        severity: other.severity,
-                        message: other.message,
-                        fix: other.fix,
-                    });
+    let mut merges: Vec<Vec<usize>> = groups.into_values().filter(|g| g.len() > 1).collect();
+    let mut removed = vec![false; findings.len()];
+    for group in &mut merges {
+        group.sort_by_key(|&i| {
+            (
+                std::cmp::Reverse(findings[i].severity),
+                index_reason_rank(findings[i].check).unwrap_or(u8::MAX),
+                i,
+            )
+        });
+        let (&first, others) = group.split_first().expect("a group has two findings");
+        for &o in others {
+            let other = std::mem::replace(
+                &mut findings[o],
+                Finding::new(Check::UnusedIndex, Severity::Info, String::new()),
+            );
+            removed[o] = true;
+            let f = &mut findings[first];
+            for (name, value) in other.evidence {
+                if f.evidence_value(&name).is_none() {
+                    f.evidence.push((name, value));
                 }
-                first
             }
-        })
-        .collect()
+            if f.usage.is_empty() {
+                f.usage = other.usage;
+            }
+            if f.confidence.is_none() {
+                f.confidence = other.confidence;
+            }
+            f.also.push(Reason {
+                check: other.check,
+                severity: other.severity,
+                message: other.message,
+                fix: other.fix,
+            });
+        }
+    }
+    let mut position = 0;
+    findings.retain(|_| {
+        position += 1;
+        !removed[position - 1]
+    });
+    findings
 }
 
 /// Each finding's object size: an index's from its evidence (a partitioned index's is its
