@@ -1,6 +1,7 @@
 -- Server and session facts, read once per connection.
 -- Returns one row: version_num, version, in_recovery, read_only, current_user, database,
--- superuser, pg_monitor, pg_read_all_stats, extensions (name=version), tls_version, tls_cipher,
+-- superuser, pg_monitor, pg_read_all_stats, extensions (name=version), available_extensions (the
+-- names of those whose package is installed on the server), tls_version, tls_cipher,
 -- system_identifier (null without the privilege to read pg_control_system()), started_at,
 -- uptime_seconds.
 -- Minimum server version: 10 (pg_monitor and pg_read_all_stats roles).
@@ -16,6 +17,7 @@ SELECT current_setting('server_version_num') AS version_num,
        pg_has_role(current_user, 'pg_monitor', 'MEMBER') AS pg_monitor,
        pg_has_role(current_user, 'pg_read_all_stats', 'MEMBER') AS pg_read_all_stats,
        ARRAY(SELECT extname || '=' || extversion FROM pg_extension ORDER BY extname)::text[] AS extensions,
+       ARRAY(SELECT name FROM pg_available_extensions ORDER BY name)::text[] AS available_extensions,
        (SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl) AS tls_version,
        (SELECT cipher FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl) AS tls_cipher,
        CASE WHEN has_function_privilege('pg_control_system()', 'EXECUTE')

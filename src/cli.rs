@@ -45,8 +45,9 @@ pub enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Read a saved EXPLAIN (FORMAT JSON) plan: its figures, tree and findings. No database needed.
-    Explain(ExplainArgs),
+    /// Read a saved EXPLAIN (FORMAT JSON) plan: its figures, tree and findings. With -d, run a
+    /// query on a server instead (rolled back) and add what the server knows to the findings.
+    Explain(Box<ExplainArgs>),
     /// Diff two saved plans of the same query node by node. No database needed.
     Diff(DiffArgs),
     /// Connect like psql and show what pgplan learned about the server and what it can do there.
@@ -83,7 +84,8 @@ pub struct ManArgs {
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// The plan: a file with EXPLAIN output in any format (TEXT as psql prints it, JSON, YAML,
-    /// XML, or an auto_explain log excerpt), or - for standard input.
+    /// XML, or an auto_explain log excerpt), or - for standard input. With a connection option
+    /// (-d, -h, -p, -U): the query to run, one statement.
     pub plan: String,
 
     /// Which plan to read when the input holds several (an auto_explain log, a psql session):
@@ -97,6 +99,38 @@ pub struct ExplainArgs {
     /// Exit with code 1 when a finding is at least this severe.
     #[arg(long, value_enum)]
     pub fail_on: Option<SeverityArg>,
+
+    /// With a connection: a value for the query's parameters $1, $2, ... in order (repeatable).
+    #[arg(long = "param", value_name = "VALUE")]
+    pub params: Vec<String>,
+    /// With a connection: the estimate-only generic plan (plan_cache_mode = force_generic_plan)
+    /// instead of running the query.
+    #[arg(long)]
+    pub generic_plan: bool,
+    /// With a connection: allow INSERT, UPDATE, DELETE and MERGE (rolled back; sequences still
+    /// advance, and the rolled-back row versions stay behind as dead rows until VACUUM).
+    #[arg(long)]
+    pub allow_writes: bool,
+    /// With a connection: run a query that calls functions whose effects outlive the rollback
+    /// or reach outside the session, which pgplan refuses otherwise (as compare does).
+    #[arg(long)]
+    pub allow_lasting_effects: bool,
+    /// With a connection: write the plan (JSON, as the server sent it) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub save_plan: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+impl ExplainArgs {
+    /// Whether a connection option was given: then the argument is a query to run.
+    pub fn live(&self) -> bool {
+        let c = &self.conn;
+        c.dbname.is_some() || c.host.is_some() || c.port.is_some() || c.username.is_some()
+    }
 }
 
 #[derive(Debug, Args)]
@@ -154,11 +188,13 @@ pub struct ConnArgs {
 /// Limits applied to everything pgplan runs, transaction-locally.
 #[derive(Debug, Clone, Args)]
 pub struct SessionArgs {
-    /// statement_timeout for every statement pgplan runs (a number of ms, or with a unit: 30s, 5min).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    /// statement_timeout for every statement pgplan runs (a number of ms, or with a unit: 30s,
+    /// 5min), from 1ms to 24.8 days (PostgreSQL's largest).
+    #[arg(long, value_parser = parse_statement_timeout, value_name = "DURATION")]
     pub statement_timeout: Option<Duration>,
-    /// lock_timeout for every statement: how long to wait for a lock before giving up.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    /// lock_timeout for every statement: how long to wait for a lock before giving up, from 1ms
+    /// to 24.8 days.
+    #[arg(long, value_parser = parse_lock_timeout, value_name = "DURATION")]
     pub lock_timeout: Option<Duration>,
     /// Connection attempts after the first when the server cannot be reached (full-jitter
     /// exponential backoff, never on authentication errors).
@@ -211,9 +247,15 @@ pub struct CompareArgs {
     /// statistics until then).
     #[arg(long)]
     pub analyze: bool,
-    /// Allow INSERT, UPDATE, DELETE and MERGE (still rolled back; sequences still advance).
+    /// Allow INSERT, UPDATE, DELETE and MERGE, and functions that write (still rolled back;
+    /// sequences still advance). Without it the measured runs are read-only.
     #[arg(long)]
     pub allow_writes: bool,
+    /// Run a query that calls functions whose effects outlive the rollback or reach outside the
+    /// session (replication slots, signals to other backends, statistics resets, session
+    /// advisory locks, dblink, ...), which pgplan refuses otherwise.
+    #[arg(long)]
+    pub allow_lasting_effects: bool,
     /// A value for the query's parameters $1, $2, ... in order (repeatable).
     #[arg(long = "param", value_name = "VALUE")]
     pub params: Vec<String>,
@@ -248,6 +290,7 @@ pub enum AuditFormat {
     Json,
     Markdown,
     Prometheus,
+    Html,
 }
 
 #[derive(Debug, Args)]
@@ -340,6 +383,38 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_micros((ms * 1000.0).round() as u64))
 }
 
+/// PostgreSQL's largest timeout: the settings are a C int of milliseconds (INT_MAX ms, about
+/// 24.8 days); `SET statement_timeout = '30d'` fails with "out of range".
+const MAX_TIMEOUT_MS: u128 = i32::MAX as u128;
+
+/// A timeout setting, checked before anything connects: in whole milliseconds (the settings'
+/// unit), at least 1 ms, since 0 turns the timeout off (PostgreSQL then waits forever), and at
+/// most PostgreSQL's maximum.
+fn parse_timeout(text: &str, what: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    let ms = duration.as_millis();
+    if ms == 0 {
+        return Err(format!(
+            "{text:?} would turn {what} off: PostgreSQL then waits forever, and pgplan never runs \
+             unbounded; give at least 1ms"
+        ));
+    }
+    if ms > MAX_TIMEOUT_MS {
+        return Err(format!(
+            "{text:?} is above PostgreSQL's largest {what}, {MAX_TIMEOUT_MS}ms (about 24.8 days)"
+        ));
+    }
+    Ok(Duration::from_millis(ms as u64))
+}
+
+pub fn parse_statement_timeout(text: &str) -> Result<Duration, String> {
+    parse_timeout(text, "statement_timeout")
+}
+
+pub fn parse_lock_timeout(text: &str) -> Result<Duration, String> {
+    parse_timeout(text, "lock_timeout")
+}
+
 /// Parses a size the way PostgreSQL reads memory settings: bytes, or kB, MB, GB, TB (1024-based).
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
@@ -386,6 +461,25 @@ mod tests {
         );
         assert!(parse_duration("5 fortnights").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn timeouts_are_bounded_as_postgresql_bounds_them() {
+        assert_eq!(parse_lock_timeout("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(
+            parse_statement_timeout("2147483647").unwrap(),
+            Duration::from_millis(2_147_483_647)
+        );
+        assert_eq!(
+            parse_lock_timeout("0").unwrap_err(),
+            "\"0\" would turn lock_timeout off: PostgreSQL then waits forever, and pgplan never \
+             runs unbounded; give at least 1ms"
+        );
+        assert!(parse_statement_timeout("0.4ms").is_err());
+        assert_eq!(
+            parse_statement_timeout("30d").unwrap_err(),
+            "\"30d\" is above PostgreSQL's largest statement_timeout, 2147483647ms (about 24.8 days)"
+        );
     }
 
     #[test]

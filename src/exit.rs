@@ -10,13 +10,26 @@ pub const ERROR: u8 = 2;
 pub const PARTIAL: u8 = 3;
 /// Interrupted by Ctrl-C (SIGINT), after cancelling server work and rolling back: 128 + 2.
 pub const INTERRUPTED: u8 = 130;
+/// Terminated by SIGTERM (a service manager, `kill`, Kubernetes stopping a CronJob), after
+/// cancelling server work and rolling back: 128 + 15, as a shell reports a process SIGTERM ended.
+pub const TERMINATED: u8 = 143;
+
+/// The signal that stopped pgplan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    Interrupt,
+    Terminate,
+}
 
 /// An error that ends the command with a specific exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum Exit {
-    /// Ctrl-C (or SIGTERM), and what became of the work on the server.
-    #[error("interrupted: {0}")]
-    Interrupted(Interrupted),
+    /// Ctrl-C or SIGTERM, and what became of the work on the server.
+    #[error("{}: {outcome}", match signal { Signal::Interrupt => "interrupted", Signal::Terminate => "terminated (SIGTERM)" })]
+    Interrupted {
+        signal: Signal,
+        outcome: Interrupted,
+    },
 }
 
 /// How far the server work had got when the user interrupted, so the message is true.
@@ -43,7 +56,14 @@ pub enum Interrupted {
 impl Exit {
     pub fn code(&self) -> u8 {
         match self {
-            Exit::Interrupted(_) => INTERRUPTED,
+            Exit::Interrupted {
+                signal: Signal::Interrupt,
+                ..
+            } => INTERRUPTED,
+            Exit::Interrupted {
+                signal: Signal::Terminate,
+                ..
+            } => TERMINATED,
         }
     }
 }

@@ -24,6 +24,9 @@ pub struct ServerFacts {
     pub pg_read_all_stats: bool,
     /// Installed extensions in the current database, with their versions.
     pub extensions: Vec<(String, String)>,
+    /// Extensions whose package is installed on the server (`pg_available_extensions`), created
+    /// in this database or not.
+    pub available_extensions: Vec<String>,
     /// The connection's TLS version, when encrypted (`pg_stat_ssl`).
     pub tls_version: Option<String>,
     pub tls_cipher: Option<String>,
@@ -47,6 +50,54 @@ impl ServerFacts {
     pub fn has_extension(&self, name: &str) -> bool {
         self.extensions.iter().any(|(n, _)| n == name)
     }
+
+    /// Why HypoPG cannot be used in this database, and the fix for this case: its package is
+    /// missing on the server; or it is there and the extension was never created, which a
+    /// standby cannot do (CREATE EXTENSION on the primary replicates to it). `None` when it is
+    /// installed.
+    pub fn hypopg_missing(&self) -> Option<(String, String)> {
+        if self.has_extension("hypopg") {
+            return None;
+        }
+        let db = &self.database;
+        let major = self.major();
+        if !self.available_extensions.iter().any(|n| n == "hypopg") {
+            let create = if self.in_recovery {
+                format!(
+                    "CREATE EXTENSION hypopg in database {db} on the primary (a standby cannot)"
+                )
+            } else {
+                format!("CREATE EXTENSION hypopg in database {db}")
+            };
+            return Some((
+                "HypoPG is not available on this server: its package is not installed \
+                 (pg_available_extensions has no hypopg)"
+                    .to_owned(),
+                format!(
+                    "install HypoPG for PostgreSQL {major} on the server (Debian and Ubuntu: \
+                     postgresql-{major}-hypopg), then {create}"
+                ),
+            ));
+        }
+        if self.in_recovery {
+            return Some((
+                format!(
+                    "HypoPG is installed on this standby but not created in database {db}, and a \
+                     standby cannot create an extension"
+                ),
+                format!(
+                    "CREATE EXTENSION hypopg in database {db} on the primary (it replicates to its \
+                     standbys; the package must be installed on both)"
+                ),
+            ));
+        }
+        Some((
+            format!("HypoPG is not created in database {db}"),
+            format!(
+                "CREATE EXTENSION hypopg in database {db} (its package is installed on the server)"
+            ),
+        ))
+    }
 }
 
 /// A pgplan feature and whether it works on this server, with the reason when it does not.
@@ -69,13 +120,15 @@ fn feature(name: &'static str, available: bool, note: Option<String>) -> Feature
 /// What pgplan can do on a server with these facts.
 pub fn features(facts: &ServerFacts) -> Vec<Feature> {
     let writable = !facts.in_recovery && !facts.read_only;
-    let not_writable = || {
+    // `what` is what compare would do there, even inside a rolled-back transaction.
+    let not_writable = |what: &str| {
         Some(if facts.in_recovery {
-            "a standby cannot build indexes; use --hypothetical, or a writable copy".to_owned()
+            format!("a standby cannot {what}; use --hypothetical, or a writable copy")
         } else {
-            "the session is read-only (default_transaction_read_only); use --hypothetical, or a \
-             writable connection"
-                .to_owned()
+            format!(
+                "the session is read-only (default_transaction_read_only), so it cannot {what}; \
+                 use --hypothetical, or a writable connection"
+            )
         })
     };
     let owner_note = Some("needs ownership of the query's tables (CREATE INDEX rights)".to_owned());
@@ -87,20 +140,24 @@ pub fn features(facts: &ServerFacts) -> Vec<Feature> {
             if writable {
                 owner_note.clone()
             } else {
-                not_writable()
+                not_writable("build indexes")
             },
         ),
         feature(
             "compare --drop-index",
             writable,
-            if writable { owner_note } else { not_writable() },
+            if writable {
+                owner_note
+            } else {
+                not_writable("drop an index, even in a rolled-back transaction")
+            },
         ),
         feature(
             "compare --hypothetical",
             facts.has_extension("hypopg"),
-            (!facts.has_extension("hypopg")).then(|| {
-                "HypoPG is not installed in this database (CREATE EXTENSION hypopg)".to_owned()
-            }),
+            facts
+                .hypopg_missing()
+                .map(|(problem, fix)| format!("{problem}: {fix}")),
         ),
     ];
     let table_stats = facts
@@ -127,4 +184,91 @@ pub fn features(facts: &ServerFacts) -> Vec<Feature> {
         list.push(feature(check, true, None));
     }
     list
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(major: u32, in_recovery: bool, installed: bool, available: bool) -> ServerFacts {
+        ServerFacts {
+            version_num: major * 10000 + 1,
+            version: format!("{major}.1"),
+            in_recovery,
+            read_only: in_recovery,
+            user: "app".into(),
+            database: "shop".into(),
+            superuser: false,
+            pg_monitor: false,
+            pg_read_all_stats: false,
+            extensions: if installed {
+                vec![("hypopg".into(), "1.4.1".into())]
+            } else {
+                vec![]
+            },
+            available_extensions: if available {
+                vec!["hypopg".into(), "plpgsql".into()]
+            } else {
+                vec!["plpgsql".into()]
+            },
+            tls_version: None,
+            tls_cipher: None,
+            system_identifier: None,
+            started_at: None,
+            uptime_seconds: None,
+        }
+    }
+
+    #[test]
+    fn the_hypopg_fix_fits_the_case() {
+        assert_eq!(facts(16, false, true, true).hypopg_missing(), None);
+        let (problem, fix) = facts(16, false, false, false).hypopg_missing().unwrap();
+        assert!(
+            problem.contains("not available on this server"),
+            "{problem}"
+        );
+        assert_eq!(
+            fix,
+            "install HypoPG for PostgreSQL 16 on the server (Debian and Ubuntu: \
+             postgresql-16-hypopg), then CREATE EXTENSION hypopg in database shop"
+        );
+        let (_, fix) = facts(13, true, false, false).hypopg_missing().unwrap();
+        assert!(fix.contains("postgresql-13-hypopg"), "{fix}");
+        assert!(fix.ends_with("on the primary (a standby cannot)"), "{fix}");
+        let (problem, fix) = facts(16, true, false, true).hypopg_missing().unwrap();
+        assert!(
+            problem.contains("a standby cannot create an extension"),
+            "{problem}"
+        );
+        assert!(
+            fix.starts_with("CREATE EXTENSION hypopg in database shop on the primary"),
+            "{fix}"
+        );
+        let (problem, fix) = facts(16, false, false, true).hypopg_missing().unwrap();
+        assert_eq!(problem, "HypoPG is not created in database shop");
+        assert!(
+            fix.starts_with("CREATE EXTENSION hypopg in database shop"),
+            "{fix}"
+        );
+    }
+
+    #[test]
+    fn info_says_what_a_standby_cannot_do_for_each_feature() {
+        let on_standby = features(&facts(16, true, false, true));
+        let note = |name: &str| {
+            on_standby
+                .iter()
+                .find(|f| f.name == name)
+                .and_then(|f| f.note.clone())
+                .unwrap()
+        };
+        assert!(note("compare").starts_with("a standby cannot build indexes"));
+        assert!(
+            note("compare --drop-index")
+                .starts_with("a standby cannot drop an index, even in a rolled-back transaction"),
+            "{}",
+            note("compare --drop-index")
+        );
+        assert!(note("compare --hypothetical").contains("on the primary"));
+    }
 }

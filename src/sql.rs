@@ -1249,7 +1249,7 @@ fn candidate_from_tokens(
     let definition = piece(on.offset.saturating_sub(base), original.len()).to_owned();
 
     let description = if name_generated {
-        format!("unnamed index {definition}")
+        format!("unnamed index {}", shorten(&definition))
     } else {
         name.clone()
     };
@@ -1636,6 +1636,56 @@ pub fn quote_ident(name: &str) -> String {
     } else {
         format!("\"{}\"", name.replace('"', "\"\""))
     }
+}
+
+/// SQL as messages quote it: whitespace runs folded to one space, and cut after
+/// [`SHORTEN_CHARS`] characters with how long it was, so an error about a 3 MB candidate is a
+/// line, not 3 MB.
+pub fn shorten(text: &str) -> String {
+    let folded = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let total = folded.chars().count();
+    if total <= SHORTEN_CHARS {
+        return folded;
+    }
+    let head: String = folded.chars().take(SHORTEN_CHARS).collect();
+    format!("{head}… ({} characters in all)", count_text(total))
+}
+
+/// How much of a statement messages quote.
+pub const SHORTEN_CHARS: usize = 120;
+
+fn count_text(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// [`quote_ident`] for SQL shown to a person (an audit's fix): a control character (ESC, BEL, a
+/// newline) in a name would act on the terminal that shows it and cannot be typed back, so such
+/// a name is written in PostgreSQL's Unicode escape form (`U&"bad\001Bname"`), which names the
+/// same object in plain characters. ESC, BEL and the other C0 controls are ASCII, so their
+/// escapes work in every server encoding. (Not for regclass input, which has no `U&` form.)
+pub fn quote_ident_to_show(name: &str) -> String {
+    if !name.chars().any(char::is_control) {
+        return quote_ident(name);
+    }
+    let mut out = String::from("U&\"");
+    for c in name.chars() {
+        match c {
+            '"' => out.push_str("\"\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A string constant for a session with standard_conforming_strings on (see the module
@@ -2547,6 +2597,31 @@ mod tests {
     }
 
     // --- quoting ---------------------------------------------------------------------------
+
+    #[test]
+    fn long_statements_are_shortened_in_messages() {
+        assert_eq!(shorten("ON t\n   (a)"), "ON t (a)");
+        let long = format!("ON t (({}))", "a + ".repeat(1000));
+        let short = shorten(&long);
+        assert!(short.ends_with("… (4,009 characters in all)"), "{short}");
+        assert_eq!(
+            short.chars().count(),
+            SHORTEN_CHARS + "… (4,009 characters in all)".chars().count()
+        );
+    }
+
+    #[test]
+    fn quote_ident_spells_control_characters_as_unicode_escapes() {
+        assert_eq!(
+            quote_ident_to_show("bad\u{1b}[31mname"),
+            "U&\"bad\\001B[31mname\""
+        );
+        assert_eq!(
+            quote_ident_to_show("a\u{7}\"b\\c"),
+            "U&\"a\\0007\"\"b\\\\c\""
+        );
+        assert_eq!(quote_ident_to_show("Orders"), "\"Orders\"");
+    }
 
     #[test]
     fn quote_ident_quotes_only_when_needed() {

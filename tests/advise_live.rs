@@ -245,3 +245,73 @@ async fn facts_read_back_statistics_and_every_shape_of_index() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unused_existing_indexes_come_from_audits_check() {
+    use pgplan::advise::{TableRef, drops};
+    use pgplan::audit::{AuditOptions, NodeResult, Scope, Severity, audit};
+
+    for_each_version("advise_drops", |major| async move {
+        let db = TestDb::create(major, "advise_drops").await;
+        db.run(
+            "CREATE TABLE t (id integer PRIMARY KEY, a integer, b integer);
+             INSERT INTO t SELECT i, i, i FROM generate_series(1, 20000) AS i;
+             CREATE INDEX t_a_idx ON t (a);
+             CREATE TABLE elsewhere (id integer, c integer);
+             CREATE INDEX elsewhere_c_idx ON elsewhere (c);
+             VACUUM ANALYZE t, elsewhere;",
+        )
+        .await;
+        let client = db.client().await;
+        client.batch_execute("BEGIN READ ONLY").await.unwrap();
+        let server = pgplan::db::facts::read_facts(&client).await.unwrap();
+        let scope = Scope {
+            tables: vec!["public.t".into(), "public.elsewhere".into()],
+            ..Scope::default()
+        };
+        let snapshot = pgplan::db::catalog::read_snapshot(&client, &server, &scope)
+            .await
+            .unwrap();
+        client.batch_execute("COMMIT").await.unwrap();
+        let node = NodeResult {
+            name: "primary".into(),
+            outcome: Ok(snapshot),
+        };
+        let workload_tables = [TableRef {
+            schema: "public".into(),
+            name: "t".into(),
+        }];
+        let trusted = AuditOptions {
+            min_stats_age: Duration::ZERO,
+            ..AuditOptions::default()
+        };
+        let found = drops::unused_indexes(
+            &audit(std::slice::from_ref(&node), &trusted),
+            &workload_tables,
+        );
+        // The primary key enforces a constraint: never offered. elsewhere is not the workload's.
+        assert_eq!(found.len(), 1, "PostgreSQL {major}: {found:?}");
+        assert_eq!(found[0].index, "t_a_idx");
+        assert_eq!(
+            found[0].statement,
+            "DROP INDEX CONCURRENTLY public.t_a_idx;"
+        );
+        assert_eq!(found[0].severity, Severity::Warning);
+        // Counters younger than the default minimum statistics age: said, and only info.
+        let found =
+            drops::unused_indexes(&audit(&[node], &AuditOptions::default()), &workload_tables);
+        assert_eq!(
+            found[0].severity,
+            Severity::Info,
+            "PostgreSQL {major}: {found:?}"
+        );
+        assert!(
+            found[0].message.contains("counting"),
+            "{}",
+            found[0].message
+        );
+        drop(client);
+        db.drop_db().await;
+    })
+    .await;
+}

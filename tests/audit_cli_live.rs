@@ -62,7 +62,7 @@ async fn every_format_scope_option_and_exit_code() {
 
         let out = audit(&["-d", &d, "--format", "json"]);
         let doc = json(&out);
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], 2);
         assert_eq!(doc["nodes"][0]["role"], "primary");
         let dups = findings(&doc, "duplicate_index");
         assert!(
@@ -299,7 +299,7 @@ async fn several_databases_in_one_run() {
 
         let out = audit(&["-d", &da, "-d", &db, "--format", "json"]);
         let doc = json(&out);
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], 2);
         // Duplicates are warnings: exit 1, as for one database.
         assert_eq!(
             out.status.code(),

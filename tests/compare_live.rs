@@ -221,7 +221,7 @@ async fn the_story_partial_index_pays_and_the_others_do_not() {
             "--save-plans", plans.to_str().unwrap(),
         ]);
         let doc = json(&out);
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], 2);
         assert_eq!(doc["mode"], "measured");
         assert_eq!(doc["estimated"], false);
         assert_eq!(doc["best"], "pending_recent");
@@ -1015,7 +1015,7 @@ async fn candidate_names_are_unique_and_never_an_existing_index() {
             "CREATE INDEX CONCURRENTLY ON events (created_at) WHERE status = 'pending'",
             "index_sql is the statement as the user wrote it"
         );
-        assert_eq!(doc["candidates"][1]["diff"]["schema_version"], 1);
+        assert_eq!(doc["candidates"][1]["diff"]["schema_version"], 2);
         assert!(doc["candidates"][1]["diff"]["before"]["nodes"].is_array());
         let saved = std::fs::read_dir(&save).unwrap().count();
         assert_eq!(

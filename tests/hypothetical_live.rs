@@ -153,6 +153,57 @@ async fn hypothetical_indexes_are_estimates_and_work_on_a_standby() {
         err.contains("standby") && err.contains("--hypothetical"),
         "{err}"
     );
+    // --generic-plan measures nothing, and the refusal says what it does need.
+    let out = compare(
+        &standby.conninfo("postgres"),
+        &["--generic-plan", "--index", PARTIAL],
+        query,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("is a standby (in recovery): --generic-plan measures nothing, but it builds (or drops) each candidate inside a rolled-back transaction to plan the query with it, which a standby cannot"),
+        "{err}"
+    );
+    // info says what a standby cannot do for --drop-index.
+    let out = Command::new(pgplan_bin())
+        .args(["info", "-d", &standby.conninfo("postgres")])
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        info.contains("a standby cannot drop an index, even in a rolled-back transaction"),
+        "{info}"
+    );
+
+    // A database without the extension: the package is on the server, so the fix is CREATE
+    // EXTENSION — on the primary, when pgplan was pointed at a standby.
+    primary
+        .execute("postgres", "CREATE DATABASE nohypo")
+        .await
+        .unwrap();
+    let hypothetical = ["--hypothetical", "--index", PARTIAL];
+    let out = compare(&primary.conninfo("nohypo"), &hypothetical, query);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("HypoPG is not created in database nohypo")
+            && err.contains("hint: CREATE EXTENSION hypopg in database nohypo (its package is installed on the server)"),
+        "{err}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let err = loop {
+        let out = compare(&standby.conninfo("nohypo"), &hypothetical, query);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        // The new database reaches the standby with the next replayed WAL.
+        if !err.contains("does not exist") || std::time::Instant::now() > deadline {
+            break err;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert!(
+        err.contains("HypoPG is installed on this standby but not created in database nohypo, and a standby cannot create an extension")
+            && err.contains("hint: CREATE EXTENSION hypopg in database nohypo on the primary"),
+        "{err}"
+    );
 
     // Nothing is left in the backend: the same connection is clean afterwards.
     let env = Environment::new(Default::default(), None, "postgres");

@@ -76,6 +76,105 @@ pub struct Choice {
     pub rejected: Vec<Rejected>,
 }
 
+/// The greedy choice as a state machine, for a caller that measures asynchronously: call
+/// [`Chooser::choose_next`] until it returns `None`; after each index it returns, measure the
+/// candidates still open with every chosen index in place and hand what was measured to
+/// [`Chooser::remeasured`]. [`choose`] drives it with a closure.
+#[derive(Debug, Clone)]
+pub struct Chooser {
+    current: Vec<Measurement>,
+    open: Vec<usize>,
+    limits: Limits,
+    total_size: f64,
+    choice: Choice,
+}
+
+impl Chooser {
+    /// Starts from `first`: candidate i's measurement against the baseline.
+    pub fn new(first: Vec<Measurement>, limits: &Limits) -> Self {
+        Chooser {
+            open: (0..first.len()).collect(),
+            current: first,
+            limits: *limits,
+            total_size: 0.0,
+            choice: Choice::default(),
+        }
+    }
+
+    /// Rejects what no longer pays or fits, then chooses the best of the rest, if any.
+    pub fn choose_next(&mut self) -> Option<usize> {
+        let with_chosen = self.choice.chosen.len();
+        let mut still = Vec::new();
+        for &i in &self.open {
+            let m = self.current[i];
+            let reason = if !m.used {
+                Some(Rejection::Unused)
+            } else if m.read_pages_saved_per_day <= 0.0 {
+                Some(Rejection::DoesNotPay)
+            } else if m.net_pages_per_day() <= 0.0 {
+                Some(Rejection::WritesExceedSavings)
+            } else if self.limits.max_indexes.is_some_and(|k| with_chosen >= k) {
+                Some(Rejection::OverMaxIndexes)
+            } else if self
+                .limits
+                .max_size_bytes
+                .is_some_and(|max| self.total_size + m.size_bytes > max)
+            {
+                Some(Rejection::OverMaxSize)
+            } else {
+                None
+            };
+            match reason {
+                Some(reason) => self.choice.rejected.push(Rejected {
+                    candidate: i,
+                    reason,
+                    measurement: m,
+                    with_chosen,
+                }),
+                None => still.push(i),
+            }
+        }
+        self.open = still;
+        let current = &self.current;
+        let &best = self.open.iter().max_by(|&&a, &&b| {
+            let (ma, mb) = (current[a], current[b]);
+            ma.score()
+                .total_cmp(&mb.score())
+                .then(ma.net_pages_per_day().total_cmp(&mb.net_pages_per_day()))
+                // The earlier candidate wins a tie: max_by keeps the last maximum.
+                .then(b.cmp(&a))
+        })?;
+        self.total_size += current[best].size_bytes;
+        self.choice.chosen.push((best, current[best]));
+        self.open.retain(|&i| i != best);
+        Some(best)
+    }
+
+    /// The candidates chosen so far, in order.
+    pub fn chosen(&self) -> Vec<usize> {
+        self.choice.chosen.iter().map(|(i, _)| *i).collect()
+    }
+
+    /// The candidates still to decide.
+    pub fn open(&self) -> &[usize] {
+        &self.open
+    }
+
+    /// New measurements of open candidates, taken with every chosen index in place; the others
+    /// keep theirs.
+    pub fn remeasured(&mut self, measured: impl IntoIterator<Item = (usize, Measurement)>) {
+        for (i, m) in measured {
+            if self.open.contains(&i) {
+                self.current[i] = m;
+            }
+        }
+    }
+
+    pub fn finish(self) -> Choice {
+        self.choice
+    }
+}
+
 /// Chooses from `first` (candidate i's measurement against the baseline). After each choice,
 /// `remeasure(chosen, open)` returns new measurements for those of `open` it measured again
 /// with every chosen index in place; the others keep theirs.
@@ -84,68 +183,15 @@ pub fn choose(
     limits: &Limits,
     mut remeasure: impl FnMut(&[usize], &[usize]) -> Vec<(usize, Measurement)>,
 ) -> Choice {
-    let mut current = first;
-    let mut open: Vec<usize> = (0..current.len()).collect();
-    let mut choice = Choice::default();
-    let mut total_size = 0.0;
-    loop {
-        let with_chosen = choice.chosen.len();
-        let reject = |choice: &mut Choice, i: usize, reason: Rejection, m: Measurement| {
-            choice.rejected.push(Rejected {
-                candidate: i,
-                reason,
-                measurement: m,
-                with_chosen,
-            })
-        };
-        let mut still = Vec::new();
-        for &i in &open {
-            let m = current[i];
-            let reason = if !m.used {
-                Some(Rejection::Unused)
-            } else if m.read_pages_saved_per_day <= 0.0 {
-                Some(Rejection::DoesNotPay)
-            } else if m.net_pages_per_day() <= 0.0 {
-                Some(Rejection::WritesExceedSavings)
-            } else if limits.max_indexes.is_some_and(|k| with_chosen >= k) {
-                Some(Rejection::OverMaxIndexes)
-            } else if limits
-                .max_size_bytes
-                .is_some_and(|max| total_size + m.size_bytes > max)
-            {
-                Some(Rejection::OverMaxSize)
-            } else {
-                None
-            };
-            match reason {
-                Some(r) => reject(&mut choice, i, r, m),
-                None => still.push(i),
-            }
+    let mut chooser = Chooser::new(first, limits);
+    while chooser.choose_next().is_some() {
+        if chooser.open().is_empty() {
+            break;
         }
-        open = still;
-        let Some(&best) = open.iter().max_by(|&&a, &&b| {
-            let (ma, mb) = (current[a], current[b]);
-            ma.score()
-                .total_cmp(&mb.score())
-                .then(ma.net_pages_per_day().total_cmp(&mb.net_pages_per_day()))
-                // The earlier candidate wins a tie: max_by keeps the last maximum.
-                .then(b.cmp(&a))
-        }) else {
-            return choice;
-        };
-        total_size += current[best].size_bytes;
-        choice.chosen.push((best, current[best]));
-        open.retain(|&i| i != best);
-        if open.is_empty() {
-            return choice;
-        }
-        let chosen: Vec<usize> = choice.chosen.iter().map(|(i, _)| *i).collect();
-        for (i, m) in remeasure(&chosen, &open) {
-            if open.contains(&i) {
-                current[i] = m;
-            }
-        }
+        let measured = remeasure(&chooser.chosen(), chooser.open());
+        chooser.remeasured(measured);
     }
+    chooser.finish()
 }
 
 #[cfg(test)]
@@ -261,5 +307,21 @@ mod tests {
         assert_eq!(c.chosen.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(c.rejected[0].candidate, 2);
         assert_eq!(c.rejected[0].reason, Rejection::OverMaxSize);
+    }
+
+    #[test]
+    fn the_stepper_an_async_caller_drives() {
+        let mut chooser = Chooser::new(
+            vec![m(1e4, 1000.0, 0.0), m(1e4, 900.0, 0.0)],
+            &Limits::default(),
+        );
+        assert_eq!(chooser.choose_next(), Some(0));
+        assert_eq!(chooser.open(), [1]);
+        // Measured again with 0 in place: 1 now makes the workload read more.
+        chooser.remeasured([(1, m(1e4, -20.0, 0.0)), (0, m(1.0, 1e9, 0.0))]);
+        assert_eq!(chooser.choose_next(), None);
+        let choice = chooser.finish();
+        assert_eq!(choice.chosen, [(0, m(1e4, 1000.0, 0.0))]);
+        assert_eq!(choice.rejected[0].reason, Rejection::DoesNotPay);
     }
 }

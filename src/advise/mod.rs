@@ -8,9 +8,12 @@
 
 pub mod access;
 pub mod choose;
+pub mod drops;
 pub mod expr;
 pub mod facts;
+pub mod report;
 pub mod rules;
+pub mod shortlist;
 #[cfg(test)]
 pub(crate) mod testing;
 

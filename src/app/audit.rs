@@ -16,7 +16,8 @@ use crate::db::conninfo::{ConnParams, redact};
 use crate::db::session::Limits;
 use crate::report::TextOptions;
 use crate::report::audit::{
-    write_audit_markdown_from, write_audit_prometheus, write_audit_text_from,
+    write_audit_markdown_from, write_audit_prometheus, write_audit_run_prometheus,
+    write_audit_text_from,
 };
 use crate::report::wire_audit::write_audit_json;
 
@@ -85,6 +86,7 @@ fn short_name(params: &ConnParams) -> String {
 }
 
 pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
+    let started = std::time::Instant::now();
     let targets = targets(&args)?;
     let scope = Scope {
         schemas: args.schemas.clone(),
@@ -98,6 +100,8 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     };
     let limits = Limits::read_only_defaults()
         .with(args.session.statement_timeout, args.session.lock_timeout);
+    // Checked (and for a file, its temporary created) before any node is read.
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     let interrupt = Interrupt::new();
     let session = &args.session;
     let results = runtime()?.block_on(interrupt.run(async {
@@ -128,13 +132,19 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     }
     // The pure audit runs once every read is done, so its CPU time never delays a read.
     let report = audit_databases(&by_database(&targets, results), &audit_options);
-    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     let min_severity: Severity = args.min_severity.into();
     match args.format {
         AuditFormat::Text => write_audit_text_from(&mut out, &report, &text_options, min_severity)?,
         AuditFormat::Json => write_audit_json(&mut out, &report)?,
         AuditFormat::Markdown => write_audit_markdown_from(&mut out, &report, min_severity)?,
-        AuditFormat::Prometheus => write_audit_prometheus(&mut out, &report)?,
+        AuditFormat::Html => crate::report::html::write_audit(&mut out, &report)?,
+        AuditFormat::Prometheus => {
+            write_audit_prometheus(&mut out, &report)?;
+            let finished = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            write_audit_run_prometheus(&mut out, finished, started.elapsed().as_secs_f64())?;
+        }
     }
     out.flush()?;
     let fail_on: Severity = args.fail_on.into();

@@ -1,7 +1,7 @@
 //! `pgplan compare`: the baseline and each candidate measured in its own transaction that is
 //! always rolled back, then judged and ranked.
 
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::Path;
 use std::time::Instant;
 
@@ -16,35 +16,23 @@ use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
 use crate::db::session::{Limits, SessionError};
 use crate::exit;
-use crate::plan::{Analysis, parse_plan};
+use crate::plan::{Analysis, parse_plan, side_effects};
 use crate::report::{Format, TextOptions, compare as render, write_json};
-use crate::sql::{IndexCandidate, QueryKind, quote_ident, quote_literal};
+use crate::sql::{IndexCandidate, QueryKind, quote_ident};
 
+use super::guard;
+use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
-
-/// Reads a file argument, or standard input for `-`.
-fn read_input(arg: &str, what: &str) -> Result<(String, String)> {
-    if arg == "-" {
-        let mut text = String::new();
-        io::stdin()
-            .read_to_string(&mut text)
-            .with_context(|| format!("reading the {what} from standard input"))?;
-        Ok(("standard input".into(), text))
-    } else {
-        let text = std::fs::read_to_string(arg).with_context(|| format!("reading {arg}"))?;
-        Ok((arg.to_owned(), text))
-    }
-}
 
 /// Turns the command line into a validated request, before connecting.
 pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
-    let (query_source, query_text) = read_input(&args.query, "query")?;
+    let (query_source, query_text) = read_text(&args.query, "the query", QUERY_LIMIT_BYTES)?;
     let index_file = match &args.index_file {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            Some((path.display().to_string(), text))
-        }
+        Some(path) => Some(read_text(
+            &path.display().to_string(),
+            "the candidate file",
+            QUERY_LIMIT_BYTES,
+        )?),
         None => None,
     };
     let input = RequestInput {
@@ -57,6 +45,7 @@ pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
         min_gain_percent: args.min_gain,
         analyze: args.analyze,
         allow_writes: args.allow_writes,
+        allow_lasting_effects: args.allow_lasting_effects,
         params: args.params.clone(),
         generic_plan: args.generic_plan,
         hypothetical: args.hypothetical,
@@ -233,43 +222,11 @@ async fn setup_and_runs(
         }
     }
 
-    // Parameters go through a prepared statement, with plan_cache_mode set for this transaction
-    // only: a custom plan for the given values, or the generic plan.
-    let statement = if !request.params.is_empty() || request.mode == Mode::GenericPlan {
-        let name = format!("pgplan_{}", std::process::id());
-        run(
-            client,
-            &format!("PREPARE {name} AS {}", request.query.text),
-            "preparing the query",
-        )
-        .await?;
-        leftovers.prepared = Some(name.clone());
-        let mode = if request.mode == Mode::GenericPlan {
-            "force_generic_plan"
-        } else {
-            "force_custom_plan"
-        };
-        run(
-            client,
-            &format!("SET LOCAL plan_cache_mode = {mode}"),
-            "setting plan_cache_mode",
-        )
-        .await?;
-        let count = request.query.max_parameter.unwrap_or(0) as usize;
-        let args: Vec<String> = if request.mode == Mode::GenericPlan {
-            vec!["NULL".into(); count]
-        } else {
-            request.params.iter().map(|p| quote_literal(p)).collect()
-        };
-        if args.is_empty() {
-            format!("EXECUTE {name}")
-        } else {
-            format!("EXECUTE {name}({})", args.join(", "))
-        }
-    } else {
-        request.query.text.clone()
-    };
+    let statement = statement(client, request, leftovers).await?;
     let measured = request.mode == Mode::Measured;
+    if measured && !request.allow_writes {
+        guard::read_only_from_here(client).await?;
+    }
     let sql = explain_sql(&statement, measured);
     let writes = matches!(request.query.kind, QueryKind::Write(_));
     let total = if measured { 1 + request.runs } else { 1 };
@@ -293,7 +250,11 @@ async fn setup_and_runs(
             run(client, "SAVEPOINT pgplan_run", "setting a savepoint").await?;
         }
         let context = format!("running the query ({label}, {which})");
-        plans.push(explain::explain(client, &sql, &context).await?);
+        plans.push(
+            explain::explain(client, &sql, &context)
+                .await
+                .map_err(guard::explain_read_only)?,
+        );
         if writes {
             run(
                 client,
@@ -304,6 +265,32 @@ async fn setup_and_runs(
         }
     }
     Ok((facts, plans))
+}
+
+/// The statement the runs explain: the query itself, or with parameters `EXECUTE` of a prepared
+/// statement (recorded in `leftovers`, to be deallocated).
+async fn statement(
+    client: &tokio_postgres::Client,
+    request: &CompareRequest,
+    leftovers: &mut Leftovers,
+) -> Result<String, SessionError> {
+    // Parameters go through a prepared statement, with plan_cache_mode set for this transaction
+    // only: a custom plan for the given values, or the generic plan.
+    let statement = if !request.params.is_empty() || request.mode == Mode::GenericPlan {
+        let prepared = explain::prepare(
+            client,
+            &request.query.text,
+            &request.params,
+            request.mode == Mode::GenericPlan,
+            request.query.max_parameter.unwrap_or(0),
+        )
+        .await?;
+        leftovers.prepared = Some(prepared.name);
+        prepared.statement
+    } else {
+        request.query.text.clone()
+    };
+    Ok(statement)
 }
 
 /// The error that ends a transaction's work once the user has interrupted.
@@ -321,12 +308,7 @@ async fn clean_up(
     leftovers: &Leftovers,
 ) -> Result<(), SessionError> {
     if let Some(name) = &leftovers.prepared {
-        run(
-            client,
-            &format!("DEALLOCATE {name}"),
-            "removing the prepared statement",
-        )
-        .await?;
+        explain::deallocate(client, name).await?;
     }
     if let Some(oid) = leftovers.hypothetical {
         explain::hypopg_drop(client, oid).await?;
@@ -433,21 +415,20 @@ fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
     let facts = &conn.facts;
     match request.mode {
         Mode::Measured | Mode::GenericPlan if facts.in_recovery => bail!(
-            "{} is a standby (in recovery): measured compare builds indexes, which a standby cannot.\n\
+            "{} is a standby (in recovery): {}, which a standby cannot.\n\
              hint: use --hypothetical (HypoPG, estimates only), or run against a writable copy",
-            conn.target
+            conn.target,
+            builds(request.mode)
         ),
         Mode::Measured | Mode::GenericPlan if facts.read_only => bail!(
-            "the session on {} is read-only (default_transaction_read_only is on): measured compare \
-             builds indexes inside a rolled-back transaction.\n\
+            "the session on {} is read-only (default_transaction_read_only is on): {}.\n\
              hint: use --hypothetical (HypoPG, estimates only), or a writable connection",
-            conn.target
+            conn.target,
+            builds(request.mode)
         ),
-        Mode::Hypothetical if !facts.has_extension("hypopg") => bail!(
-            "HypoPG is not installed in database {} on {}.\n\
-             hint: CREATE EXTENSION hypopg (its package must be installed on the server), or drop \
-             --hypothetical to measure with real indexes",
-            facts.database,
+        Mode::Hypothetical if let Some((problem, fix)) = facts.hypopg_missing() => bail!(
+            "{problem} ({}).\n\
+             hint: {fix}; or drop --hypothetical to measure with real indexes",
             conn.target
         ),
         Mode::Hypothetical => {
@@ -475,11 +456,53 @@ fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
     }
 }
 
+/// What compare does that needs a writable transaction, in this mode.
+fn builds(mode: Mode) -> &'static str {
+    match mode {
+        Mode::GenericPlan => {
+            "--generic-plan measures nothing, but it builds (or drops) each candidate inside a \
+             rolled-back transaction to plan the query with it"
+        }
+        _ => "measured compare builds (or drops) each candidate inside a rolled-back transaction",
+    }
+}
+
 /// Whether a dotted version ("1.3.1") is below `(major, minor)`.
 fn version_below(version: &str, (major, minor): (u32, u32)) -> bool {
     let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
     let (v_major, v_minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
     (v_major, v_minor) < (major, minor)
+}
+
+/// Before anything runs the query: the functions it calls, judged from its estimate-only plan
+/// in a read-only transaction (refused when their effects would outlive the rollback). Only
+/// measured runs execute the query, so the estimate-only modes need no check.
+async fn check_effects(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+) -> Result<Vec<String>> {
+    if request.mode != Mode::Measured {
+        return Ok(Vec::new());
+    }
+    conn.read_only(limits, async |client| {
+        run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
+        let mut leftovers = Leftovers::default();
+        let result = match statement(client, request, &mut leftovers).await {
+            Ok(statement) => {
+                guard::check_calls(client, &statement, request.allow_lasting_effects).await
+            }
+            // A query that cannot even be prepared runs nothing: the baseline reports its error.
+            Err(_) => Ok(Vec::new()),
+        };
+        // Back to a usable transaction whatever happened (a query that failed to plan leaves
+        // it aborted), so the cleanup below can run.
+        run(client, "ROLLBACK TO SAVEPOINT pgplan_work", "rolling back").await?;
+        clean_up(client, &leftovers).await?;
+        result
+    })
+    .await
+    .map_err(|e| anyhow!("{}", e.message))
 }
 
 /// Measures the baseline and every candidate, and judges them.
@@ -491,6 +514,7 @@ pub async fn run_compare(
 ) -> Result<CompareReport> {
     check_server(conn, request)?;
     let mut warnings = request.warnings.clone();
+    warnings.extend(check_effects(conn, request, limits).await?);
     let (_, baseline) = measure(conn, request, limits, Setup::Baseline, progress, "baseline")
         .await
         .map_err(|e| {
@@ -653,6 +677,9 @@ pub async fn run_compare(
         })
         .collect();
     rank(&mut ranking, &outcomes, request.mode);
+    if request.mode == Mode::Measured {
+        warnings.extend(side_effects(&baseline, &reruns, &outcomes));
+    }
     Ok(CompareReport {
         request: request.clone(),
         server_version: conn.facts.version.clone(),
@@ -663,6 +690,42 @@ pub async fn run_compare(
         estimate_changes: changes,
         warnings,
     })
+}
+
+/// What every measured run left that the rollbacks did not undo: the usage counters of the
+/// existing indexes the plans scanned (a candidate's own counters went with it), and a write's
+/// dead row versions.
+fn side_effects(
+    baseline: &Measurement,
+    reruns: &[BaselineRerun],
+    outcomes: &[CandidateOutcome],
+) -> Vec<String> {
+    let candidates: Vec<&str> = outcomes
+        .iter()
+        .filter(|o| matches!(o.spec, CandidateSpec::Create(_)))
+        .filter_map(|o| o.result.as_ref().ok())
+        .flat_map(|r| r.plan_index_names.iter().map(String::as_str))
+        .collect();
+    let measurements = std::iter::once(baseline)
+        .chain(reruns.iter().map(|r| &r.measurement))
+        .chain(
+            outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok())
+                .map(|r| &r.measurement),
+        );
+    let (mut scans, mut dead) = (Vec::new(), Vec::new());
+    for m in measurements {
+        for analysis in std::iter::once(&m.cold).chain(&m.warm) {
+            let counted = side_effects::index_scans_counted(analysis)
+                .into_iter()
+                .filter(|s| !candidates.contains(&s.index.as_str()))
+                .collect();
+            side_effects::add_scans(&mut scans, counted);
+            side_effects::add_dead(&mut dead, side_effects::dead_versions(analysis));
+        }
+    }
+    side_effects::side_effect_notes("compare's runs", &scans, &dead)
 }
 
 /// Writes every captured plan into `dir`, named by what it measured and the run.
@@ -718,6 +781,8 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
         }
     }
     let params = resolve(&args.conn)?;
+    // Checked (and for a file, its temporary created) before anything is measured.
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
@@ -728,11 +793,11 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     if let Some(dir) = &args.save_plans {
         save_plans(dir, &report)?;
     }
-    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
         Format::Text => render::write_text(&mut out, &report, &text_options)?,
         Format::Json => write_json(&mut out, &render::CompareDoc::new(&report))?,
         Format::Markdown => render::write_markdown(&mut out, &report)?,
+        Format::Html => crate::report::html::write_compare(&mut out, &report)?,
     }
     out.flush()?;
     let failed: Vec<(usize, &str)> = report.failed().collect();

@@ -195,6 +195,14 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
                 audit: audit_doc(&audit_report),
             },
         )?,
+        Format::Html => crate::report::html::write_sections(
+            &mut out,
+            "pgplan demo",
+            &[
+                crate::report::html::compare_body(&report),
+                crate::report::html::audit_body(&audit_report),
+            ],
+        )?,
         Format::Markdown => {
             render::write_markdown(&mut out, &report)?;
             writeln!(out)?;

@@ -13,8 +13,7 @@ use crate::db::connect::{CancelRegistry, ConnectOptions, Connection, connect};
 use crate::db::conninfo::{self, ConnParams, ConnRequest, Environment};
 use crate::db::retry::RetryPolicy;
 use crate::db::session::Limits;
-use crate::exit::{Exit, Interrupted};
-use crate::report::TextOptions;
+use crate::exit::{Exit, Interrupted, Signal};
 
 /// A single-threaded runtime: pgplan's work is waiting on servers, and one thread keeps the order
 /// of progress messages and cancellation simple.
@@ -94,87 +93,7 @@ pub async fn open(
     Ok(connection)
 }
 
-/// Where a report goes: `--output FILE`, or standard output, buffered either way (stdout flushes
-/// at every newline otherwise, a system call per line of a long report). Text for a file is
-/// never coloured or wrapped. A file is written beside its destination under a temporary name
-/// and renamed into place by `flush`, so a reader (node_exporter's textfile collector scrapes
-/// `*.prom` at any moment) sees the previous report or the new one, never half of one; a run
-/// that fails before the flush leaves the previous report where it was.
-pub fn report_destination(
-    output: Option<&std::path::Path>,
-    options: &TextOptions,
-) -> Result<(Box<dyn std::io::Write>, TextOptions)> {
-    match output {
-        Some(path) => Ok((Box::new(ReportFile::create(path)?), TextOptions::default())),
-        None => Ok((
-            Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-            *options,
-        )),
-    }
-}
-
-/// A report file written under a temporary name in the destination's directory (rename is
-/// atomic only within one file system) and renamed over the destination on `flush`.
-struct ReportFile {
-    file: std::io::BufWriter<std::fs::File>,
-    temporary: std::path::PathBuf,
-    destination: std::path::PathBuf,
-    renamed: bool,
-}
-
-impl ReportFile {
-    fn create(destination: &std::path::Path) -> Result<Self> {
-        let name = destination
-            .file_name()
-            .with_context(|| format!("{} names no file", destination.display()))?;
-        // A leading dot and a suffix of its own: no "*.prom" pattern matches the temporary file.
-        let temporary = destination.with_file_name(format!(
-            ".{}.{}.tmp",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let file = std::fs::File::create(&temporary)
-            .with_context(|| format!("creating {}", temporary.display()))?;
-        Ok(Self {
-            file: std::io::BufWriter::new(file),
-            temporary,
-            destination: destination.to_owned(),
-            renamed: false,
-        })
-    }
-}
-
-impl std::io::Write for ReportFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.file.write(buf)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()?;
-        if !self.renamed {
-            std::fs::rename(&self.temporary, &self.destination).map_err(|e| {
-                std::io::Error::new(
-                    e.kind(),
-                    format!(
-                        "renaming {} to {}: {e}",
-                        self.temporary.display(),
-                        self.destination.display()
-                    ),
-                )
-            })?;
-            self.renamed = true;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for ReportFile {
-    fn drop(&mut self) {
-        if !self.renamed {
-            let _ = std::fs::remove_file(&self.temporary);
-        }
-    }
-}
+pub use super::output::report_destination;
 
 /// Reads one node's audit snapshot in a read-only transaction with `limits`.
 pub async fn read_audit_snapshot(
@@ -231,18 +150,26 @@ impl Interrupt {
         let mut sigterm =
             signal(SignalKind::terminate()).context("installing the SIGTERM handler")?;
         tokio::pin!(work);
-        tokio::select! {
+        let signal = tokio::select! {
             result = &mut work => return result,
-            _ = sigint.recv() => {}
-            _ = sigterm.recv() => {}
-        }
+            _ = sigint.recv() => Signal::Interrupt,
+            _ = sigterm.recv() => Signal::Terminate,
+        };
         // Set before cancelling, so the work sees it when the cancelled statement returns and
         // starts nothing more (compare would otherwise go on to the next candidate).
         STOP_REQUESTED.store(true, Ordering::SeqCst);
         if self.registry.is_empty() {
-            return Err(Exit::Interrupted(Interrupted::BeforeConnecting).into());
+            return Err(Exit::Interrupted {
+                signal,
+                outcome: Interrupted::BeforeConnecting,
+            }
+            .into());
         }
-        eprintln!("pgplan: interrupted: cancelling the running statement and rolling back");
+        let word = match signal {
+            Signal::Interrupt => "interrupted",
+            Signal::Terminate => "terminated (SIGTERM)",
+        };
+        eprintln!("pgplan: {word}: cancelling the running statement and rolling back");
         self.registry.cancel_all().await;
         let outcome = tokio::select! {
             _ = &mut work => Interrupted::RolledBack,
@@ -250,7 +177,7 @@ impl Interrupt {
             _ = sigterm.recv() => Interrupted::Abandoned,
             _ = tokio::time::sleep(Duration::from_secs(10)) => Interrupted::Abandoned,
         };
-        Err(Exit::Interrupted(outcome).into())
+        Err(Exit::Interrupted { signal, outcome }.into())
     }
 }
 
@@ -262,51 +189,4 @@ static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
 /// Whether the user has interrupted pgplan: start no new server work.
 pub fn stop_requested() -> bool {
     STOP_REQUESTED.load(Ordering::SeqCst)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::Write;
-
-    use super::report_destination;
-    use crate::report::TextOptions;
-
-    #[test]
-    fn an_output_file_appears_whole_on_flush() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("pgplan.prom");
-        std::fs::write(&path, "previous\n").unwrap();
-        let (mut out, _) = report_destination(Some(&path), &TextOptions::default()).unwrap();
-        writeln!(out, "new report").unwrap();
-        // Half written: the reader still sees the previous report, and no other *.prom.
-        let names = || -> Vec<String> {
-            std::fs::read_dir(dir.path())
-                .unwrap()
-                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        };
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "previous\n");
-        assert_eq!(
-            names().iter().filter(|n| n.ends_with(".prom")).count(),
-            1,
-            "{:?}",
-            names()
-        );
-        out.flush().unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new report\n");
-        drop(out);
-        assert_eq!(names(), vec!["pgplan.prom".to_owned()]);
-    }
-
-    #[test]
-    fn a_report_never_flushed_leaves_the_previous_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("report.txt");
-        std::fs::write(&path, "previous\n").unwrap();
-        let (mut out, _) = report_destination(Some(&path), &TextOptions::default()).unwrap();
-        write!(out, "half of a repo").unwrap();
-        drop(out);
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "previous\n");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-    }
 }

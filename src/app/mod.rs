@@ -5,9 +5,13 @@ pub mod audit;
 pub mod compare;
 pub mod demo;
 pub mod docs;
+pub mod guard;
 pub mod info;
+pub mod input;
 pub mod live;
+pub mod live_explain;
 pub mod offline;
+pub mod output;
 
 use std::io::{self, IsTerminal};
 
@@ -21,7 +25,8 @@ pub fn run(cli: Cli) -> Result<u8> {
     let text = text_options(cli.color);
     live::set_verbosity(cli.verbose);
     match cli.command {
-        Command::Explain(args) => offline::explain(args, &text),
+        Command::Explain(args) if args.live() => live_explain::explain(*args, &text),
+        Command::Explain(args) => offline::explain(*args, &text),
         Command::Diff(args) => offline::diff(args, &text),
         Command::Info(args) => info::info(args, cli.verbose, &text),
         Command::Compare(args) => compare::compare(*args, &text),

@@ -1,13 +1,15 @@
 //! `pgplan explain` and `pgplan diff`: saved plans in, reports out, no database.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 
-use anyhow::{Context, Result, bail};
+use super::input::{PLAN_LIMIT_BYTES, read_text};
+
+use anyhow::{Result, bail};
 
 use crate::cli::{DiffArgs, ExplainArgs};
 use crate::exit;
 use crate::plan::{Analysis, Comparison, Severity, read_plan};
-use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
+use crate::report::{Format, TextOptions, html, markdown, text, wire, write_json};
 
 /// Reads a plan argument: a path, or `-` for standard input.
 pub fn read_plan_input(arg: &str) -> Result<(String, Analysis)> {
@@ -17,21 +19,11 @@ pub fn read_plan_input(arg: &str) -> Result<(String, Analysis)> {
 /// Reads plan `choice` (from 1; the first when `None`) of a plan argument, and says on stderr
 /// when the input holds more plans than the one read.
 pub fn read_chosen_plan(arg: &str, choice: Option<usize>) -> Result<(String, Analysis)> {
-    let (title, content) = if arg == "-" {
-        let mut content = String::new();
-        io::stdin()
-            .read_to_string(&mut content)
-            .context("reading the plan from standard input")?;
-        ("(standard input)".to_owned(), content)
+    let (name, content) = read_text(arg, "the plan", PLAN_LIMIT_BYTES)?;
+    let title = if arg == "-" {
+        "(standard input)".to_owned()
     } else {
-        let bytes = std::fs::read(arg).with_context(|| format!("reading {arg}"))?;
-        let content = String::from_utf8(bytes).map_err(|e| {
-            anyhow::anyhow!(
-                "{arg}: not UTF-8 text (invalid byte at offset {})",
-                e.utf8_error().valid_up_to()
-            )
-        })?;
-        (arg.to_owned(), content)
+        name
     };
     let read = read_plan(&content, choice).map_err(|e| anyhow::anyhow!("{title}: {e}"))?;
     if read.count > 1 {
@@ -44,12 +36,26 @@ pub fn read_chosen_plan(arg: &str, choice: Option<usize>) -> Result<(String, Ana
 }
 
 pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
+    let live_only = [
+        (!args.params.is_empty(), "--param"),
+        (args.generic_plan, "--generic-plan"),
+        (args.allow_writes, "--allow-writes"),
+        (args.allow_lasting_effects, "--allow-lasting-effects"),
+        (args.save_plan.is_some(), "--save-plan"),
+    ];
+    if let Some((_, flag)) = live_only.iter().find(|(given, _)| *given) {
+        bail!(
+            "{flag} runs the query on a server: give a connection (-d DBNAME, -h, -p, -U) and the \
+             query file, or leave {flag} out to read a saved plan"
+        );
+    }
     let (title, analysis) = read_chosen_plan(&args.plan, args.plan_number)?;
-    let mut out = io::stdout().lock();
+    let mut out = buffered_stdout();
     match args.format {
         Format::Text => text::write_explain(&mut out, &title, &analysis, options)?,
         Format::Json => write_json(&mut out, &wire::ExplainDoc::new(&analysis))?,
         Format::Markdown => markdown::write_explain(&mut out, &title, &analysis)?,
+        Format::Html => html::write_explain(&mut out, &title, &analysis)?,
     }
     out.flush()?;
     let threshold: Option<Severity> = args.fail_on.map(Into::into);
@@ -68,18 +74,26 @@ pub fn diff(args: DiffArgs, options: &TextOptions) -> Result<u8> {
     let (before_title, before) = read_plan_input(&args.before)?;
     let (after_title, after) = read_plan_input(&args.after)?;
     let comparison = Comparison::of(before, after);
-    let mut out = io::stdout().lock();
+    let mut out = buffered_stdout();
     let titles = (before_title.as_str(), after_title.as_str());
     match args.format {
         Format::Text => text::write_diff(&mut out, titles, &comparison, options)?,
         Format::Json => write_json(&mut out, &wire::DiffDoc::new(&comparison))?,
         Format::Markdown => markdown::write_diff(&mut out, titles, &comparison)?,
+        Format::Html => html::write_diff(&mut out, titles, &comparison)?,
     }
     out.flush()?;
     Ok(match args.fail_on_regression {
         Some(percent) if regressed(&comparison, percent) => exit::FINDINGS,
         _ => exit::SUCCESS,
     })
+}
+
+/// Standard output with a buffer of its own: a report is written in pieces of a line or less,
+/// and standard output alone (line-buffered) would make a system call for each line, a million
+/// of them for a large plan's JSON.
+fn buffered_stdout() -> io::BufWriter<io::StdoutLock<'static>> {
+    io::BufWriter::with_capacity(1 << 16, io::stdout().lock())
 }
 
 /// Whether the after plan is worse by more than `percent`: pages touched when both plans have

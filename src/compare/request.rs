@@ -90,6 +90,7 @@ pub struct RequestInput {
     pub min_gain_percent: f64,
     pub analyze: bool,
     pub allow_writes: bool,
+    pub allow_lasting_effects: bool,
     pub params: Vec<String>,
     pub generic_plan: bool,
     pub hypothetical: bool,
@@ -118,6 +119,10 @@ pub enum RequestError {
         "the query uses parameters up to ${highest} but {given} --param value(s) were given; give one --param per parameter, in order, or use --generic-plan for the estimate-only generic plan"
     )]
     Parameters { highest: u32, given: usize },
+    #[error(
+        "the query has no parameters ($1, $2, ...) but {given} --param value(s) were given; drop --param, or write the query with $1 where the value goes"
+    )]
+    ParamsWithoutParameters { given: usize },
     #[error(
         "--param with --generic-plan: the generic plan is planned without parameter values; drop the --param values, or drop --generic-plan to measure with them"
     )]
@@ -153,6 +158,10 @@ pub struct CompareRequest {
     pub runs: u32,
     pub min_gain_percent: f64,
     pub analyze: bool,
+    /// `--allow-writes`: the measured runs may write (rolled back); read-only otherwise.
+    pub allow_writes: bool,
+    /// `--allow-lasting-effects`: functions whose effects outlive the rollback are run anyway.
+    pub allow_lasting_effects: bool,
     pub params: Vec<String>,
     pub mode: Mode,
     /// Things the user must know before reading the figures.
@@ -207,6 +216,11 @@ impl CompareRequest {
         if mode == Mode::GenericPlan && !input.params.is_empty() {
             return Err(RequestError::ParamsWithGenericPlan);
         }
+        if mode != Mode::GenericPlan && highest == 0 && !input.params.is_empty() {
+            return Err(RequestError::ParamsWithoutParameters {
+                given: input.params.len(),
+            });
+        }
         if mode != Mode::GenericPlan && highest as usize != input.params.len() {
             return Err(RequestError::Parameters {
                 highest,
@@ -251,7 +265,7 @@ impl CompareRequest {
             // Hypothetical indexes are never built, so no lock is taken.
             if c.concurrently && mode != Mode::Hypothetical {
                 let which = if c.name_generated {
-                    c.original.clone()
+                    sql::shorten(&c.original)
                 } else {
                     c.name.clone()
                 };
@@ -318,6 +332,8 @@ impl CompareRequest {
             runs: input.runs,
             min_gain_percent: input.min_gain_percent,
             analyze: input.analyze,
+            allow_writes: input.allow_writes,
+            allow_lasting_effects: input.allow_lasting_effects,
             params: input.params,
             mode,
             warnings,
@@ -439,6 +455,13 @@ mod tests {
         ))
         .unwrap_err();
         assert!(err.to_string().contains("$2"), "{err}");
+        let mut none = input("SELECT * FROM t WHERE a = 1", &["CREATE INDEX ON t (a)"]);
+        none.params = vec!["7".into()];
+        assert_eq!(
+            CompareRequest::validate(none).unwrap_err().to_string(),
+            "the query has no parameters ($1, $2, ...) but 1 --param value(s) were given; drop \
+             --param, or write the query with $1 where the value goes"
+        );
         let mut with_params = input("SELECT * FROM t WHERE a = $1", &["CREATE INDEX ON t (a)"]);
         with_params.params = vec!["7".into()];
         assert!(CompareRequest::validate(with_params).is_ok());

@@ -570,6 +570,17 @@ pub enum ConnInfoError {
     )]
     UriEmptyIpv6 { uri: String },
     #[error(
+        "the -d URL \"{uri}\" has more than one \"@\" before its host: libpq splits it at the first one and \
+         would take the rest of the user info for a host name\n\
+         hint: percent-encode an \"@\" inside a user name or password as %40"
+    )]
+    UriRawAtSign { uri: String },
+    #[error(
+        "-d \"{text}\" looks like a URL, but \"{scheme}://\" is not a scheme libpq knows, so it would be taken \
+         for a database name\nhint: start a connection URL with postgresql:// or postgres://"
+    )]
+    UnknownUriScheme { scheme: String, text: String },
+    #[error(
         "unexpected character \"{found}\" at position {position} in URI \"{uri}\" (expected \":\", \"/\", \"?\" or \",\" after an IPv6 address)"
     )]
     UriUnexpectedCharacter {
@@ -806,6 +817,16 @@ fn uri_prefix_len(text: &str) -> usize {
 /// given to `-d` is a database name.
 pub fn is_connection_string(text: &str) -> bool {
     uri_prefix_len(text) > 0 || text.contains('=')
+}
+
+/// The scheme of text shaped like a URL (`scheme://...`, RFC 3986's scheme characters), when it
+/// is not one libpq knows: a mistyped `postgresql://` that libpq would take for a database name.
+fn url_like_scheme(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let shaped = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    (shaped && uri_prefix_len(text) == 0).then_some(scheme)
 }
 
 /// One keyword (validated) and its value, in the order written.
@@ -1064,10 +1085,14 @@ fn parse_uri(uri: &str) -> Result<Pairs, ConnInfoError> {
                 q += 1;
             }
             if q >= len {
-                return Err(ConnInfoError::UriUnterminatedIpv6 { uri: redact(uri) });
+                return Err(ConnInfoError::UriUnterminatedIpv6 {
+                    uri: redact_user_info(uri),
+                });
             }
             if q == address_start {
-                return Err(ConnInfoError::UriEmptyIpv6 { uri: redact(uri) });
+                return Err(ConnInfoError::UriEmptyIpv6 {
+                    uri: redact_user_info(uri),
+                });
             }
             host_text = &uri[address_start..q];
             p = q + 1;
@@ -1075,7 +1100,7 @@ fn parse_uri(uri: &str) -> Result<Pairs, ConnInfoError> {
                 return Err(ConnInfoError::UriUnexpectedCharacter {
                     found: uri[p..].chars().next().unwrap_or('?'),
                     position: char_position(uri, p),
-                    uri: redact(uri),
+                    uri: redact_user_info(uri),
                 });
             }
         } else {
@@ -1102,6 +1127,13 @@ fn parse_uri(uri: &str) -> Result<Pairs, ConnInfoError> {
         p += 1;
         hosts.push(',');
         ports.push(',');
+    }
+    // A raw "@" left in the host list is the rest of a user name or password that held one
+    // (postgresql://u:p@ss@host): refused, so no part of it is echoed as a host name.
+    if hosts.contains('@') {
+        return Err(ConnInfoError::UriRawAtSign {
+            uri: redact_user_info(uri),
+        });
     }
     if !hosts.is_empty() {
         pairs.push((
@@ -1270,6 +1302,11 @@ pub fn resolve(request: &ConnRequest, env: &Environment) -> Result<ConnParams, C
                 }
                 gathered.set(keyword, value, Source::ConnString);
             }
+        } else if let Some(scheme) = url_like_scheme(dbname) {
+            return Err(ConnInfoError::UnknownUriScheme {
+                scheme: scheme.to_owned(),
+                text: redact(dbname),
+            });
         } else {
             gathered.set("dbname", dbname.to_string(), Source::Flag);
         }
@@ -2536,12 +2573,38 @@ fn replace_spans(text: &str, mut spans: Vec<(usize, usize)>) -> String {
 /// Redacts the password in any connection string or URL the user typed, well-formed or not, for
 /// echoing `-d` values back in reports and errors. A plain database name comes back unchanged.
 pub fn redact(conninfo: &str) -> String {
-    if uri_prefix_len(conninfo) > 0 {
+    if url_like_scheme(conninfo).is_some()
+        || (uri_prefix_len(conninfo) > 0 && parse_uri(conninfo).is_err())
+    {
+        redact_user_info(conninfo)
+    } else if uri_prefix_len(conninfo) > 0 {
         redact_uri(conninfo)
     } else if conninfo.contains('=') {
         redact_keyword_value(conninfo)
     } else {
         conninfo.to_string()
+    }
+}
+
+/// A URL that does not parse (or has a scheme libpq does not know): nothing of its user info
+/// is shown, from after `scheme://` up to the last `@` (a user name, a password, or a password
+/// with a raw `@` in it), and password-like query parameters are hidden as in [`redact_uri`].
+fn redact_user_info(text: &str) -> String {
+    let Some(scheme_end) = text.find("://").map(|i| i + 3) else {
+        return redact_uri(text);
+    };
+    let masked = match text[scheme_end..].rfind('@') {
+        Some(offset) => format!(
+            "{}{REDACTED}{}",
+            &text[..scheme_end],
+            &text[scheme_end + offset..]
+        ),
+        None => text.to_owned(),
+    };
+    if uri_prefix_len(&masked) > 0 {
+        redact_uri(&masked)
+    } else {
+        masked
     }
 }
 
@@ -4016,8 +4079,14 @@ mod tests {
             "postgresql://u:********@h/db"
         );
         assert_eq!(
+            redact("postgresql://u@h/db?password=x&sslmode=require"),
+            "postgresql://u@h/db?password=********&sslmode=require"
+        );
+        // libpq's parameter names are case-sensitive: this one does not parse, so the user
+        // info goes too.
+        assert_eq!(
             redact("postgresql://u@h/db?Password=x&sslmode=require"),
-            "postgresql://u@h/db?Password=********&sslmode=require"
+            "postgresql://********@h/db?Password=********&sslmode=require"
         );
         assert_eq!(
             redact("postgresql://u@h/db?pass%77ord=x"),
@@ -4029,6 +4098,55 @@ mod tests {
         );
         assert_eq!(redact("mydb"), "mydb");
         assert_eq!(redact(""), "");
+        // Not parseable, or a scheme libpq does not know: no part of the user info is shown.
+        assert_eq!(
+            redact("postgresql://u:Sup@Sekr3t@host/db"),
+            "postgresql://********@host/db"
+        );
+        assert_eq!(
+            redact("postgressql://u:Sup@Sekr3t@host/db?password=x"),
+            "postgressql://********@host/db?password=x"
+        );
+        assert_eq!(
+            redact("postgresql://u:pw@[::1/db"),
+            "postgresql://********@[::1/db"
+        );
+    }
+
+    #[test]
+    fn a_raw_at_sign_in_the_user_info_is_refused_without_echoing_it() {
+        let fx = Fixture::new();
+        let error = err(fx.resolve_d("postgresql://u:Sup@Sekr3t@host/db")).to_string();
+        assert_eq!(
+            error,
+            "the -d URL \"postgresql://********@host/db\" has more than one \"@\" before its host: \
+             libpq splits it at the first one and would take the rest of the user info for a host \
+             name\nhint: percent-encode an \"@\" inside a user name or password as %40"
+        );
+        // Encoded, it is a password like any other.
+        let params = ok(fx.resolve_d("postgresql://u:Sup%40Sekr3t@host/db"));
+        assert_eq!(
+            params.hosts[0].password.as_ref().unwrap().value.expose(),
+            "Sup@Sekr3t"
+        );
+    }
+
+    #[test]
+    fn a_mistyped_scheme_is_refused_without_echoing_the_user_info() {
+        let fx = Fixture::new();
+        let error = err(fx.resolve_d("postgresq://u:Sup@Sekr3t@host/db")).to_string();
+        assert_eq!(
+            error,
+            "-d \"postgresq://********@host/db\" looks like a URL, but \"postgresq://\" is not a scheme \
+             libpq knows, so it would be taken for a database name\nhint: start a connection URL with \
+             postgresql:// or postgres://"
+        );
+        assert!(
+            !error.contains("Sekr3t") && !error.contains("Sup"),
+            "{error}"
+        );
+        // A database name with "://" but no scheme before it is still a database name.
+        assert_eq!(ok(fx.resolve_d("1a://x")).dbname.value, "1a://x");
     }
 
     #[test]

@@ -70,6 +70,70 @@ pub async fn explain(client: &Client, sql: &str, context: &str) -> Result<String
     Ok(text)
 }
 
+/// A query prepared for EXPLAIN: the statement to explain (`EXECUTE name(...)`) and the prepared
+/// statement's name, which the caller must DEALLOCATE before its transaction ends (a rollback
+/// does not remove it, and a pooled server connection would keep it).
+pub struct Prepared {
+    pub statement: String,
+    pub name: String,
+}
+
+/// Prepares `query` with `plan_cache_mode` set for this transaction only: a custom plan for
+/// `params` (quoted as literals), or with `generic` the generic plan, executed with NULLs for
+/// its `parameters` (the values a generic plan never looks at).
+pub async fn prepare(
+    client: &Client,
+    query: &str,
+    params: &[String],
+    generic: bool,
+    parameters: u32,
+) -> Result<Prepared, SessionError> {
+    // plan_cache_mode is read when the statement is executed, so it can be set first: then a
+    // failure leaves no prepared statement behind.
+    let mode = if generic {
+        "force_generic_plan"
+    } else {
+        "force_custom_plan"
+    };
+    run(
+        client,
+        &format!("SET LOCAL plan_cache_mode = {mode}"),
+        "setting plan_cache_mode",
+    )
+    .await?;
+    let name = format!("pgplan_{}", std::process::id());
+    run(
+        client,
+        &format!("PREPARE {name} AS {query}"),
+        "preparing the query",
+    )
+    .await?;
+    let args: Vec<String> = if generic {
+        vec!["NULL".into(); parameters as usize]
+    } else {
+        params
+            .iter()
+            .map(|p| crate::sql::quote_literal(p))
+            .collect()
+    };
+    let statement = if args.is_empty() {
+        format!("EXECUTE {name}")
+    } else {
+        format!("EXECUTE {name}({})", args.join(", "))
+    };
+    Ok(Prepared { statement, name })
+}
+
+/// Removes a prepared statement (see [`Prepared`]).
+pub async fn deallocate(client: &Client, name: &str) -> Result<(), SessionError> {
+    run(
+        client,
+        &format!("DEALLOCATE {name}"),
+        "removing the prepared statement",
+    )
+    .await
+}
+
 /// `relpages`/`reltuples` of the named tables (regclass input).
 pub async fn table_estimates(
     client: &Client,

@@ -33,6 +33,7 @@ pub async fn read_facts(client: &tokio_postgres::Client) -> Result<ServerFacts, 
             .into_iter()
             .filter_map(|e| e.split_once('=').map(|(n, v)| (n.to_owned(), v.to_owned())))
             .collect(),
+        available_extensions: row.get("available_extensions"),
         tls_version: row.get("tls_version"),
         tls_cipher: row.get("tls_cipher"),
         system_identifier: row.get("system_identifier"),

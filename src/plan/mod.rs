@@ -11,6 +11,7 @@ pub mod parse;
 mod parse_text;
 mod parse_xml;
 mod parse_yaml;
+pub mod side_effects;
 
 pub use diff::{Change, ChangeKind, Pair, PlanDiff, diff};
 pub use findings::{Finding, FindingKind, Severity};

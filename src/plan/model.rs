@@ -75,6 +75,9 @@ pub struct Actual {
     /// `Actual Loops`: how many times the node ran; for a parallel node, the number of
     /// processes that ran it. Zero means the node never ran ("never executed").
     pub loops: f64,
+    /// Whether `Actual Rows` was written with decimals (PostgreSQL 18 on: "33266.67"), so that
+    /// the JSON report writes rows as the server did, an integer before 18.
+    pub rows_decimal: bool,
 }
 
 /// Buffer counters, as reported: totals over all loops, including the node's children.

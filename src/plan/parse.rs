@@ -21,11 +21,6 @@ pub const MAX_PLAN_DEPTH: usize = 1000;
 /// overflowed the stack. serde_json's default limit for a whole document is the same.
 const MAX_VALUE_NESTING: usize = 128;
 
-/// JSON nesting read on the caller's thread, whose stack may be as small as a spawned thread's
-/// 2 MiB. Deeper input is read again on a thread with PARSE_STACK_BYTES of stack, where only
-/// MAX_PLAN_DEPTH and MAX_VALUE_NESTING bound it.
-const SHALLOW_NESTING: usize = 64;
-
 /// Why an input is not a plan pgplan can read. Each message says what was expected.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum PlanError {
@@ -94,11 +89,7 @@ pub fn parse_plan(input: &str) -> Result<Plan, PlanError> {
 pub(super) fn plan_from_value(value: Value, depth: usize) -> Result<Plan, PlanError> {
     let read = move || {
         let seed = TopLevelSeed {
-            nesting: Nesting {
-                level: 0,
-                limit: usize::MAX,
-                value_level: 0,
-            },
+            nesting: Nesting { value_level: 0 },
         };
         match seed.deserialize(value) {
             Ok(TopLevel::One(plan)) => Ok(*plan),
@@ -106,7 +97,9 @@ pub(super) fn plan_from_value(value: Value, depth: usize) -> Result<Plan, PlanEr
             Err(e) => Err(classify_error("", e)),
         }
     };
-    if depth <= SHALLOW_NESTING {
+    // A value nested this little is read on the caller's thread, whose stack may be as small
+    // as a spawned thread's 2 MiB; a deeper one on a thread with PARSE_STACK_BYTES of stack.
+    if depth <= 64 {
         return read();
     }
     std::thread::scope(|scope| {
@@ -360,56 +353,47 @@ fn is_row_count_footer(line: &str) -> bool {
 const PARSE_STACK_BYTES: usize = 64 << 20;
 
 fn parse_json(json: &str) -> Result<Plan, PlanError> {
-    // Shallow plans (nearly all) are read in place, in one pass: reading stops at the first level
-    // deeper than SHALLOW_NESTING, and only such inputs pay for a thread with a large stack and a
-    // second read. (Scanning the input for its depth first cost about a third of reading it.)
-    if let Some(result) = parse_json_here(json, SHALLOW_NESTING) {
-        return result;
-    }
-    // Without a nesting limit, reading never asks for more stack.
-    let deep = || parse_json_here(json, usize::MAX).unwrap_or(Err(PlanError::TooDeep));
+    // Read once, on a thread with stack enough for the deepest plan and value pgplan accepts
+    // (MAX_PLAN_DEPTH, MAX_VALUE_NESTING), whatever the caller's stack: the stack is reserved,
+    // not touched, so a shallow plan pays only for starting a thread (microseconds). Reading in
+    // place first and again on such a thread when the plan turned out deep read deep plans
+    // twice, and built an error for every level on the way out of the first read.
+    let read = || parse_json_here(json);
     std::thread::scope(|scope| {
         std::thread::Builder::new()
             .name("pgplan-parse".into())
             .stack_size(PARSE_STACK_BYTES)
-            .spawn_scoped(scope, deep)
+            .spawn_scoped(scope, read)
             .map(|handle| handle.join())
     })
     .ok()
     .and_then(Result::ok)
-    .unwrap_or_else(deep)
+    .unwrap_or_else(read)
 }
 
-/// Reads the plan, nesting at most `limit` levels deep; `None` when the input nests deeper (read
-/// it again with more stack).
-fn parse_json_here(json: &str, limit: usize) -> Option<Result<Plan, PlanError>> {
+/// Reads the plan on this thread, its nesting bounded by MAX_PLAN_DEPTH and MAX_VALUE_NESTING.
+fn parse_json_here(json: &str) -> Result<Plan, PlanError> {
     let mut deserializer = serde_json::Deserializer::from_str(json);
     // Depth is bounded by our own seeds (Nesting, and MAX_PLAN_DEPTH in NodeSeed) instead of
     // serde_json's fixed 128 levels, which a plan joining sixty tables already exceeds.
     deserializer.disable_recursion_limit();
     let seed = TopLevelSeed {
-        nesting: Nesting {
-            level: 0,
-            limit,
-            value_level: 0,
-        },
+        nesting: Nesting { value_level: 0 },
     };
     let result = seed.deserialize(&mut deserializer).and_then(|plan| {
         deserializer.end()?;
         Ok(plan)
     });
-    Some(match result {
+    match result {
         Ok(TopLevel::One(plan)) => Ok(*plan),
         Ok(TopLevel::Several(count)) => Err(PlanError::SeveralPlans { count }),
-        Err(e) if e.to_string().contains(NEEDS_STACK) => return None,
         Err(e) => Err(classify_error(json, e)),
-    })
+    }
 }
 
 /// Marker strings our own visitors put in custom errors, to map them back to [`PlanError`].
 const NOT_A_PLAN: &str = "pgplan:not-a-plan:";
 const TOO_DEEP: &str = "pgplan:too-deep";
-const NEEDS_STACK: &str = "pgplan:needs-stack";
 const BAD_FIGURE: &str = "pgplan:bad-figure:";
 /// Between a bad figure's value and the explanation of its limit.
 const LIMIT_SEPARATOR: &str = "\u{1f}";
@@ -468,31 +452,16 @@ impl fmt::Display for NodeLabel<'_> {
     }
 }
 
-/// How many arrays and objects enclose the value being read, and how many may.
+/// How deep inside a value pgplan keeps without modelling it the reading is.
 #[derive(Debug, Clone, Copy)]
 struct Nesting {
-    level: usize,
-    /// Reading deeper than this asks for a bigger stack.
-    limit: usize,
     /// Levels inside a value pgplan keeps without modelling it (0 in the plan's own structure).
     value_level: usize,
 }
 
 impl Nesting {
-    /// The nesting inside an array or object of the plan's structure, opened here.
-    fn enter<E: de::Error>(self) -> Result<Nesting, E> {
-        if self.level >= self.limit {
-            return Err(E::custom(NEEDS_STACK));
-        }
-        Ok(Nesting {
-            level: self.level + 1,
-            ..self
-        })
-    }
-
     /// The nesting inside an array or object of an unmodelled value, opened here.
     fn enter_value<E: de::Error>(self) -> Result<Nesting, E> {
-        let inner = self.enter()?;
         if self.value_level >= MAX_VALUE_NESTING {
             return Err(E::custom(format!(
                 "{NOT_A_PLAN}a value nested more than {MAX_VALUE_NESTING} levels deep"
@@ -500,7 +469,6 @@ impl Nesting {
         }
         Ok(Nesting {
             value_level: self.value_level + 1,
-            ..inner
         })
     }
 }
@@ -597,7 +565,7 @@ impl<'de> Visitor<'de> for TopLevelSeed {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
-        let nesting = self.nesting.enter()?;
+        let nesting = self.nesting;
         let Some(first) = seq.next_element_seed(PlanObjectSeed { nesting })? else {
             return Err(de::Error::custom(format!("{NOT_A_PLAN}an empty array")));
         };
@@ -685,7 +653,7 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Plan, A::Error> {
-        let nesting = self.nesting.enter()?;
+        let nesting = self.nesting;
         let mut plan = Plan::default();
         let mut saw_plan = false;
         let mut other_keys = Vec::new();
@@ -899,7 +867,7 @@ impl<'de> Visitor<'de> for ChildrenSeed<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<NodeId>, A::Error> {
-        let nesting = self.nesting.enter()?;
+        let nesting = self.nesting;
         let mut children = Vec::new();
         loop {
             let id = self.arena.len();
@@ -929,7 +897,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         if self.depth >= MAX_PLAN_DEPTH {
             return Err(de::Error::custom(TOO_DEEP));
         }
-        let nesting = self.nesting.enter()?;
+        let nesting = self.nesting;
         let id = self.arena.len();
         // Reserve the slot; filled when the node's own keys are read.
         self.arena.push(Node::default());
@@ -1013,7 +981,13 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                     has_actual = true;
                 }
                 "Actual Rows" => {
-                    actual.rows = counter!();
+                    let ReportedNumber { value, decimal } = map.next_value()?;
+                    let label = NodeLabel {
+                        id: Some(id),
+                        node_type: &node.node_type,
+                    };
+                    actual.rows = check_figure(value, &key, MAX_COUNTER, label)?;
+                    actual.rows_decimal = decimal;
                     has_actual = true;
                 }
                 "Actual Loops" => {
@@ -1100,6 +1074,44 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         node.io = io;
         self.arena[id] = node;
         Ok(())
+    }
+}
+
+/// A number and whether it was written with a fraction or an exponent ("1.00", "1e3") rather
+/// than as an integer ("1").
+struct ReportedNumber {
+    value: f64,
+    decimal: bool,
+}
+
+impl<'de> de::Deserialize<'de> for ReportedNumber {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct NumberVisitor;
+        impl Visitor<'_> for NumberVisitor {
+            type Value = ReportedNumber;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ReportedNumber, E> {
+                Ok(ReportedNumber {
+                    value: v as f64,
+                    decimal: false,
+                })
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ReportedNumber, E> {
+                Ok(ReportedNumber {
+                    value: v as f64,
+                    decimal: false,
+                })
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ReportedNumber, E> {
+                Ok(ReportedNumber {
+                    value: v,
+                    decimal: true,
+                })
+            }
+        }
+        d.deserialize_any(NumberVisitor)
     }
 }
 

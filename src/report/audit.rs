@@ -12,7 +12,7 @@ use std::io::{self, Write};
 
 use crate::audit::{AuditReport, Check, Finding, NodeSummary, Severity};
 
-use super::format::{bytes, count};
+use super::format::{bytes, count, printable};
 use super::markdown::cell;
 use super::{Paint, TextOptions};
 
@@ -312,7 +312,7 @@ pub fn write_audit_text_from(
     let paint = Paint::new(options.color);
     writeln!(out, "{}", paint.bold("Nodes"))?;
     for n in &report.nodes {
-        let line = node_line(n);
+        let line = printable(&node_line(n));
         if n.error.is_some() {
             writeln!(out, "  {}", paint.bad(&line))?;
         } else {
@@ -320,7 +320,7 @@ pub fn write_audit_text_from(
         }
     }
     for note in &report.notes {
-        writeln!(out, "  {} {note}", paint.dim("note:"))?;
+        writeln!(out, "  {} {}", paint.dim("note:"), printable(note))?;
     }
     writeln!(out)?;
     if report.findings.is_empty() {
@@ -352,13 +352,13 @@ pub fn write_audit_text_from(
                 out,
                 "  {} {}",
                 paint.accent(&format!("[{}]", f.check.as_str())),
-                paint.bold(&finding_subject(report, f))
+                paint.bold(&printable(&finding_subject(report, f)))
             )?;
-            writeln!(out, "    {}", f.message)?;
+            writeln!(out, "    {}", printable(&f.message))?;
             if !f.evidence.is_empty() {
                 writeln!(out, "    {} {}", paint.dim("evidence:"), evidence_line(f))?;
             }
-            for (i, line) in usage_lines(f).iter().enumerate() {
+            for (i, line) in usage_lines(f).iter().map(|l| printable(l)).enumerate() {
                 if i == 0 {
                     writeln!(out, "    {} {line}", paint.dim("usage:"))?;
                 } else {
@@ -373,11 +373,11 @@ pub fn write_audit_text_from(
                     "    {} {} — {}",
                     paint.dim("confidence:"),
                     c.level,
-                    c.reasons.join("; ")
+                    printable(&c.reasons.join("; "))
                 )?;
             }
             if let Some(fix) = &f.fix {
-                let mut lines = fix.lines();
+                let mut lines = fix.lines().map(printable);
                 if let Some(first) = lines.next() {
                     writeln!(out, "    {} {first}", paint.dim("fix:"))?;
                 }
@@ -401,7 +401,12 @@ pub fn write_audit_text_from(
     if !report.skipped.is_empty() {
         writeln!(out, "{}", paint.bold("Skipped"))?;
         for s in &report.skipped {
-            writeln!(out, "  {}: {}", skipped_check(report, s), s.reason)?;
+            writeln!(
+                out,
+                "  {}: {}",
+                printable(&skipped_check(report, s)),
+                printable(&s.reason)
+            )?;
         }
         writeln!(out)?;
     }
@@ -413,7 +418,13 @@ pub fn write_audit_text_from(
     if !gaps.is_empty() {
         writeln!(out, "{}", paint.bold("Privileges missing"))?;
         for (n, g) in gaps {
-            writeln!(out, "  {} · {}: {}", n.name, g.check, g.lost)?;
+            writeln!(
+                out,
+                "  {} · {}: {}",
+                printable(&n.name),
+                g.check,
+                printable(&g.lost)
+            )?;
         }
         writeln!(out)?;
     }
@@ -475,7 +486,7 @@ pub fn write_audit_markdown_from(
     }
     writeln!(out)?;
     for note in &report.notes {
-        writeln!(out, "> {}", note.replace('\n', " "))?;
+        writeln!(out, "> {}", printable(&note.replace('\n', " ")))?;
     }
     if !report.notes.is_empty() {
         writeln!(out)?;
@@ -522,21 +533,25 @@ pub fn write_audit_markdown_from(
             let subject = finding_subject(report, f);
             write!(out, "- `{}`", f.check.as_str())?;
             if !subject.is_empty() {
-                write!(out, " **{}**", subject.replace('*', "\\*"))?;
+                write!(out, " **{}**", printable(&subject.replace('*', "\\*")))?;
             }
-            writeln!(out, ": {}", f.message.replace('\n', " "))?;
+            writeln!(out, ": {}", printable(&f.message.replace('\n', " ")))?;
             if !f.evidence.is_empty() {
                 writeln!(out, "  <br>evidence: {}", evidence_line(f))?;
             }
             for line in usage_lines(f) {
-                writeln!(out, "  <br>usage on {}", line.replace('\n', " "))?;
+                writeln!(
+                    out,
+                    "  <br>usage on {}",
+                    printable(&line.replace('\n', " "))
+                )?;
             }
             if let Some(c) = &f.confidence {
                 writeln!(
                     out,
                     "  <br>confidence: {} {}",
                     c.level,
-                    c.reasons.join("; ")
+                    printable(&c.reasons.join("; "))
                 )?;
             }
             for reason in &f.also {
@@ -552,7 +567,7 @@ pub fn write_audit_markdown_from(
                 writeln!(out)?;
                 writeln!(out, "  ```sql")?;
                 for line in fix.lines() {
-                    writeln!(out, "  {line}")?;
+                    writeln!(out, "  {}", printable(line))?;
                 }
                 writeln!(out, "  ```")?;
             }
@@ -568,11 +583,11 @@ pub fn write_audit_markdown_from(
                     out,
                     "- `{}` in {}: {}",
                     s.check.as_str(),
-                    s.database,
-                    s.reason
+                    printable(&s.database),
+                    printable(&s.reason)
                 )?;
             } else {
-                writeln!(out, "- `{}`: {}", s.check.as_str(), s.reason)?;
+                writeln!(out, "- `{}`: {}", s.check.as_str(), printable(&s.reason))?;
             }
         }
         writeln!(out)?;
@@ -580,7 +595,11 @@ pub fn write_audit_markdown_from(
     Ok(())
 }
 
-/// Escapes a label value for the text exposition format: backslash, double quote and newline.
+/// Escapes a label value for the text exposition format: backslash, double quote and newline
+/// as the format requires (`\\`, `\"`, `\n`). The format has no escape for other control
+/// characters and takes them raw, so a name holding ESC or BEL would reach whoever reads the
+/// file on a terminal: those are written as the text report shows them (`\u{1b}`), their
+/// backslash escaped like any other.
 pub fn label_value(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     push_label_value(&mut out, text);
@@ -593,6 +612,15 @@ fn push_label_value(out: &mut String, text: &str) {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
+            c if c.is_control() => {
+                for e in c.escape_default() {
+                    if e == '\\' {
+                        out.push_str("\\\\");
+                    } else {
+                        out.push(e);
+                    }
+                }
+            }
             c => out.push(c),
         }
     }
@@ -612,7 +640,7 @@ fn push_sample(out: &mut String, value: f64) {
 /// Metric families in order, each with its HELP and TYPE once. Samples are written straight
 /// into one buffer per family: an audit of many databases has tens of thousands of them.
 struct Exposition {
-    families: BTreeMap<&'static str, (&'static str, String)>,
+    families: BTreeMap<&'static str, (&'static str, &'static str, String)>,
     order: Vec<&'static str>,
 }
 
@@ -625,9 +653,32 @@ impl Exposition {
     }
 
     fn add(&mut self, name: &'static str, help: &'static str, labels: &[(&str, &str)], value: f64) {
-        let (_, text) = self.families.entry(name).or_insert_with(|| {
+        self.sample("gauge", name, help, labels, value);
+    }
+
+    /// A counter the server keeps (cumulative since its last statistics reset): `rate()` and
+    /// `increase()` apply, and they handle the reset as Prometheus handles any counter reset.
+    fn add_counter(
+        &mut self,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
+        self.sample("counter", name, help, labels, value);
+    }
+
+    fn sample(
+        &mut self,
+        kind: &'static str,
+        name: &'static str,
+        help: &'static str,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
+        let (_, _, text) = self.families.entry(name).or_insert_with(|| {
             self.order.push(name);
-            (help, String::new())
+            (help, kind, String::new())
         });
         text.push_str(name);
         if !labels.is_empty() {
@@ -650,9 +701,9 @@ impl Exposition {
 
     fn write(&self, out: &mut dyn Write) -> io::Result<()> {
         for name in &self.order {
-            let (help, samples) = &self.families[name];
+            let (help, kind, samples) = &self.families[name];
             writeln!(out, "# HELP {name} {help}")?;
-            writeln!(out, "# TYPE {name} gauge")?;
+            writeln!(out, "# TYPE {name} {kind}")?;
             out.write_all(samples.as_bytes())?;
         }
         Ok(())
@@ -730,8 +781,54 @@ fn finding_metric(check: Check) -> (&'static str, &'static str) {
     }
 }
 
+/// Every metric family `pgplan audit --format prometheus` can write (those of findings only when
+/// there are some), for what reads them (alerting rules, dashboards) to be checked against.
+pub fn prometheus_metric_names() -> Vec<&'static str> {
+    let mut names = vec![
+        "pgplan_audit_node_up",
+        "pgplan_audit_stats_window_seconds",
+        "pgplan_audit_findings",
+        "pgplan_audit_skipped",
+        "pgplan_audit_table_size_bytes",
+        "pgplan_audit_table_live_tuples",
+        "pgplan_audit_table_dead_tuples",
+        "pgplan_audit_table_mods_since_analyze",
+        "pgplan_audit_table_last_vacuum_age_seconds",
+        "pgplan_audit_table_last_analyze_age_seconds",
+        "pgplan_audit_index_size_bytes",
+        "pgplan_audit_index_scans_total",
+        "pgplan_audit_timestamp_seconds",
+        "pgplan_audit_duration_seconds",
+    ];
+    names.extend(Check::ALL.iter().map(|&c| finding_metric(c).0));
+    names
+}
+
+/// The run itself, after the report's metrics: when the audit finished (Unix time) and how long
+/// it took, so an alert can tell a stale audit (a CronJob that stopped running) from a clean one.
+pub fn write_audit_run_prometheus(
+    out: &mut dyn Write,
+    finished_unix_seconds: f64,
+    duration_seconds: f64,
+) -> io::Result<()> {
+    let mut x = Exposition::new();
+    x.add(
+        "pgplan_audit_timestamp_seconds",
+        "When this audit finished, in seconds since the Unix epoch.",
+        &[],
+        finished_unix_seconds,
+    );
+    x.add(
+        "pgplan_audit_duration_seconds",
+        "How long this audit took, from start to the report.",
+        &[],
+        duration_seconds,
+    );
+    x.write(out)
+}
+
 /// `pgplan audit --format prometheus`: the text exposition format, for node_exporter's textfile
-/// collector. Metric names are stable; every sample is a gauge.
+/// collector. Metric names are stable; every sample is a gauge but the index scan counters.
 pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::Result<()> {
     let mut x = Exposition::new();
     for n in &report.nodes {
@@ -904,8 +1001,8 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
         }
         for (node, scans) in &i.scans {
             if let Some(v) = scans {
-                x.add(
-                    "pgplan_audit_index_scans",
+                x.add_counter(
+                    "pgplan_audit_index_scans_total",
                     "Index scans counted on the node (idx_scan; each node counts only its own).",
                     &[
                         ("database", i.database.as_str()),
@@ -1169,7 +1266,7 @@ mod tests {
         );
 
         let doc = serde_json::to_value(super::super::wire_audit::audit_doc(&report)).unwrap();
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], super::super::wire::SCHEMA_VERSION);
         let databases: std::collections::BTreeSet<&str> = doc["findings"]
             .as_array()
             .unwrap()
@@ -1325,12 +1422,16 @@ mod tests {
             1
         );
         assert_eq!(label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+        assert_eq!(
+            label_value("bad\u{1b}[31m\u{7}"),
+            "bad\\\\u{1b}[31m\\\\u{7}"
+        );
     }
 
     #[test]
     fn json_follows_the_contract() {
         let doc = serde_json::to_value(super::super::wire_audit::audit_doc(&report())).unwrap();
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], super::super::wire::SCHEMA_VERSION);
         assert_eq!(doc["nodes"][0]["role"], "primary");
         assert!(doc["nodes"][0]["stats_since"].is_string());
         assert_eq!(doc["nodes"][1]["error"], "connection refused");

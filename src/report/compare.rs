@@ -11,9 +11,9 @@ use crate::compare::{
 };
 use crate::plan::Pair;
 
-use super::format::{bytes, change, count, ms};
+use super::format::{bytes, change, count, ms, printable};
 use super::text::{
-    Figure, align_numbers, new_table, write_changes, write_findings, write_table, write_tree,
+    Figure, Grid, Tone, cell, new_table, write_changes, write_findings, write_table, write_tree,
 };
 use super::wire::{DiffDoc, FindingDoc, PairDoc, PlanDoc, SCHEMA_VERSION};
 use super::{Paint, TextOptions, markdown};
@@ -127,14 +127,14 @@ pub struct SummaryPairsDoc {
 
 impl SummaryPairsDoc {
     fn new(f: &(Figures, Figures), execution_within_noise: bool) -> Self {
-        let [exec, pages, hit, read, temp] = pairs(f).map(|(_, p)| PairDoc::from(p));
+        let [exec, pages, hit, read, temp] = pairs(f).map(|(_, p)| p);
         SummaryPairsDoc {
-            execution_ms: exec,
+            execution_ms: exec.into(),
             execution_within_noise,
-            pages_touched: pages,
-            shared_hit_blocks: hit,
-            shared_read_blocks: read,
-            temp_blocks: temp,
+            pages_touched: PairDoc::count(pages),
+            shared_hit_blocks: PairDoc::count(hit),
+            shared_read_blocks: PairDoc::count(read),
+            temp_blocks: PairDoc::count(temp),
             total_cost: Pair::new(f.0.total_cost, f.1.total_cost).into(),
         }
     }
@@ -516,18 +516,21 @@ fn figures_table(
     options: &TextOptions,
     mode: Mode,
 ) -> io::Result<()> {
-    let paint = super::Paint::new(options.color);
-    let mut table = new_table(&["", "before", "after", "change"], options);
+    let mut grid = Grid::new(&["", "before", "after", "change"], 1);
     for row in summary_rows(judged, mode) {
-        let change = match row.fell {
-            Some(true) => paint.good(&row.change),
-            Some(false) => paint.bad(&row.change),
-            None => row.change,
+        let tone = match row.fell {
+            Some(true) => Tone::Good,
+            Some(false) => Tone::Bad,
+            None => Tone::Plain,
         };
-        table.add_row(vec![row.label.to_owned(), row.before, row.after, change]);
+        grid.push(vec![
+            cell(Tone::Plain, row.label),
+            cell(Tone::Plain, row.before),
+            cell(Tone::Plain, row.after),
+            cell(tone, row.change),
+        ]);
     }
-    align_numbers(&mut table, 1);
-    write_table(out, &table)
+    grid.write(out, options.color)
 }
 
 /// [`summary_rows`] as a Markdown table.
@@ -601,13 +604,38 @@ fn rerun_lines(report: &CompareReport) -> Vec<String> {
         .iter()
         .map(|rerun| {
             let again = rerun.measurement.warm_figures();
+            // An estimate-only mode measured nothing: its baseline moved in estimated cost.
+            let figures = if report.request.mode == Mode::Measured {
+                format!(
+                    "pages touched {} → {}, execution {} → {}",
+                    previous.pages_touched.map(count).unwrap_or_default(),
+                    again.pages_touched.map(count).unwrap_or_default(),
+                    previous.execution_ms.map(ms).unwrap_or_default(),
+                    again.execution_ms.map(ms).unwrap_or_default(),
+                )
+            } else {
+                format!(
+                    "estimated cost {} → {}",
+                    previous
+                        .total_cost
+                        .map(|c| format!("{c:.2}"))
+                        .unwrap_or_default(),
+                    again
+                        .total_cost
+                        .map(|c| format!("{c:.2}"))
+                        .unwrap_or_default(),
+                )
+            };
             let line = format!(
-                "building {} changed the planner's estimates, so the baseline was measured again                  before the next candidate (pages touched {} → {}, execution {} → {}); {} and                  the candidates after it are judged against that baseline",
+                "building {} changed the planner's estimates, so the baseline was {} again \
+                 before the next candidate ({figures}); {} and the candidates after it are judged \
+                 against that baseline",
                 report.name(rerun.after),
-                previous.pages_touched.map(count).unwrap_or_default(),
-                again.pages_touched.map(count).unwrap_or_default(),
-                previous.execution_ms.map(ms).unwrap_or_default(),
-                again.execution_ms.map(ms).unwrap_or_default(),
+                if report.request.mode == Mode::Measured {
+                    "measured"
+                } else {
+                    "planned"
+                },
                 report.name(rerun.after),
             );
             previous = again;
@@ -632,16 +660,21 @@ pub fn write_text(
     )?;
     writeln!(out, "{}", mode_line(report))?;
     writeln!(out)?;
-    writeln!(out, "{} {}", paint.bold("Query"), r.query_source)?;
+    writeln!(
+        out,
+        "{} {}",
+        paint.bold("Query"),
+        printable(&r.query_source)
+    )?;
     for line in r.query.text.lines() {
-        writeln!(out, "  {line}")?;
+        writeln!(out, "  {}", printable(line))?;
     }
     if !r.params.is_empty() {
         let params: Vec<String> = r
             .params
             .iter()
             .enumerate()
-            .map(|(i, p)| format!("${} = {p}", i + 1))
+            .map(|(i, p)| format!("${} = {}", i + 1, printable(p)))
             .collect();
         writeln!(out, "  with {}", params.join(", "))?;
     }
@@ -674,8 +707,10 @@ pub fn write_text(
     for (position, judged) in report.ranking.iter().enumerate() {
         let outcome = &report.outcomes[judged.index];
         let name = match outcome.spec {
-            CandidateSpec::Drop { .. } => format!("without {}", report.name(judged.index)),
-            CandidateSpec::Create(_) => report.name(judged.index).to_owned(),
+            CandidateSpec::Drop { .. } => {
+                format!("without {}", printable(report.name(judged.index)))
+            }
+            CandidateSpec::Create(_) => printable(report.name(judged.index)),
         };
         let [deciding, time, size, build] = figure_cells(report, judged);
         table.add_row(vec![
@@ -698,11 +733,11 @@ pub fn write_text(
             writeln!(
                 out,
                 "  {}: {}",
-                paint.bold(report.name(i)),
-                report.outcomes[i].spec.user_sql()
+                paint.bold(&printable(report.name(i))),
+                printable(&report.outcomes[i].spec.user_sql())
             )?;
             for line in error.lines() {
-                writeln!(out, "    {line}")?;
+                writeln!(out, "    {}", printable(line))?;
             }
         }
         writeln!(out)?;
@@ -714,8 +749,8 @@ pub fn write_text(
                 out,
                 "{} {} — {}",
                 paint.bold("Best:"),
-                paint.good(report.name(best.index)),
-                outcome.spec.user_sql()
+                paint.good(&printable(report.name(best.index))),
+                printable(&outcome.spec.user_sql())
             )?;
         }
         None => writeln!(out, "{} {}", paint.bold("Best:"), no_best(report))?,
@@ -732,10 +767,10 @@ pub fn write_text(
             out,
             "{} {}  {}",
             paint.bold(&format!("{}.", position + 1)),
-            paint.bold(report.name(judged.index)),
+            paint.bold(&printable(report.name(judged.index))),
             verdict_text(&paint, judged.verdict)
         )?;
-        writeln!(out, "  {}", outcome.spec.user_sql())?;
+        writeln!(out, "  {}", printable(&outcome.spec.user_sql()))?;
         let mut facts = Vec::new();
         if let Some(b) = run.build_ms {
             facts.push(match outcome.spec {
@@ -769,7 +804,7 @@ pub fn write_text(
         writeln!(out)?;
         writeln!(out, "{}", paint.bold("Notes"))?;
         for warning in &report.warnings {
-            writeln!(out, "  - {warning}")?;
+            writeln!(out, "  - {}", printable(warning))?;
         }
     }
     Ok(())
@@ -791,7 +826,9 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
     writeln!(out, "{}", mode_line(report))?;
     writeln!(out)?;
     writeln!(out, "```sql")?;
-    writeln!(out, "{}", r.query.text)?;
+    for line in r.query.text.lines() {
+        writeln!(out, "{}", printable(line))?;
+    }
     writeln!(out, "```")?;
     writeln!(out)?;
     writeln!(out, "**Baseline** (as the database is now):")?;
@@ -816,7 +853,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
             out,
             "| {} | `{}` | {} | {} | {deciding} | {time} | {size} | {build} |",
             position + 1,
-            report.name(judged.index),
+            printable(report.name(judged.index)),
             judged.verdict.as_str(),
             markdown::cell(&uses_text(&judged.uses)),
         )?;
@@ -825,7 +862,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
         writeln!(
             out,
             "| — | `{}` | failed | | {} | | | |",
-            report.name(i),
+            printable(report.name(i)),
             markdown::cell(first_line(error))
         )?;
     }
@@ -834,8 +871,8 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
         Some(best) => writeln!(
             out,
             "**Best:** `{}`\n\n```sql\n{}\n```",
-            report.name(best.index),
-            report.outcomes[best.index].spec.user_sql()
+            printable(report.name(best.index)),
+            printable(&report.outcomes[best.index].spec.user_sql())
         )?,
         None => {
             let text = no_best(report);
@@ -855,7 +892,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
         writeln!(
             out,
             "<details><summary><code>{}</code>: {}</summary>",
-            html_escape(report.name(judged.index)),
+            html_escape(&printable(report.name(judged.index))),
             judged.verdict.as_str()
         )?;
         writeln!(out)?;
@@ -876,7 +913,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
     if !report.warnings.is_empty() {
         writeln!(out)?;
         for warning in &report.warnings {
-            writeln!(out, "> {}", warning.replace('\n', " "))?;
+            writeln!(out, "> {}", printable(&warning.replace('\n', " ")))?;
         }
     }
     Ok(())

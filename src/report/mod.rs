@@ -1,10 +1,12 @@
 //! Renderers: each report value written as text (for a terminal), JSON (the documented contract)
-//! or Markdown (for a pull request or a ticket), and the audit also as Prometheus metrics, to any
+//! Markdown (for a pull request or a ticket) or a self-contained HTML page, and the audit also as Prometheus metrics, to any
 //! `io::Write`.
 
+pub mod advise;
 pub mod audit;
 pub mod compare;
 pub mod format;
+pub mod html;
 pub mod info;
 pub mod markdown;
 pub mod text;
@@ -22,6 +24,8 @@ pub enum Format {
     Text,
     Json,
     Markdown,
+    /// One self-contained HTML file (inline CSS and SVG, no script, nothing fetched).
+    Html,
 }
 
 /// How text output looks. Colour is decided once, at the edge (terminal, `--color`, `NO_COLOR`).

@@ -3,15 +3,19 @@
 
 use std::io::{self, Write};
 
+use anstyle::{AnsiColor, Style};
+use unicode_width::UnicodeWidthStr;
+
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 
 use crate::plan::{Analysis, Comparison, Finding};
 
 use super::format::{change, count, ms, printable};
-use super::tree::{TreeRow, figures, labelled, rows};
+use super::tree::{TreeRow, figures, labelled, rows, unified_diff};
 use super::{Paint, TextOptions};
 
-/// A table with pgplan's look: no borders, a bold header, wrapped to the terminal if there is one.
+/// The compare and advise reports' tables, wrapped to the terminal if there is one (comfy-table:
+/// a few rows whose cells may need wrapping). Plan trees and before/after tables are [`Grid`]s.
 pub fn new_table(headers: &[&str], options: &TextOptions) -> Table {
     let mut table = Table::new();
     table.load_preset(presets::NOTHING);
@@ -30,7 +34,7 @@ pub fn new_table(headers: &[&str], options: &TextOptions) -> Table {
     table
 }
 
-/// Right-aligns columns `from..` (the numeric ones).
+/// Right-aligns columns `from..` (the numeric ones) of a [`new_table`].
 pub fn align_numbers(table: &mut Table, from: usize) {
     for index in from..table.column_count() {
         if let Some(column) = table.column_mut(index) {
@@ -45,6 +49,117 @@ pub fn write_table(out: &mut dyn Write, table: &Table) -> io::Result<()> {
         writeln!(out, "{}", line.trim_end())?;
     }
     Ok(())
+}
+
+/// How a piece of a table's text is coloured: decided with the text, applied when the table is
+/// written, after the layout has measured the plain text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    Plain,
+    Bold,
+    Dim,
+    Good,
+    Bad,
+    Warn,
+    Accent,
+}
+
+impl Tone {
+    fn style(self) -> Option<Style> {
+        Some(match self {
+            Tone::Plain => return None,
+            Tone::Bold => Style::new().bold(),
+            Tone::Dim => Style::new().dimmed(),
+            Tone::Good => AnsiColor::Green.on_default(),
+            Tone::Bad => AnsiColor::Red.on_default(),
+            Tone::Warn => AnsiColor::Yellow.on_default(),
+            Tone::Accent => AnsiColor::Cyan.on_default(),
+        })
+    }
+}
+
+/// One line of a cell: pieces of plain text, each with its tone.
+pub type Line = Vec<(Tone, String)>;
+
+/// A cell of one line in one tone.
+pub fn cell(tone: Tone, text: impl Into<String>) -> Vec<Line> {
+    vec![vec![(tone, text.into())]]
+}
+
+/// A table with pgplan's look (no borders, a bold header, each column padded by a space on
+/// either side, the numeric columns right-aligned), laid out here on plain text: widths are
+/// measured once per cell, in display columns and without limit, then the colours are written
+/// around the pieces. (A general table crate measured colour codes it had to strip again, on
+/// every cell, and kept widths in 16 bits.) Lines are built in one buffer and end trimmed.
+pub struct Grid {
+    /// The header first.
+    rows: Vec<Vec<Vec<Line>>>,
+    /// Columns from this one on are right-aligned.
+    right_from: usize,
+}
+
+impl Grid {
+    pub fn new(headers: &[&str], right_from: usize) -> Grid {
+        Grid {
+            rows: vec![headers.iter().map(|h| cell(Tone::Bold, *h)).collect()],
+            right_from,
+        }
+    }
+
+    pub fn push(&mut self, cells: Vec<Vec<Line>>) {
+        self.rows.push(cells);
+    }
+
+    pub fn write(&self, out: &mut dyn Write, color: bool) -> io::Result<()> {
+        let line_width = |line: &Line| -> usize { line.iter().map(|(_, text)| text.width()).sum() };
+        let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
+        let mut widths = vec![0; columns];
+        for row in &self.rows {
+            for (column, lines) in row.iter().enumerate() {
+                for line in lines {
+                    widths[column] = widths[column].max(line_width(line));
+                }
+            }
+        }
+        let mut buffer = String::new();
+        for row in &self.rows {
+            let height = row.iter().map(Vec::len).max().unwrap_or(0).max(1);
+            for index in 0..height {
+                buffer.clear();
+                for (column, width) in widths.iter().enumerate() {
+                    let line = row.get(column).and_then(|lines| lines.get(index));
+                    let padding = width - line.map(line_width).unwrap_or(0);
+                    let right = column >= self.right_from;
+                    buffer.push(' ');
+                    if right {
+                        buffer.extend(std::iter::repeat_n(' ', padding));
+                    }
+                    for (tone, text) in line.into_iter().flatten() {
+                        match tone.style().filter(|_| color && !text.is_empty()) {
+                            Some(style) => {
+                                use std::fmt::Write as _;
+                                let _ = write!(
+                                    buffer,
+                                    "{}{text}{}",
+                                    style.render(),
+                                    style.render_reset()
+                                );
+                            }
+                            None => buffer.push_str(text),
+                        }
+                    }
+                    if !right {
+                        buffer.extend(std::iter::repeat_n(' ', padding));
+                    }
+                    buffer.push(' ');
+                }
+                let trimmed = buffer.trim_end();
+                out.write_all(trimmed.as_bytes())?;
+                out.write_all(b"\n")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 fn plan_kind(analysis: &Analysis) -> &'static str {
@@ -138,17 +253,19 @@ fn wrap(text: &str, first: usize, rest: usize) -> Vec<String> {
 /// The node column's lines for one row: the node's line and its detail lines, each wrapped to
 /// `width` characters (when given) with the tree's bars repeated on every continuation line,
 /// so that a long condition never breaks the tree apart.
-fn node_cell(row: &TreeRow, paint: &Paint, width: Option<usize>) -> String {
-    let mut label = row.label.clone();
-    if let Some(sub) = &row.subplan {
-        label = format!("[{sub}] {label}");
+fn node_cell(row: &TreeRow, width: Option<usize>) -> Vec<Line> {
+    let tag = row.subplan.as_ref().map(|sub| format!("[{sub}]"));
+    let marks: String = row.findings.iter().map(|n| format!("[{n}]")).collect();
+    let mut label_text = String::new();
+    if let Some(tag) = &tag {
+        label_text.push_str(tag);
+        label_text.push(' ');
     }
-    let marks = if row.findings.is_empty() {
-        String::new()
-    } else {
-        let marks: Vec<String> = row.findings.iter().map(|n| format!("[{n}]")).collect();
-        format!(" {}", marks.join(""))
-    };
+    label_text.push_str(&row.label);
+    if !marks.is_empty() {
+        label_text.push(' ');
+        label_text.push_str(&marks);
+    }
     let continuation = format!("{}  ", row.detail_prefix);
     let fit = |prefix: &str, text: &str| -> Vec<String> {
         match width {
@@ -162,14 +279,11 @@ fn node_cell(row: &TreeRow, paint: &Paint, width: Option<usize>) -> String {
         }
     };
     let mut lines = Vec::new();
-    let label_text = format!("{label}{marks}");
     for (i, piece) in fit(&row.prefix, &label_text).into_iter().enumerate() {
         let prefix = if i == 0 { &row.prefix } else { &continuation };
-        lines.push(format!(
-            "{}{}",
-            paint.dim(prefix),
-            paint_label(&piece, row, paint)
-        ));
+        let mut line = vec![(Tone::Dim, prefix.clone())];
+        label_pieces(piece, tag.as_deref(), &marks, &mut line);
+        lines.push(line);
     }
     for detail in &row.details {
         for (i, piece) in fit(&row.detail_prefix, detail).into_iter().enumerate() {
@@ -178,40 +292,35 @@ fn node_cell(row: &TreeRow, paint: &Paint, width: Option<usize>) -> String {
             } else {
                 &continuation
             };
-            lines.push(format!("{}{}", paint.dim(prefix), paint.dim(&piece)));
+            lines.push(vec![(Tone::Dim, prefix.clone()), (Tone::Dim, piece)]);
         }
     }
-    lines.join("\n")
+    lines
 }
 
-/// Colours the subplan name and the finding marks within a piece of a node's line.
-fn paint_label(piece: &str, row: &TreeRow, paint: &Paint) -> String {
-    let mut text = piece.to_owned();
-    if let Some(sub) = &row.subplan {
-        let tag = format!("[{sub}]");
-        if text.starts_with(&tag) {
-            text = format!("{}{}", paint.accent(&tag), &text[tag.len()..]);
-        }
+/// The pieces of a node's line: the subplan tag and the finding marks in their colours.
+fn label_pieces(piece: String, tag: Option<&str>, marks: &str, line: &mut Line) {
+    let mut rest = piece.as_str();
+    if let Some(tag) = tag.filter(|tag| rest.starts_with(tag)) {
+        line.push((Tone::Accent, tag.to_owned()));
+        rest = &rest[tag.len()..];
     }
-    if !row.findings.is_empty() {
-        let marks: Vec<String> = row.findings.iter().map(|n| format!("[{n}]")).collect();
-        let marks = marks.join("");
-        if let Some(head) = text.strip_suffix(&marks) {
-            text = format!("{head}{}", paint.warn(&marks));
+    match rest.strip_suffix(marks).filter(|_| !marks.is_empty()) {
+        Some(head) => {
+            line.push((Tone::Plain, head.to_owned()));
+            line.push((Tone::Warn, marks.to_owned()));
         }
+        None => line.push((Tone::Plain, rest.to_owned())),
     }
-    text
 }
 
 /// Writes the plan tree as a table of figures. On a terminal the node column is wrapped here,
-/// to what the figure columns leave of its width, and comfy-table does no wrapping of its own:
-/// its wrapping breaks a cell's lines without the tree's bars, and the tree falls apart.
+/// to what the figure columns leave of its width, with the tree's bars on every line.
 pub fn write_tree(
     out: &mut dyn Write,
     analysis: &Analysis,
     options: &TextOptions,
 ) -> io::Result<()> {
-    let paint = Paint::new(options.color);
     let analyzed = analysis.plan.is_analyzed();
     let buffers = analysis.plan.has_buffers();
     let timed = has_node_times(analysis);
@@ -290,29 +399,22 @@ pub fn write_tree(
             .saturating_sub(figures + 2)
             .max(MIN_NODE_WIDTH)
     });
-    let mut table = new_table(
-        &headers,
-        &TextOptions {
-            width: None,
-            ..*options
-        },
-    );
+    let mut grid = Grid::new(&headers, 1);
     for (row, figures) in tree.iter().zip(figure_rows) {
-        let mut cells = vec![Cell::new(node_cell(row, &paint, node_width))];
+        let mut cells = vec![node_cell(row, node_width)];
         for (i, (text, warn)) in figures.into_iter().enumerate() {
-            let text = if warn {
-                paint.warn(&text)
+            let tone = if warn {
+                Tone::Warn
             } else if analyzed && i == 0 && text == "never executed" {
-                paint.dim(&text)
+                Tone::Dim
             } else {
-                text
+                Tone::Plain
             };
-            cells.push(Cell::new(text));
+            cells.push(cell(tone, text));
         }
-        table.add_row(cells);
+        grid.push(cells);
     }
-    align_numbers(&mut table, 1);
-    write_table(out, &table)
+    grid.write(out, options.color)
 }
 
 /// Writes numbered findings with their hints.
@@ -392,13 +494,11 @@ pub fn diff_lines(analysis: &Analysis) -> Vec<String> {
 
 /// A unified diff of the two plans' trees (structure and figures, no timings).
 pub fn unified_tree_diff(comparison: &Comparison) -> String {
-    let before = diff_lines(&comparison.before).join("\n") + "\n";
-    let after = diff_lines(&comparison.after).join("\n") + "\n";
-    similar::TextDiff::from_lines(&before, &after)
-        .unified_diff()
-        .context_radius(1000)
-        .header("before", "after")
-        .to_string()
+    unified_diff(
+        &diff_lines(&comparison.before),
+        &diff_lines(&comparison.after),
+        &comparison.diff.before_to_after,
+    )
 }
 
 /// The headline of a comparison: what happened to pages touched, the figure that decides; the
@@ -497,28 +597,26 @@ pub fn write_pairs_table(
     rows: &[(&str, crate::plan::Pair, Figure)],
     options: &TextOptions,
 ) -> io::Result<()> {
-    let paint = Paint::new(options.color);
-    let mut table = new_table(&["", "before", "after", "change"], options);
+    let mut grid = Grid::new(&["", "before", "after", "change"], 1);
     for (name, pair, figure) in rows {
         if pair.before.is_none() && pair.after.is_none() {
             continue;
         }
         let (fewer, more) = figure.words();
         let text = change(pair.before, pair.after, fewer, more);
-        let text = match (pair.before, pair.after) {
-            (Some(b), Some(a)) if a < b => paint.good(&text),
-            (Some(b), Some(a)) if a > b => paint.bad(&text),
-            _ => text,
+        let tone = match (pair.before, pair.after) {
+            (Some(b), Some(a)) if a < b => Tone::Good,
+            (Some(b), Some(a)) if a > b => Tone::Bad,
+            _ => Tone::Plain,
         };
-        table.add_row(vec![
-            Cell::new(*name),
-            Cell::new(figure.show(pair.before)),
-            Cell::new(figure.show(pair.after)),
-            Cell::new(text),
+        grid.push(vec![
+            cell(Tone::Plain, *name),
+            cell(Tone::Plain, figure.show(pair.before)),
+            cell(Tone::Plain, figure.show(pair.after)),
+            cell(tone, text),
         ]);
     }
-    align_numbers(&mut table, 1);
-    write_table(out, &table)
+    grid.write(out, options.color)
 }
 
 /// The totals table of a comparison.

@@ -214,3 +214,208 @@ fn details(node: &Node, analysis: &Analysis, id: NodeId) -> Vec<String> {
     }
     out
 }
+
+/// Context lines kept around each change of the tree diff: enough that a plan's whole tree
+/// shows, as reviewers read a plan change in its tree.
+const DIFF_CONTEXT: usize = 1000;
+
+/// One line of a unified diff: kept, removed (a before line) or added (an after line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Keep(usize, usize),
+    Remove(usize),
+    Add(usize),
+}
+
+/// A unified diff of two plans' lines (one per node, in pre-order), aligned by the node
+/// matching rather than by a text diff: a node's line is kept, or removed and added when its
+/// figures changed, where it was matched to a node of the other plan; any other line is removed
+/// or added. Matched pairs that crossed (children reordered) cannot all be aligned: the longest
+/// run of them in the order of both plans is, the others show as removed and added. Linear in
+/// the plans' size (n log n for that run), where a text diff grows with the square of the
+/// changed lines, and every ancestor of a changed node changes too.
+///
+/// The output is what `diff -U1000` prints: `--- before`/`+++ after`, then hunks; nothing at
+/// all when the lines are equal.
+pub fn unified_diff(
+    before: &[String],
+    after: &[String],
+    before_to_after: &[Option<NodeId>],
+) -> String {
+    let anchors = increasing_run(before_to_after.iter().enumerate().filter_map(|(b, a)| {
+        a.filter(|a| *a < after.len() && b < before.len())
+            .map(|a| (b, a))
+    }));
+    let mut ops = Vec::with_capacity(before.len().max(after.len()));
+    let (mut b, mut a) = (0, 0);
+    let mut removed = Vec::new();
+    let mut added = Vec::new();
+    // A run of changes lists its removed lines, then its added ones, as `diff` does.
+    fn flush(ops: &mut Vec<Op>, removed: &mut Vec<usize>, added: &mut Vec<usize>) {
+        ops.extend(removed.drain(..).map(Op::Remove));
+        ops.extend(added.drain(..).map(Op::Add));
+    }
+    for (anchor_b, anchor_a) in anchors.into_iter().chain([(before.len(), after.len())]) {
+        removed.extend(b..anchor_b);
+        added.extend(a..anchor_a);
+        if anchor_b == before.len() {
+            break;
+        }
+        if before[anchor_b] == after[anchor_a] {
+            flush(&mut ops, &mut removed, &mut added);
+            ops.push(Op::Keep(anchor_b, anchor_a));
+        } else {
+            removed.push(anchor_b);
+            added.push(anchor_a);
+        }
+        (b, a) = (anchor_b + 1, anchor_a + 1);
+    }
+    flush(&mut ops, &mut removed, &mut added);
+
+    let changes: Vec<usize> = (0..ops.len())
+        .filter(|&i| !matches!(ops[i], Op::Keep(..)))
+        .collect();
+    let Some(&first) = changes.first() else {
+        return String::new();
+    };
+    // Where each op stands in the before and after lines, to number the hunks.
+    let mut at = Vec::with_capacity(ops.len() + 1);
+    let (mut ob, mut oa) = (0, 0);
+    for op in &ops {
+        at.push((ob, oa));
+        match op {
+            Op::Keep(..) => (ob, oa) = (ob + 1, oa + 1),
+            Op::Remove(_) => ob += 1,
+            Op::Add(_) => oa += 1,
+        }
+    }
+    at.push((ob, oa));
+    let mut hunks = Vec::new();
+    let (mut start, mut end) = (first, first);
+    for &c in &changes[1..] {
+        if c - end - 1 > 2 * DIFF_CONTEXT {
+            hunks.push((start, end));
+            start = c;
+        }
+        end = c;
+    }
+    hunks.push((start, end));
+
+    let mut out = String::from("--- before\n+++ after\n");
+    for (start, end) in hunks {
+        let lo = start.saturating_sub(DIFF_CONTEXT);
+        let hi = (end + DIFF_CONTEXT + 1).min(ops.len());
+        let range = |from: usize, to: usize| {
+            if to - from == 1 {
+                format!("{}", from + 1)
+            } else if to == from {
+                format!("{from},0")
+            } else {
+                format!("{},{}", from + 1, to - from)
+            }
+        };
+        out.push_str(&format!(
+            "@@ -{} +{} @@\n",
+            range(at[lo].0, at[hi].0),
+            range(at[lo].1, at[hi].1)
+        ));
+        for op in &ops[lo..hi] {
+            let (mark, line) = match *op {
+                Op::Keep(b, _) => (' ', &before[b]),
+                Op::Remove(b) => ('-', &before[b]),
+                Op::Add(a) => ('+', &after[a]),
+            };
+            out.push(mark);
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The longest run of pairs increasing in both coordinates, from pairs given in increasing
+/// order of the first (patience sorting, n log n).
+fn increasing_run(pairs: impl Iterator<Item = (usize, usize)>) -> Vec<(usize, usize)> {
+    let pairs: Vec<(usize, usize)> = pairs.collect();
+    // tails[k]: the pair ending the best run of length k + 1 found so far (its index).
+    let mut tails: Vec<usize> = Vec::new();
+    let mut previous: Vec<Option<usize>> = vec![None; pairs.len()];
+    for (i, &(_, a)) in pairs.iter().enumerate() {
+        let k = tails.partition_point(|&t| pairs[t].1 < a);
+        previous[i] = k.checked_sub(1).map(|k| tails[k]);
+        if k == tails.len() {
+            tails.push(i);
+        } else {
+            tails[k] = i;
+        }
+    }
+    let mut run = Vec::with_capacity(tails.len());
+    let mut next = tails.last().copied();
+    while let Some(i) = next {
+        run.push(pairs[i]);
+        next = previous[i];
+    }
+    run.reverse();
+    run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &str) -> Vec<String> {
+        text.lines().map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn matched_lines_that_changed_are_removed_then_added_with_their_run() {
+        let before = lines("Limit  rows 50\nSort\nSeq Scan on t  pages 10");
+        let after = lines("Limit  rows 50\nIndex Scan on t  pages 2");
+        let diff = unified_diff(&before, &after, &[Some(0), None, Some(1)]);
+        assert_eq!(
+            diff,
+            "--- before\n+++ after\n@@ -1,3 +1,2 @@\n Limit  rows 50\n-Sort\n-Seq Scan on t  pages 10\n+Index Scan on t  pages 2\n"
+        );
+    }
+
+    #[test]
+    fn equal_plans_have_no_diff() {
+        let same = lines("a\nb");
+        assert_eq!(unified_diff(&same, &same, &[Some(0), Some(1)]), "");
+    }
+
+    #[test]
+    fn crossed_matches_keep_the_longest_run_in_order() {
+        let before = lines("root\nx\ny");
+        let after = lines("root\ny\nx");
+        let diff = unified_diff(&before, &after, &[Some(0), Some(2), Some(1)]);
+        assert_eq!(
+            diff,
+            "--- before\n+++ after\n@@ -1,3 +1,3 @@\n root\n-x\n y\n+x\n"
+        );
+    }
+
+    /// Far-apart changes make separate hunks, each with its context and its own numbering,
+    /// as `diff -U1000` numbers them (one line: no length; none: the line before, length 0).
+    #[test]
+    fn hunks_split_past_twice_the_context() {
+        let n = 2 * DIFF_CONTEXT + 10;
+        let before: Vec<String> = (0..n).map(|i| format!("line {i}")).collect();
+        let mut after = before.clone();
+        after[0] = "changed first".into();
+        after[n - 1] = "changed last".into();
+        let matching: Vec<Option<usize>> = (0..n).map(Some).collect();
+        let diff = unified_diff(&before, &after, &matching);
+        let headers: Vec<&str> = diff.lines().filter(|l| l.starts_with("@@")).collect();
+        let tail = n - 1 - DIFF_CONTEXT;
+        assert_eq!(
+            headers,
+            [
+                format!("@@ -1,{0} +1,{0} @@", DIFF_CONTEXT + 1),
+                format!("@@ -{0},{1} +{0},{1} @@", tail + 1, DIFF_CONTEXT + 1)
+            ]
+        );
+        let only_added = unified_diff(&[], &lines("a"), &[]);
+        assert_eq!(only_added, "--- before\n+++ after\n@@ -0,0 +1 @@\n+a\n");
+    }
+}

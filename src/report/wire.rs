@@ -2,14 +2,58 @@
 //! values. Field names carry their units; figures the server did not report are `null`, never 0.
 //! Changing a field's meaning or removing one bumps [`SCHEMA_VERSION`]; adding one does not.
 
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::plan::diff::Pair;
+use crate::plan::diff::{ChangeKind, Pair};
 use crate::plan::{Analysis, Buffers, Comparison, Finding, Node, NodeId};
 
 /// The version of the JSON documents pgplan writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: counts (rows, loops, blocks, sizes in kB, workers, ...) are JSON integers, as PostgreSQL
+/// reports them, not `1.0`; rows stay decimal where the server wrote decimals (18's per-loop
+/// `Actual Rows`).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// Writes a count as a JSON integer. PostgreSQL reports counters (blocks, loops, rows before 18,
+/// workers, kB) as integers and row estimates rounded to whole numbers, so a typed reader (Go's
+/// `int64`, serde's `u64`) can take them as they are. A whole number beyond 2^64 (a row
+/// estimate may reach 1e100) has no integer type to go to and is written in exponent form, as is
+/// a fraction (none is expected).
+fn count<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
+    let v = *value;
+    if v.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&v) {
+        s.serialize_u64(v as u64)
+    } else {
+        s.serialize_f64(v)
+    }
+}
+
+fn count_opt<S: Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(v) => count(v, s),
+        None => s.serialize_none(),
+    }
+}
+
+/// A row figure, written as the server wrote the node's `Actual Rows`: an integer before
+/// PostgreSQL 18, a decimal from 18 on, where rows per loop carry two decimals (and totals
+/// derived from them may be fractional too).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rows {
+    pub value: Option<f64>,
+    /// The server wrote the rows with decimals.
+    pub decimal: bool,
+}
+
+impl Serialize for Rows {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.value {
+            None => s.serialize_none(),
+            Some(v) if self.decimal => s.serialize_f64(v),
+            Some(v) => count(&v, s),
+        }
+    }
+}
 
 /// `pgplan explain --format json`.
 #[derive(Debug, Serialize)]
@@ -45,15 +89,25 @@ pub struct PlanDoc {
 /// A set of buffer counters, as EXPLAIN reports them.
 #[derive(Debug, Serialize)]
 pub struct BuffersDoc {
+    #[serde(serialize_with = "count")]
     pub shared_hit_blocks: f64,
+    #[serde(serialize_with = "count")]
     pub shared_read_blocks: f64,
+    #[serde(serialize_with = "count")]
     pub shared_dirtied_blocks: f64,
+    #[serde(serialize_with = "count")]
     pub shared_written_blocks: f64,
+    #[serde(serialize_with = "count")]
     pub local_hit_blocks: f64,
+    #[serde(serialize_with = "count")]
     pub local_read_blocks: f64,
+    #[serde(serialize_with = "count")]
     pub local_dirtied_blocks: f64,
+    #[serde(serialize_with = "count")]
     pub local_written_blocks: f64,
+    #[serde(serialize_with = "count")]
     pub temp_read_blocks: f64,
+    #[serde(serialize_with = "count")]
     pub temp_written_blocks: f64,
 }
 
@@ -76,18 +130,27 @@ impl From<&Buffers> for BuffersDoc {
 
 #[derive(Debug, Serialize)]
 pub struct TotalsDoc {
+    #[serde(serialize_with = "count_opt")]
     pub pages_touched: Option<f64>,
     /// Pages read from outside shared buffers (shared read blocks).
+    #[serde(serialize_with = "count_opt")]
     pub pages_read: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub shared_hit_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub shared_read_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub shared_dirtied_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub shared_written_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub temp_blocks: Option<f64>,
     pub io_ms: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub planning_pages_touched: Option<f64>,
     /// The root's estimated cost and rows.
     pub total_cost: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub estimated_rows: Option<f64>,
 }
 
@@ -96,6 +159,7 @@ pub struct TriggerDoc {
     pub name: String,
     pub relation: Option<String>,
     pub time_ms: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub calls: Option<f64>,
 }
 
@@ -125,11 +189,14 @@ pub struct NodeDoc {
     pub async_capable: Option<bool>,
     pub startup_cost: Option<f64>,
     pub total_cost: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub plan_width: Option<f64>,
     /// `Plan Rows`: estimated rows per loop.
+    #[serde(serialize_with = "count_opt")]
     pub estimated_rows: Option<f64>,
     /// `Actual Rows`: rows per loop, as reported (two decimals from PostgreSQL 18 on).
-    pub actual_rows: Option<f64>,
+    pub actual_rows: Rows,
+    #[serde(serialize_with = "count_opt")]
     pub loops: Option<f64>,
     pub never_executed: bool,
     /// Per loop, as reported; null under TIMING OFF and for a node that never ran.
@@ -138,33 +205,56 @@ pub struct NodeDoc {
     /// Null under TIMING OFF and for a node that never ran (not run is not fast).
     pub inclusive_ms: Option<f64>,
     pub exclusive_ms: Option<f64>,
-    pub actual_rows_total: Option<f64>,
+    pub actual_rows_total: Rows,
+    #[serde(serialize_with = "count_opt")]
     pub estimated_rows_total: Option<f64>,
     /// Rows the node handled over all loops: returned, plus removed by its own filters.
-    pub rows_handled: Option<f64>,
+    pub rows_handled: Rows,
+    #[serde(serialize_with = "count_opt")]
     pub rows_removed_by_filter_total: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub rows_removed_by_join_filter_total: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub rows_removed_by_index_recheck_total: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub heap_fetches: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub exact_heap_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub lossy_heap_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub index_searches: Option<f64>,
     /// Buffer counters as reported: totals over all loops, including children.
+    #[serde(serialize_with = "count_opt")]
     pub shared_hit_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub shared_read_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub shared_dirtied_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub shared_written_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub local_hit_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub local_read_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub local_dirtied_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub local_written_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub temp_read_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub temp_written_blocks: Option<f64>,
     /// The same counters for this node alone (its children's subtracted).
+    #[serde(serialize_with = "count_opt")]
     pub exclusive_shared_hit_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub exclusive_shared_read_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub exclusive_shared_dirtied_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub exclusive_shared_written_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub exclusive_temp_blocks: Option<f64>,
     /// Shared I/O timings (`I/O Read/Write Time`, `Shared I/O Read/Write Time` from 17).
     pub io_read_ms: Option<f64>,
@@ -175,26 +265,39 @@ pub struct NodeDoc {
     /// Temp I/O timings (PostgreSQL 15+).
     pub temp_io_read_ms: Option<f64>,
     pub temp_io_write_ms: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub wal_records: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub wal_full_page_images: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub wal_bytes: Option<f64>,
     /// Actual against estimated rows per loop, ≥ 1; null when the node did not run.
     pub misestimate_factor: Option<f64>,
     /// "under" (more rows than estimated) or "over"; null when actual rows equal the estimate.
     pub misestimate_direction: Option<&'static str>,
     pub disabled: Option<bool>,
+    #[serde(serialize_with = "count_opt")]
     pub workers_planned: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub workers_launched: Option<f64>,
     pub sort_method: Option<String>,
+    #[serde(serialize_with = "count_opt")]
     pub sort_space_used_kb: Option<f64>,
     pub sort_space_type: Option<String>,
+    #[serde(serialize_with = "count_opt")]
     pub hash_buckets: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub original_hash_buckets: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub hash_batches: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub original_hash_batches: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub peak_memory_usage_kb: Option<f64>,
     /// A hash aggregate's `HashAgg Batches` and `Disk Usage` (PostgreSQL 13+).
+    #[serde(serialize_with = "count_opt")]
     pub hashagg_batches: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub disk_usage_kb: Option<f64>,
     pub filter: Option<String>,
     pub join_filter: Option<String>,
@@ -230,7 +333,9 @@ impl From<&Finding> for FindingDoc {
     }
 }
 
-/// Named figures as a JSON object; a value that is not a finite number becomes null.
+/// Named figures as a JSON object: a whole number as an integer (most evidence is counts:
+/// rows, loops, pages), a fraction as a decimal; a value that is not a finite number becomes
+/// null.
 pub fn evidence_map(evidence: &[(&'static str, f64)]) -> Map<String, Value> {
     evidence
         .iter()
@@ -239,6 +344,9 @@ pub fn evidence_map(evidence: &[(&'static str, f64)]) -> Map<String, Value> {
 }
 
 fn number(v: f64) -> Value {
+    if v.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&v) {
+        return Value::from(v as u64);
+    }
     serde_json::Number::from_f64(v)
         .map(Value::Number)
         .unwrap_or(Value::Null)
@@ -249,6 +357,8 @@ fn node_doc(id: NodeId, node: &Node, analysis: &Analysis) -> NodeDoc {
     let b = node.buffers;
     let xb = m.exclusive_buffers;
     let ran = node.actual.filter(|a| a.loops > 0.0);
+    let decimal = node.actual.is_some_and(|a| a.rows_decimal);
+    let rows = |value| Rows { value, decimal };
     NodeDoc {
         id,
         parent: node.parent,
@@ -273,7 +383,7 @@ fn node_doc(id: NodeId, node: &Node, analysis: &Analysis) -> NodeDoc {
         total_cost: node.total_cost,
         plan_width: node.plan_width,
         estimated_rows: node.plan_rows,
-        actual_rows: node.actual.map(|a| a.rows),
+        actual_rows: rows(node.actual.map(|a| a.rows)),
         loops: node.actual.map(|a| a.loops),
         never_executed: m.never_executed,
         // A node that never ran reports zeros: not a measurement.
@@ -281,9 +391,9 @@ fn node_doc(id: NodeId, node: &Node, analysis: &Analysis) -> NodeDoc {
         actual_total_ms: ran.and_then(|a| a.total_ms),
         inclusive_ms: m.inclusive_ms,
         exclusive_ms: m.exclusive_ms,
-        actual_rows_total: m.actual_rows_total,
+        actual_rows_total: rows(m.actual_rows_total),
         estimated_rows_total: m.estimated_rows_total,
-        rows_handled: m.rows_handled,
+        rows_handled: rows(m.rows_handled),
         rows_removed_by_filter_total: m.rows_removed_by_filter_total,
         rows_removed_by_join_filter_total: m.rows_removed_by_join_filter_total,
         rows_removed_by_index_recheck_total: m.rows_removed_by_index_recheck_total,
@@ -407,16 +517,38 @@ impl ExplainDoc {
 /// A figure before and after, with after / before.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct PairDoc {
-    pub before: Option<f64>,
-    pub after: Option<f64>,
+    #[serde(serialize_with = "figure")]
+    pub before: (Option<f64>, bool),
+    #[serde(serialize_with = "figure")]
+    pub after: (Option<f64>, bool),
     pub ratio: Option<f64>,
 }
 
+/// A figure that is a count (an integer) or a measurement (a decimal).
+fn figure<S: Serializer>(value: &(Option<f64>, bool), s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        (v, true) => count_opt(v, s),
+        (v, false) => v.serialize(s),
+    }
+}
+
+impl PairDoc {
+    /// A pair of counts (pages, blocks, rows): integers, as PostgreSQL reports them.
+    pub fn count(p: Pair) -> Self {
+        PairDoc {
+            before: (p.before, true),
+            after: (p.after, true),
+            ratio: p.ratio(),
+        }
+    }
+}
+
+/// A pair of measurements (milliseconds, costs).
 impl From<Pair> for PairDoc {
     fn from(p: Pair) -> Self {
         PairDoc {
-            before: p.before,
-            after: p.after,
+            before: (p.before, false),
+            after: (p.after, false),
             ratio: p.ratio(),
         }
     }
@@ -443,9 +575,12 @@ pub struct ChangeDoc {
     pub after_node: Option<NodeId>,
     pub relation: Option<String>,
     pub message: String,
-    /// The figure that changed, when the change is about a figure.
-    pub before: Option<f64>,
-    pub after: Option<f64>,
+    /// The figure that changed, when the change is about a figure: a count (integer), or for
+    /// an estimate error the factor (decimal).
+    #[serde(serialize_with = "figure")]
+    pub before: (Option<f64>, bool),
+    #[serde(serialize_with = "figure")]
+    pub after: (Option<f64>, bool),
 }
 
 /// `pgplan diff --format json`; `compare` embeds it whole as each candidate's `diff`.
@@ -468,28 +603,230 @@ impl DiffDoc {
             totals: DiffTotalsDoc {
                 execution_ms: t.execution_ms.into(),
                 planning_ms: t.planning_ms.into(),
-                pages_touched: t.pages_touched.into(),
-                shared_hit_blocks: t.shared_hit_blocks.into(),
-                shared_read_blocks: t.shared_read_blocks.into(),
-                temp_blocks: t.temp_blocks.into(),
+                pages_touched: PairDoc::count(t.pages_touched),
+                shared_hit_blocks: PairDoc::count(t.shared_hit_blocks),
+                shared_read_blocks: PairDoc::count(t.shared_read_blocks),
+                temp_blocks: PairDoc::count(t.temp_blocks),
                 io_ms: t.io_ms.into(),
                 total_cost: t.total_cost.into(),
-                estimated_rows: t.estimated_rows.into(),
+                estimated_rows: PairDoc::count(t.estimated_rows),
             },
             changes: comparison
                 .diff
                 .changes
                 .iter()
-                .map(|c| ChangeDoc {
-                    kind: c.kind.as_str(),
-                    before_node: c.before_node,
-                    after_node: c.after_node,
-                    relation: c.relation.clone(),
-                    message: c.message.clone(),
-                    before: c.figure.and_then(|f| f.before),
-                    after: c.figure.and_then(|f| f.after),
+                .map(|c| {
+                    let is_count = !matches!(
+                        c.kind,
+                        ChangeKind::EstimateErrorAppeared | ChangeKind::EstimateErrorVanished
+                    );
+                    ChangeDoc {
+                        kind: c.kind.as_str(),
+                        before_node: c.before_node,
+                        after_node: c.after_node,
+                        relation: c.relation.clone(),
+                        message: c.message.clone(),
+                        before: (c.figure.and_then(|f| f.before), is_count),
+                        after: (c.figure.and_then(|f| f.after), is_count),
+                    }
                 })
                 .collect(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::parse_plan;
+
+    /// Every field that holds a count, as PostgreSQL reports it: an integer.
+    const NODE_COUNTS: &[&str] = &[
+        "plan_width",
+        "estimated_rows",
+        "loops",
+        "estimated_rows_total",
+        "rows_removed_by_filter_total",
+        "rows_removed_by_join_filter_total",
+        "rows_removed_by_index_recheck_total",
+        "heap_fetches",
+        "exact_heap_blocks",
+        "lossy_heap_blocks",
+        "index_searches",
+        "shared_hit_blocks",
+        "shared_read_blocks",
+        "shared_dirtied_blocks",
+        "shared_written_blocks",
+        "local_hit_blocks",
+        "local_read_blocks",
+        "local_dirtied_blocks",
+        "local_written_blocks",
+        "temp_read_blocks",
+        "temp_written_blocks",
+        "exclusive_shared_hit_blocks",
+        "exclusive_shared_read_blocks",
+        "exclusive_shared_dirtied_blocks",
+        "exclusive_shared_written_blocks",
+        "exclusive_temp_blocks",
+        "wal_records",
+        "wal_full_page_images",
+        "wal_bytes",
+        "workers_planned",
+        "workers_launched",
+        "sort_space_used_kb",
+        "hash_buckets",
+        "original_hash_buckets",
+        "hash_batches",
+        "original_hash_batches",
+        "peak_memory_usage_kb",
+        "hashagg_batches",
+        "disk_usage_kb",
+    ];
+    const TOTAL_COUNTS: &[&str] = &[
+        "pages_touched",
+        "pages_read",
+        "shared_hit_blocks",
+        "shared_read_blocks",
+        "shared_dirtied_blocks",
+        "shared_written_blocks",
+        "temp_blocks",
+        "planning_pages_touched",
+        "estimated_rows",
+    ];
+    /// Rows: integers before PostgreSQL 18, decimals from 18 on, where the server writes
+    /// `Actual Rows` with two decimals.
+    const ROWS: &[&str] = &["actual_rows", "actual_rows_total", "rows_handled"];
+
+    fn fixtures() -> Vec<(String, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+        let mut out = Vec::new();
+        for dir in ["plans", "story", "advise"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if name.ends_with(".json") {
+                    out.push((name, std::fs::read_to_string(&path).unwrap()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// An integer, or a whole number beyond 2^64 (a huge row estimate), which JSON's integer
+    /// types cannot hold and is written in exponent form.
+    fn is_integer(value: &Value) -> bool {
+        value.is_null()
+            || value.is_u64()
+            || value
+                .as_f64()
+                .is_some_and(|v| v >= 18_446_744_073_709_551_616.0 && v.fract() == 0.0)
+    }
+
+    /// Whether each node's `Actual Rows` was written with decimals, in pre-order.
+    fn collect_rows(node: &Value, out: &mut Vec<bool>) {
+        if let Some(rows) = node.get("Actual Rows") {
+            out.push(rows.is_f64());
+        }
+        for child in node["Plans"].as_array().into_iter().flatten() {
+            collect_rows(child, out);
+        }
+    }
+
+    #[test]
+    fn counts_are_integers_and_18s_rows_stay_decimal() {
+        let mut fractional_rows_seen = 0;
+        let fixtures = fixtures();
+        assert!(fixtures.len() > 100, "{} fixtures", fixtures.len());
+        for (name, json) in &fixtures {
+            let analysis = Analysis::of(parse_plan(json).unwrap());
+            let doc = serde_json::to_value(ExplainDoc::new(&analysis)).unwrap();
+            assert_eq!(doc["schema_version"], 2);
+            for key in TOTAL_COUNTS {
+                assert!(is_integer(&doc["totals"][key]), "{name}: totals.{key}");
+            }
+            if let Some(planning) = doc["planning_buffers"].as_object() {
+                for (key, value) in planning {
+                    assert!(value.is_u64(), "{name}: planning_buffers.{key} = {value}");
+                }
+            }
+            for trigger in doc["triggers"].as_array().unwrap() {
+                assert!(is_integer(&trigger["calls"]), "{name}: {trigger}");
+            }
+            let from_18 = name.contains(".pg18.");
+            // How the server wrote each node's Actual Rows, in pre-order: with decimals or not.
+            let source: Option<Value> = serde_json::from_str(json).ok();
+            let mut written_decimal = Vec::new();
+            if let Some(source) = &source {
+                let root = source.get(0).unwrap_or(source);
+                collect_rows(&root["Plan"], &mut written_decimal);
+            }
+            for (i, node) in doc["nodes"].as_array().unwrap().iter().enumerate() {
+                for key in NODE_COUNTS {
+                    assert!(
+                        is_integer(&node[key]),
+                        "{name}: node {} {key} = {}",
+                        node["id"],
+                        node[key]
+                    );
+                }
+                for key in ROWS {
+                    let value = &node[key];
+                    if value.is_null() {
+                        continue;
+                    }
+                    // Before 18, always an integer; from 18 on, as the server wrote it (a node
+                    // that never ran has "Actual Rows": 0).
+                    let decimal = from_18 && written_decimal.get(i).copied().unwrap_or(true);
+                    if from_18 && source.is_some() {
+                        assert!(written_decimal.len() > i, "{name}: node {i}");
+                    }
+                    assert_eq!(
+                        value.is_f64(),
+                        decimal,
+                        "{name}: node {} {key} = {value}",
+                        node["id"]
+                    );
+                    if *key == "actual_rows" && value.as_f64().unwrap().fract() != 0.0 {
+                        fractional_rows_seen += 1;
+                    }
+                }
+            }
+        }
+        assert!(fractional_rows_seen > 0, "no 18 plan with fractional rows");
+    }
+
+    /// The serialized text itself: `"loops": 1`, not `1.0`; 18's `33266.67` as it was.
+    #[test]
+    fn counts_are_written_without_a_fraction() {
+        let (_, json) = fixtures()
+            .into_iter()
+            .find(|(name, _)| name == "parallel_seq_scan_gather.pg18.json")
+            .unwrap();
+        let analysis = Analysis::of(parse_plan(&json).unwrap());
+        let text = serde_json::to_string(&ExplainDoc::new(&analysis)).unwrap();
+        assert!(text.contains(r#""loops":1,"#), "{text}");
+        assert!(!text.contains(r#""loops":1.0"#), "{text}");
+        assert!(!text.contains("_blocks\":0.0"), "{text}");
+        let fraction = parse_plan(&json)
+            .unwrap()
+            .nodes
+            .iter()
+            .find_map(|n| n.actual.filter(|a| a.rows.fract() != 0.0).map(|a| a.rows));
+        let rows = fraction.expect("a node with fractional rows");
+        assert!(
+            text.contains(&format!("\"actual_rows\":{rows}")),
+            "{rows}: {text}"
+        );
+    }
+
+    #[test]
+    fn a_count_beyond_64_bits_is_still_a_number() {
+        let mut out = Vec::new();
+        count(&1e30, &mut serde_json::Serializer::new(&mut out)).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "1e+30");
+        let mut out = Vec::new();
+        count(&9205.0, &mut serde_json::Serializer::new(&mut out)).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "9205");
     }
 }

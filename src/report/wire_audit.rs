@@ -1,7 +1,7 @@
 //! The JSON contract of `pgplan audit --format json`: nodes, findings (database, check, severity,
 //! object, message, evidence, fix), skipped checks and notes. Figures the server did not report
 //! are `null`, never 0; evidence names carry their units. `database` on findings and skipped
-//! checks came with multi-database runs: an addition, so `schema_version` stays 1.
+//! checks came with multi-database runs: an addition, which did not change `schema_version`.
 
 use std::io;
 

@@ -270,12 +270,12 @@ fn create_on_partition(
     Some(if partition.kind == TableKind::Partitioned {
         format!(
             "-- {on} is partitioned itself: this locks it while it builds\n{head} INDEX {} ON {on}{rest};",
-            crate::sql::quote_ident(name)
+            crate::sql::quote_ident_to_show(name)
         )
     } else {
         format!(
             "{head} INDEX CONCURRENTLY {} ON {on}{rest};",
-            crate::sql::quote_ident(name)
+            crate::sql::quote_ident_to_show(name)
         )
     })
 }

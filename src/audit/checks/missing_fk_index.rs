@@ -6,7 +6,7 @@ use crate::audit::snapshot::{ForeignKey, Index, TableKind};
 use crate::audit::{Check, Context, Finding, Output, Severity};
 
 use super::{bytes_words, qualified};
-use crate::sql::quote_ident;
+use crate::sql::quote_ident_to_show as quote_ident;
 
 /// A referencing table at least this large (pages) makes the missing index a warning when the
 /// referenced table sees deletes or updates.

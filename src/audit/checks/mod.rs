@@ -14,7 +14,7 @@ pub mod visibility_map;
 pub mod xid_wraparound;
 pub mod xmin_horizon;
 
-use crate::sql::quote_ident;
+use crate::sql::quote_ident_to_show as quote_ident;
 
 use super::snapshot::{Settings, Table};
 use super::{Check, Context, Output};

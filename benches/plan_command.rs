@@ -1,0 +1,337 @@
+//! `pgplan explain` and `pgplan diff` as users run them: the real binary, spawned on plan files,
+//! timed from spawn to exit with its report written (to a file, and to a pipe a reader drains),
+//! beside a floor built in this same harness: a process that reads the same files, parses them
+//! into a `serde_json::Value` and writes that back out as pretty JSON through a buffer, which is
+//! what any tool that reads and writes this much JSON pays. With `PGPLAN_BENCH_EXPLAINSQL` (or
+//! `explainsql` on `PATH`), ExplainSQL's equivalent commands are timed in the same rounds.
+//!
+//! Plans: the synthetic pairs of `synthetic/` at 1k, 10k and 100k nodes, and one-node plans whose
+//! Filter is 16k to 256k characters long. Runs are interleaved (each round runs every command
+//! once), medians are reported; peak memory is the child's maximum resident set (`wait4`).
+//!
+//! Goals: each command within 1.5× the floor at 10k and 100k nodes, at least 3× faster than
+//! ExplainSQL at every size, `diff` at most 2× two `explain`s; time linear in the condition's
+//! length.
+//!
+//! `cargo bench --bench plan_command`; `PGPLAN_BENCH_SIZES=1000,10000` and
+//! `PGPLAN_BENCH_ROUNDS=3` narrow it.
+
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+#[allow(dead_code)] // the in-process benchmark uses the generator's other half
+mod synthetic;
+
+const PGPLAN: &str = env!("CARGO_BIN_EXE_pgplan");
+
+/// Set to make this binary the floor process instead of the benchmark.
+const FLOOR: &str = "PGPLAN_BENCH_VALUE_FLOOR";
+
+/// Where a command's report goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Sink {
+    File,
+    Pipe,
+}
+
+impl Sink {
+    fn name(self) -> &'static str {
+        match self {
+            Sink::File => "file",
+            Sink::Pipe => "pipe",
+        }
+    }
+}
+
+/// One measured process run.
+#[derive(Clone, Copy)]
+struct Run {
+    seconds: f64,
+    peak_bytes: u64,
+    output_bytes: u64,
+}
+
+fn main() {
+    if std::env::var_os(FLOOR).is_some() {
+        let paths: Vec<String> = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with("--"))
+            .collect();
+        floor(&paths).expect("the floor reads and writes the plans");
+        return;
+    }
+    // `cargo bench` passes `--bench`; nothing else is taken from the command line.
+    let sizes: Vec<usize> = std::env::var("PGPLAN_BENCH_SIZES")
+        .map(|s| {
+            s.split(',')
+                .map(|n| n.trim().parse().expect("a size"))
+                .collect()
+        })
+        .unwrap_or_else(|_| vec![1_000, 10_000, 100_000]);
+    let rounds: usize = std::env::var("PGPLAN_BENCH_ROUNDS")
+        .ok()
+        .map(|r| r.parse().expect("a number of rounds"))
+        .unwrap_or(5);
+    let explainsql = explainsql();
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    eprintln!(
+        "pgplan {PGPLAN}\nExplainSQL: {}",
+        explainsql
+            .as_deref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "not found (set PGPLAN_BENCH_EXPLAINSQL)".into())
+    );
+
+    println!(
+        "| nodes | input | command | to | floor | pgplan | ÷ floor | ExplainSQL | ExplainSQL ÷ pgplan | pgplan peak | report |"
+    );
+    println!("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for &n in &sizes {
+        let (before, after) = synthetic::plan_pair(n);
+        let before_path = dir.path().join(format!("before-{n}.json"));
+        let after_path = dir.path().join(format!("after-{n}.json"));
+        std::fs::write(&before_path, &before).unwrap();
+        std::fs::write(&after_path, &after).unwrap();
+        let input_mb = before.len() as f64 / 1e6;
+        drop((before, after));
+        let b = before_path.to_str().unwrap();
+        let a = after_path.to_str().unwrap();
+        let rounds = if n >= 100_000 { rounds.min(3) } else { rounds };
+
+        struct Case {
+            command: String,
+            sink: Sink,
+            pgplan: Vec<String>,
+            floor: Vec<String>,
+            explainsql: Option<Vec<String>>,
+        }
+        let mut cases = Vec::new();
+        for sink in [Sink::File, Sink::Pipe] {
+            for format in ["json", "text"] {
+                cases.push(Case {
+                    command: format!("explain --format {format}"),
+                    sink,
+                    pgplan: args(&["explain", "--format", format, "--color", "never", b]),
+                    floor: args(&[b]),
+                    explainsql: Some(args(&[
+                        "--print", "--format", format, "--color", "never", b,
+                    ])),
+                });
+                cases.push(Case {
+                    command: format!("diff --format {format}"),
+                    sink,
+                    pgplan: args(&["diff", "--format", format, "--color", "never", b, a]),
+                    floor: args(&[b, a]),
+                    explainsql: Some(args(&[
+                        "diff", "--format", format, "--color", "never", b, a,
+                    ])),
+                });
+            }
+        }
+        let out = dir.path().join("report");
+        let mut results: Vec<(Vec<Run>, Vec<Run>, Vec<Run>)> =
+            cases.iter().map(|_| (vec![], vec![], vec![])).collect();
+        for round in 0..rounds {
+            for (case, result) in cases.iter().zip(&mut results) {
+                result
+                    .0
+                    .push(run(Path::new(PGPLAN), &case.pgplan, &[], case.sink, &out));
+                let me = std::env::current_exe().unwrap();
+                result
+                    .1
+                    .push(run(&me, &case.floor, &[(FLOOR, "1")], case.sink, &out));
+                if let (Some(tool), Some(esql)) = (&explainsql, &case.explainsql) {
+                    result.2.push(run(tool, esql, &[], case.sink, &out));
+                }
+            }
+            eprintln!("{n} nodes: round {} of {rounds} done", round + 1);
+        }
+        let mut explain_s = std::collections::HashMap::new();
+        for (case, (pgplan, floor, esql)) in cases.iter().zip(&results) {
+            let p = median(pgplan.iter().map(|r| r.seconds));
+            let f = median(floor.iter().map(|r| r.seconds));
+            let peak = median(pgplan.iter().map(|r| r.peak_bytes as f64));
+            let report = pgplan[0].output_bytes as f64;
+            let (esql_s, esql_ratio) = if esql.is_empty() {
+                ("—".to_owned(), "—".to_owned())
+            } else {
+                let e = median(esql.iter().map(|r| r.seconds));
+                (seconds(e), format!("**{:.1}×**", e / p))
+            };
+            if case.command.starts_with("explain") {
+                explain_s.insert((case.command.replace("explain", ""), case.sink.name()), p);
+            } else if let Some(e) =
+                explain_s.get(&(case.command.replace("diff", ""), case.sink.name()))
+            {
+                eprintln!(
+                    "{n} nodes: {} to a {} takes {:.2}× two explains",
+                    case.command,
+                    case.sink.name(),
+                    p / (2.0 * e)
+                );
+            }
+            println!(
+                "| {n} | {input_mb:.1} MB | `{}` | {} | {} | {} | **{:.2}×** | {esql_s} | {esql_ratio} | {:.0} MB | {:.1} MB |",
+                case.command,
+                case.sink.name(),
+                seconds(f),
+                seconds(p),
+                p / f,
+                peak / 1e6,
+                report / 1e6,
+            );
+        }
+        let _ = std::fs::remove_file(&before_path);
+        let _ = std::fs::remove_file(&after_path);
+    }
+
+    println!();
+    println!("| Filter length | explain text to a file | per 1,000 characters | ExplainSQL |");
+    println!("|---:|---:|---:|---:|");
+    for chars in [16_000, 64_000, 70_000, 128_000, 256_000] {
+        let path = dir.path().join(format!("long-{chars}.json"));
+        std::fs::write(&path, synthetic::long_condition_plan(chars)).unwrap();
+        let p = path.to_str().unwrap();
+        let out = dir.path().join("report");
+        let mut pgplan = Vec::new();
+        let mut esql = Vec::new();
+        for _ in 0..rounds {
+            let a = args(&["explain", "--format", "text", "--color", "never", p]);
+            pgplan.push(run(Path::new(PGPLAN), &a, &[], Sink::File, &out).seconds);
+            if let Some(tool) = &explainsql {
+                let a = args(&["--print", "--format", "text", "--color", "never", p]);
+                esql.push(run(tool, &a, &[], Sink::File, &out).seconds);
+            }
+        }
+        let t = median(pgplan.into_iter());
+        println!(
+            "| {chars} | {} | {:.3} ms | {} |",
+            seconds(t),
+            t * 1e3 / (chars as f64 / 1e3),
+            if esql.is_empty() {
+                "—".into()
+            } else {
+                seconds(median(esql.into_iter()))
+            }
+        );
+    }
+}
+
+fn args(a: &[&str]) -> Vec<String> {
+    a.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// ExplainSQL's binary: `PGPLAN_BENCH_EXPLAINSQL`, else `explainsql` on `PATH`.
+fn explainsql() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("PGPLAN_BENCH_EXPLAINSQL") {
+        return Some(PathBuf::from(path));
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("explainsql"))
+        .find(|p| p.is_file())
+}
+
+/// Runs `program` to completion with its standard output going to `sink`, and measures it.
+// The child is reaped by wait4, which also gives its peak memory, not by Child::wait.
+#[allow(clippy::zombie_processes)]
+fn run(program: &Path, args: &[String], env: &[(&str, &str)], sink: Sink, file: &Path) -> Run {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.stdout(match sink {
+        Sink::File => Stdio::from(std::fs::File::create(file).unwrap()),
+        Sink::Pipe => Stdio::piped(),
+    });
+    let start = Instant::now();
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
+    // The reader drains the pipe as fast as it fills, as `| jq` or `| less` would.
+    let reader = child.stdout.take().map(|mut pipe| {
+        std::thread::spawn(move || {
+            let mut buffer = vec![0u8; 1 << 16];
+            let mut total = 0u64;
+            loop {
+                match pipe.read(&mut buffer) {
+                    Ok(0) | Err(_) => break total,
+                    Ok(n) => total += n as u64,
+                }
+            }
+        })
+    });
+    let (status, usage) = wait4(child.id() as libc::pid_t);
+    let seconds = start.elapsed().as_secs_f64();
+    let piped = reader.map(|r| r.join().unwrap());
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{} {args:?} failed: {status}",
+        program.display()
+    );
+    let output_bytes = piped.unwrap_or_else(|| std::fs::metadata(file).unwrap().len());
+    assert!(
+        output_bytes > 0,
+        "{} {args:?} wrote nothing",
+        program.display()
+    );
+    Run {
+        seconds,
+        // ru_maxrss is in kilobytes on Linux.
+        peak_bytes: usage.ru_maxrss as u64 * 1024,
+        output_bytes,
+    }
+}
+
+/// Waits for the child and takes its resource usage: std's `wait` gives the status only.
+fn wait4(pid: libc::pid_t) -> (libc::c_int, libc::rusage) {
+    let mut status = 0;
+    // SAFETY: rusage is plain data the kernel fills in; the pid is our own child's.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            return (status, usage);
+        }
+        let error = io::Error::last_os_error();
+        assert_eq!(error.kind(), io::ErrorKind::Interrupted, "wait4: {error}");
+    }
+}
+
+/// The floor: read each file, parse it into a `serde_json::Value`, write it back as pretty JSON.
+fn floor(paths: &[String]) -> io::Result<()> {
+    let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    for path in paths {
+        let text = std::fs::read_to_string(path)?;
+        let mut reader = serde_json::Deserializer::from_str(&text);
+        reader.disable_recursion_limit();
+        let value: serde_json::Value = serde::Deserialize::deserialize(&mut reader)?;
+        serde_json::to_writer_pretty(&mut out, &value)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+fn seconds(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.1} ms", s * 1e3)
+    } else {
+        format!("{s:.2} s")
+    }
+}

@@ -1,0 +1,90 @@
+//! What every command that runs a user's query does before and while running it, so no effect
+//! escapes the rollback: the functions the query calls are judged from its estimate-only plan
+//! before it runs ([`check_calls`]), and the measured runs happen in a read-only transaction
+//! unless writes were allowed ([`read_only_from_here`]). Call both inside the transaction that
+//! runs the query.
+
+use tokio_postgres::Client;
+
+use crate::db::explain::{explain, explain_sql, run};
+use crate::db::session::SessionError;
+use crate::effects::{calls_in_plan, judge};
+
+/// The flag that accepts functions whose effects outlive the rollback.
+pub const ACCEPT_FLAG: &str = "--allow-lasting-effects";
+
+/// SQLSTATE 25006, read_only_sql_transaction.
+const READ_ONLY_SQL_TRANSACTION: &str = "25006";
+
+/// Judges the functions `statement` calls, from its estimate-only `EXPLAIN (VERBOSE)` plan
+/// (planning runs nothing volatile, and every function the refusal covers is volatile) and
+/// `pg_proc`. Refuses (an error naming each function and what it does) unless `accept`; returns
+/// the notes for the report: volatile functions, and accepted lasting effects. A query that
+/// cannot be planned passes (nothing of it can run).
+pub async fn check_calls(
+    client: &Client,
+    statement: &str,
+    accept: bool,
+) -> Result<Vec<String>, SessionError> {
+    let context = "reading the query's plan to see which functions it calls";
+    let Ok(raw) = explain(client, &explain_sql(statement, false), context).await else {
+        // A query that cannot be planned runs nothing; the caller's first run of it fails the
+        // same way and reports the error where the user expects it. (The transaction is now
+        // aborted: the caller rolls back to its savepoint.)
+        return Ok(Vec::new());
+    };
+    let calls = calls_in_plan(&raw).map_err(|e| SessionError {
+        context: context.into(),
+        message: e.to_string(),
+        sqlstate: None,
+    })?;
+    if calls.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut names: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
+    names.dedup();
+    let rows = crate::db::effects::function_rows(client, &names).await?;
+    let verdict = judge(&calls, &rows);
+    let mut notes = Vec::new();
+    if let Some(refusal) = verdict.refusal(ACCEPT_FLAG) {
+        if !accept {
+            return Err(SessionError {
+                context: "checking the query".into(),
+                message: refusal,
+                sqlstate: None,
+            });
+        }
+        for (name, reason) in &verdict.lasting {
+            notes.push(format!(
+                "{ACCEPT_FLAG}: the query calls {name}, which {reason}; pgplan ran it and cannot \
+                 undo that"
+            ));
+        }
+    }
+    notes.extend(verdict.volatile_note());
+    Ok(notes)
+}
+
+/// Makes the rest of the transaction read-only: from here on nothing the query runs can write
+/// (a function's INSERT, `nextval`, `setval`). PostgreSQL allows going read-only at any point
+/// of a transaction (only the way back is refused), so this comes after the candidate is built.
+pub async fn read_only_from_here(client: &Client) -> Result<(), SessionError> {
+    run(
+        client,
+        "SET LOCAL transaction_read_only = on",
+        "making the measured runs read-only",
+    )
+    .await
+}
+
+/// A run's error, with what to do when the read-only transaction is what stopped it.
+pub fn explain_read_only(mut error: SessionError) -> SessionError {
+    if error.sqlstate.as_deref() == Some(READ_ONLY_SQL_TRANSACTION) {
+        error.message.push_str(
+            "\nhint: pgplan runs the query in a read-only transaction, and something it calls \
+             writes (a function, or a sequence's nextval); pass --allow-writes to run it in a \
+             read-write transaction that is still rolled back (sequences still advance)",
+        );
+    }
+    error
+}

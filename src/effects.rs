@@ -1,0 +1,481 @@
+//! Functions a query calls whose effects a rollback does not undo, or that reach outside the
+//! session: found in the estimate-only `EXPLAIN (VERBOSE)` plan (which shows every expression
+//! the executor evaluates, with functions by name, schema-qualified when not on the search
+//! path), classified from their `pg_proc` rows. Pure: the plan's JSON and the catalog rows in,
+//! refusals and warnings out.
+//!
+//! What a read-only transaction already stops (table writes, `nextval`, `setval`, large-object
+//! writes, which are transactional anyway) is not listed here; what it does not stop and the
+//! rollback does not undo is.
+
+use serde_json::Value;
+
+use crate::sql::{TokenKind, tokenize};
+
+/// A function call seen in a plan: its schema when the plan qualified it, and its name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Call {
+    pub schema: Option<String>,
+    pub name: String,
+}
+
+/// A `pg_proc` row for a function of a called name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FunctionRow {
+    pub schema: String,
+    pub name: String,
+    /// `provolatile`: `i`mmutable, `s`table, `v`olatile.
+    pub volatility: char,
+    /// The extension the function belongs to, if any (dblink's functions live in whatever
+    /// schema it was created in, so they are known by their extension).
+    pub extension: Option<String>,
+    /// Whether an unqualified call would find it (`pg_function_is_visible`).
+    pub visible: bool,
+}
+
+impl FunctionRow {
+    /// `pg_catalog.pg_terminate_backend()`.
+    pub fn display(&self) -> String {
+        format!("{}.{}()", self.schema, self.name)
+    }
+}
+
+/// What pgplan does about a function the query calls.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Its effect outlives the rollback or reaches outside the session: refused unless the
+    /// user accepts it. The reason says what it does.
+    Lasting(&'static str),
+    /// Volatile: it may differ from run to run, and pgplan cannot see what it does inside.
+    Volatile,
+    None,
+}
+
+/// Built-in functions (schema `pg_catalog`) whose effects outlive the rollback, and why.
+const BUILT_IN: &[(&[&str], &str)] = &[
+    (
+        &[
+            "pg_create_physical_replication_slot",
+            "pg_create_logical_replication_slot",
+            "pg_drop_replication_slot",
+            "pg_copy_physical_replication_slot",
+            "pg_copy_logical_replication_slot",
+            "pg_replication_slot_advance",
+            "pg_logical_slot_get_changes",
+            "pg_logical_slot_get_binary_changes",
+            "pg_sync_replication_slots",
+        ],
+        "creates, drops or advances a replication slot, which is not transactional: a slot \
+         reserves WAL and holds back the xmin horizon until dropped",
+    ),
+    (
+        &[
+            "pg_replication_origin_create",
+            "pg_replication_origin_drop",
+            "pg_replication_origin_advance",
+            "pg_replication_origin_session_setup",
+            "pg_replication_origin_session_reset",
+            "pg_replication_origin_xact_setup",
+            "pg_replication_origin_xact_reset",
+        ],
+        "changes replication origin progress or this session's origin, which the rollback does \
+         not undo",
+    ),
+    (
+        &[
+            "pg_terminate_backend",
+            "pg_cancel_backend",
+            "pg_log_backend_memory_contexts",
+        ],
+        "signals another server process: done at once, whatever becomes of the transaction",
+    ),
+    (
+        &[
+            "pg_reload_conf",
+            "pg_rotate_logfile",
+            "pg_rotate_logfile_old",
+            "pg_promote",
+            "pg_wal_replay_pause",
+            "pg_wal_replay_resume",
+            "pg_switch_wal",
+            "pg_switch_xlog",
+            "pg_create_restore_point",
+            "pg_log_standby_snapshot",
+        ],
+        "controls the server (configuration, logs, WAL or recovery), which a rollback does not undo",
+    ),
+    (
+        &[
+            "pg_backup_start",
+            "pg_backup_stop",
+            "pg_start_backup",
+            "pg_stop_backup",
+        ],
+        "starts or stops a backup, which is session state the rollback does not end (through a \
+         pooler the next client inherits it)",
+    ),
+    (
+        &[
+            "pg_stat_reset",
+            "pg_stat_reset_shared",
+            "pg_stat_reset_single_table_counters",
+            "pg_stat_reset_single_function_counters",
+            "pg_stat_reset_slru",
+            "pg_stat_reset_replication_slot",
+            "pg_stat_reset_subscription_stats",
+            "pg_stat_reset_backend_stats",
+        ],
+        "resets cumulative statistics, which is not transactional (autovacuum and every \
+         monitoring tool lose their counts)",
+    ),
+    (
+        &[
+            "pg_restore_relation_stats",
+            "pg_clear_relation_stats",
+            "pg_restore_attribute_stats",
+            "pg_clear_attribute_stats",
+        ],
+        "overwrites planner statistics in place, which the rollback does not undo",
+    ),
+    (
+        &[
+            "pg_advisory_lock",
+            "pg_advisory_lock_shared",
+            "pg_try_advisory_lock",
+            "pg_try_advisory_lock_shared",
+            "pg_advisory_unlock",
+            "pg_advisory_unlock_shared",
+            "pg_advisory_unlock_all",
+        ],
+        "takes or releases a session-level advisory lock, which outlives the rollback (through a \
+         pooler the next client holds it); the pg_advisory_xact_* forms end with the transaction",
+    ),
+    (
+        &["lo_import", "lo_export"],
+        "reads or writes a file on the database server",
+    ),
+    (
+        &["pg_logical_emit_message"],
+        "writes a logical decoding message to the WAL, which is sent even when the transaction \
+         rolls back if it is non-transactional",
+    ),
+];
+
+/// Extensions whose functions (all, or those named) reach outside the session.
+const EXTENSIONS: &[(&str, Option<&[&str]>, &str)] = &[
+    (
+        "dblink",
+        None,
+        "runs SQL over another connection, which commits on its own and outlives pgplan's \
+         rollback (a named connection also stays open on this backend)",
+    ),
+    (
+        "pg_background",
+        None,
+        "runs SQL in a background worker, which commits on its own",
+    ),
+    (
+        "adminpack",
+        Some(&[
+            "pg_file_write",
+            "pg_file_rename",
+            "pg_file_unlink",
+            "pg_file_sync",
+        ]),
+        "writes, renames or removes a file on the database server",
+    ),
+    (
+        "hypopg",
+        Some(&[
+            "hypopg_create_index",
+            "hypopg_drop_index",
+            "hypopg_reset",
+            "hypopg_reset_index",
+            "hypopg_hide_index",
+            "hypopg_unhide_index",
+            "hypopg_unhide_all_indexes",
+        ]),
+        "changes this backend's hypothetical indexes, which outlive the rollback (through a \
+         pooler the next client's plans see them)",
+    ),
+    (
+        "pg_stat_statements",
+        Some(&["pg_stat_statements_reset"]),
+        "resets pg_stat_statements' counts, which is not transactional",
+    ),
+];
+
+/// The effect of calling `f`.
+pub fn classify(f: &FunctionRow) -> Effect {
+    if let Some(extension) = &f.extension {
+        for (name, functions, reason) in EXTENSIONS {
+            if extension == name && functions.is_none_or(|list| list.contains(&f.name.as_str())) {
+                return Effect::Lasting(reason);
+            }
+        }
+    } else if f.schema == "pg_catalog" {
+        for (names, reason) in BUILT_IN {
+            if names.contains(&f.name.as_str()) {
+                return Effect::Lasting(reason);
+            }
+        }
+    }
+    if f.volatility == 'v' {
+        Effect::Volatile
+    } else {
+        Effect::None
+    }
+}
+
+/// Every function call in a plan (`EXPLAIN (VERBOSE, FORMAT JSON)` output as the server sent
+/// it): each string in the plan tree is read as an expression, and a name directly followed by
+/// `(` is a call, unless it follows `::` (a type modifier, `numeric(10,2)`). String constants
+/// are skipped by the lexer, so `'lo_export('` is no call. Sorted, without repeats.
+pub fn calls_in_plan(raw: &str) -> Result<Vec<Call>, serde_json::Error> {
+    let value: Value = serde_json::from_str(raw)?;
+    let mut calls = Vec::new();
+    collect(&value, &mut calls);
+    calls.sort();
+    calls.dedup();
+    Ok(calls)
+}
+
+fn collect(value: &Value, calls: &mut Vec<Call>) {
+    match value {
+        Value::String(text) => calls_in_expression(text, calls),
+        Value::Array(items) => items.iter().for_each(|v| collect(v, calls)),
+        Value::Object(map) => {
+            for (key, v) in map {
+                // Settings are name/value pairs, never expressions.
+                if key != "Settings" {
+                    collect(v, calls);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn calls_in_expression(text: &str, calls: &mut Vec<Call>) {
+    if !text.contains('(') {
+        return;
+    }
+    let Ok(tokens) = tokenize(text) else { return };
+    for (i, token) in tokens.iter().enumerate() {
+        let Some(name) = identifier(token.kind, token.text) else {
+            continue;
+        };
+        if tokens.get(i + 1).is_none_or(|t| t.text != "(") {
+            continue;
+        }
+        let before = |back: usize| i.checked_sub(back).and_then(|j| tokens.get(j));
+        if before(1).is_some_and(|t| t.text == "::") {
+            continue;
+        }
+        let schema = match (before(1), before(2)) {
+            (Some(dot), Some(s)) if dot.text == "." => identifier(s.kind, s.text),
+            _ => None,
+        };
+        calls.push(Call { schema, name });
+    }
+}
+
+/// The name an identifier token stands for: folded to lower case unless quoted.
+fn identifier(kind: TokenKind, text: &str) -> Option<String> {
+    match kind {
+        TokenKind::Word => Some(text.to_lowercase()),
+        TokenKind::QuotedIdentifier if text.starts_with('"') && text.len() >= 2 => {
+            Some(text[1..text.len() - 1].replace("\"\"", "\""))
+        }
+        _ => None,
+    }
+}
+
+/// The catalog rows a call may mean: the function of that schema when qualified, else those the
+/// search path finds (an unqualified name in VERBOSE output is one the search path finds).
+pub fn rows_for<'a>(call: &Call, rows: &'a [FunctionRow]) -> Vec<&'a FunctionRow> {
+    rows.iter()
+        .filter(|r| r.name == call.name)
+        .filter(|r| match &call.schema {
+            Some(schema) => &r.schema == schema,
+            None => r.visible,
+        })
+        .collect()
+}
+
+/// What the query's calls come to: the functions refused, with why, and the volatile ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    pub lasting: Vec<(String, &'static str)>,
+    pub volatile: Vec<String>,
+}
+
+pub fn judge(calls: &[Call], rows: &[FunctionRow]) -> Verdict {
+    let mut verdict = Verdict::default();
+    for call in calls {
+        for row in rows_for(call, rows) {
+            let shown = row.display();
+            match classify(row) {
+                Effect::Lasting(reason) => {
+                    if !verdict.lasting.iter().any(|(n, _)| n == &shown) {
+                        verdict.lasting.push((shown, reason));
+                    }
+                }
+                Effect::Volatile => {
+                    if !verdict.volatile.contains(&shown) {
+                        verdict.volatile.push(shown);
+                    }
+                }
+                Effect::None => {}
+            }
+        }
+    }
+    verdict
+}
+
+impl Verdict {
+    /// The refusal, one line per function, and what to do.
+    pub fn refusal(&self, flag: &str) -> Option<String> {
+        if self.lasting.is_empty() {
+            return None;
+        }
+        let mut text = String::from(
+            "the query calls functions whose effects outlive pgplan's rollback or reach outside \
+             its session:",
+        );
+        for (name, reason) in &self.lasting {
+            text.push_str(&format!("\n  {name} {reason}"));
+        }
+        text.push_str(&format!(
+            "\nhint: measure the query without them, or pass {flag} to run it anyway (pgplan \
+             then cannot promise to leave nothing behind)"
+        ));
+        Some(text)
+    }
+
+    /// The note for volatile functions, which are run but not judged.
+    pub fn volatile_note(&self) -> Option<String> {
+        if self.volatile.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "the query calls volatile functions ({}): each run may differ, and pgplan cannot see \
+             what they do inside; they ran in a read-only transaction that was rolled back, so \
+             writes fail, but effects that no rollback undoes (a function calling dblink, say) \
+             are not caught",
+            self.volatile.join(", ")
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(schema: &str, name: &str, volatility: char, extension: Option<&str>) -> FunctionRow {
+        FunctionRow {
+            schema: schema.into(),
+            name: name.into(),
+            volatility,
+            extension: extension.map(Into::into),
+            visible: true,
+        }
+    }
+
+    fn call(schema: Option<&str>, name: &str) -> Call {
+        Call {
+            schema: schema.map(Into::into),
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn calls_come_from_every_expression_but_not_from_strings_or_type_modifiers() {
+        // As PostgreSQL 15 prints it for
+        // SELECT dblink_exec(...), pg_terminate_backend(a), "numeric"(a)::numeric(10,2), ...
+        let plan = r#"[{"Plan": {"Node Type": "Result",
+            "Output": ["dblink_exec('dbname=postgres'::text, 'DELETE FROM t'::text)",
+                       "pg_terminate_backend(t.a, '0'::bigint)",
+                       "(\"numeric\"(t.a))::numeric(10,2)", "'lo_export('::text"],
+            "Plans": [{"Node Type": "Seq Scan", "Relation Name": "t",
+                       "Filter": "(t.a = audit.\"Check\"(pg_backend_pid()))"}]},
+            "Settings": {"search_path": "f(x)"}}]"#;
+        assert_eq!(
+            calls_in_plan(plan).unwrap(),
+            vec![
+                call(None, "dblink_exec"),
+                call(None, "numeric"),
+                call(None, "pg_backend_pid"),
+                call(None, "pg_terminate_backend"),
+                call(Some("audit"), "Check"),
+            ]
+        );
+    }
+
+    #[test]
+    fn lasting_effects_are_named_with_their_reason() {
+        let rows = [
+            row("pg_catalog", "pg_terminate_backend", 'v', None),
+            row("public", "dblink_exec", 'v', Some("dblink")),
+            row("pg_catalog", "random", 'v', None),
+            row("pg_catalog", "lower", 'i', None),
+            row("pg_catalog", "pg_advisory_xact_lock", 'v', None),
+        ];
+        let calls = [
+            call(None, "pg_terminate_backend"),
+            call(None, "dblink_exec"),
+            call(None, "random"),
+            call(None, "lower"),
+            call(None, "pg_advisory_xact_lock"),
+        ];
+        let verdict = judge(&calls, &rows);
+        assert_eq!(
+            verdict.refusal("--allow-lasting-effects").unwrap(),
+            "the query calls functions whose effects outlive pgplan's rollback or reach outside \
+             its session:\n  pg_catalog.pg_terminate_backend() signals another server process: \
+             done at once, whatever becomes of the transaction\n  public.dblink_exec() runs SQL \
+             over another connection, which commits on its own and outlives pgplan's rollback (a \
+             named connection also stays open on this backend)\nhint: measure the query without \
+             them, or pass --allow-lasting-effects to run it anyway (pgplan then cannot promise \
+             to leave nothing behind)"
+        );
+        assert_eq!(
+            verdict.volatile,
+            vec![
+                "pg_catalog.random()".to_owned(),
+                "pg_catalog.pg_advisory_xact_lock()".to_owned()
+            ]
+        );
+    }
+
+    #[test]
+    fn a_user_function_of_a_built_in_name_is_judged_as_what_it_is() {
+        // public.pg_stat_reset is the user's own function: volatile, not a statistics reset.
+        assert_eq!(
+            classify(&row("public", "pg_stat_reset", 'v', None)),
+            Effect::Volatile
+        );
+        assert!(matches!(
+            classify(&row("pg_catalog", "pg_stat_reset", 'v', None)),
+            Effect::Lasting(_)
+        ));
+        // Only HypoPG's functions that change state are refused.
+        assert_eq!(
+            classify(&row("public", "hypopg_list_indexes", 'v', Some("hypopg"))),
+            Effect::Volatile
+        );
+        assert!(matches!(
+            classify(&row("public", "hypopg_create_index", 'v', Some("hypopg"))),
+            Effect::Lasting(_)
+        ));
+    }
+
+    #[test]
+    fn an_unqualified_call_means_the_functions_the_search_path_finds() {
+        let mut hidden = row("other", "f", 'v', None);
+        hidden.visible = false;
+        let rows = [row("public", "f", 'i', None), hidden];
+        assert_eq!(rows_for(&call(None, "f"), &rows), vec![&rows[0]]);
+        assert_eq!(rows_for(&call(Some("other"), "f"), &rows), vec![&rows[1]]);
+    }
+}

@@ -1,0 +1,776 @@
+//! `pgplan advise` output: the recommended set best first (each CREATE INDEX CONCURRENTLY
+//! with its size, build time, the queries it serves before → after, its write cost and what it
+//! replaces), then indexes to drop, candidates rejected with the measured reason, candidates an
+//! existing index already is, and notes. As text, Markdown, or the JSON document below.
+
+use std::io::{self, Write};
+
+use serde::Serialize;
+
+use crate::advise::report::{AdviseReport, Recommendation, RejectedCandidate};
+use crate::advise::{Candidate, Note};
+
+use super::format::{bytes, change, count, ms};
+use super::text::{align_numbers, new_table, write_table};
+use super::{Paint, TextOptions, markdown};
+
+/// The version of the advise document. Changing a field's meaning or removing one bumps it;
+/// adding one does not.
+pub const ADVISE_SCHEMA_VERSION: u32 = 1;
+
+/// `pgplan advise --format json`.
+#[derive(Debug, Serialize)]
+pub struct AdviseDoc {
+    pub schema_version: u32,
+    pub server_version: String,
+    pub database: String,
+    pub workload: WorkloadDoc,
+    /// True when HypoPG's estimates ordered the shortlist; every recommendation is measured.
+    pub shortlist_estimated: bool,
+    /// Best first: the order the greedy choice took them in.
+    pub recommended: Vec<RecommendationDoc>,
+    pub drops: Vec<DropDoc>,
+    pub rejected: Vec<RejectedDoc>,
+    pub covered: Vec<CoveredDoc>,
+    pub notes: Vec<NoteDoc>,
+    /// What PostgreSQL does not roll back (statistics counters, planner estimates).
+    pub not_rolled_back: Vec<String>,
+    pub elapsed_ms: f64,
+    pub budget_ms: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WorkloadDoc {
+    pub source: String,
+    pub queries: Vec<QueryDoc>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct QueryDoc {
+    pub id: String,
+    pub text: String,
+    pub calls_per_day: f64,
+    /// Planned generically: its figures are the planner's estimates.
+    pub estimated: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CandidateDoc {
+    pub name: String,
+    /// `CREATE INDEX CONCURRENTLY name ON ...`.
+    pub statement: String,
+    /// Everything from ON on.
+    pub definition: String,
+    pub schema: String,
+    pub table: String,
+    pub method: &'static str,
+    /// The rules that proposed it: btree, partial, expression, include, gin, gist, trigram,
+    /// brin, join_key.
+    pub kinds: Vec<&'static str>,
+    pub reasons: Vec<String>,
+    /// The workload queries (ids) it was proposed for.
+    pub proposed_for: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RecommendationDoc {
+    #[serde(flatten)]
+    pub candidate: CandidateDoc,
+    pub size_bytes: f64,
+    pub build_ms: Option<f64>,
+    pub read_pages_saved_per_day: f64,
+    pub write_pages_added_per_day: f64,
+    pub net_pages_saved_per_day: f64,
+    pub wal_bytes_added_per_day: Option<f64>,
+    pub hot_updates_lost_per_day: Option<f64>,
+    pub write_estimated: bool,
+    pub replaces: Vec<String>,
+    pub queries: Vec<ServedDoc>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ServedDoc {
+    pub id: String,
+    pub pages_before: f64,
+    pub pages_after: f64,
+    pub ms_before: Option<f64>,
+    pub ms_after: Option<f64>,
+    pub time_within_noise: bool,
+    pub regression: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct DropDoc {
+    pub schema: String,
+    pub table: String,
+    pub index: String,
+    pub statement: String,
+    pub message: String,
+    pub severity: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RejectedDoc {
+    #[serde(flatten)]
+    pub candidate: CandidateDoc,
+    /// unused, does_not_pay, writes_exceed_savings, over_max_indexes, over_max_size.
+    pub reason: &'static str,
+    pub explanation: String,
+    pub size_bytes: f64,
+    pub read_pages_saved_per_day: f64,
+    pub write_pages_added_per_day: f64,
+    pub used: bool,
+    pub measured_with: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CoveredDoc {
+    pub definition: String,
+    pub by_index: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NoteDoc {
+    pub query_id: String,
+    pub table: Option<String>,
+    pub message: String,
+}
+
+fn query_id(report: &AdviseReport, query: usize) -> String {
+    report
+        .queries
+        .get(query)
+        .map_or_else(|| format!("#{}", query + 1), |q| q.id.clone())
+}
+
+fn candidate_doc(report: &AdviseReport, c: &Candidate) -> CandidateDoc {
+    let mut proposed_for: Vec<String> = Vec::new();
+    for s in &c.serves {
+        let id = query_id(report, s.query);
+        if !proposed_for.contains(&id) {
+            proposed_for.push(id);
+        }
+    }
+    CandidateDoc {
+        name: c.name.clone(),
+        statement: c.create_statement(),
+        definition: c.definition(),
+        schema: c.schema.clone(),
+        table: c.table.clone(),
+        method: c.method.name(),
+        kinds: c.kinds.iter().map(|k| k.name()).collect(),
+        reasons: c.reasons.clone(),
+        proposed_for,
+    }
+}
+
+impl AdviseDoc {
+    pub fn of(report: &AdviseReport) -> Self {
+        AdviseDoc {
+            schema_version: ADVISE_SCHEMA_VERSION,
+            server_version: report.server_version.clone(),
+            database: report.database.clone(),
+            workload: WorkloadDoc {
+                source: report.workload_source.clone(),
+                queries: report
+                    .queries
+                    .iter()
+                    .map(|q| QueryDoc {
+                        id: q.id.clone(),
+                        text: q.text.clone(),
+                        calls_per_day: q.calls_per_day,
+                        estimated: q.estimated,
+                    })
+                    .collect(),
+            },
+            shortlist_estimated: report.shortlist_estimated,
+            recommended: report
+                .recommended
+                .iter()
+                .map(|r| RecommendationDoc {
+                    candidate: candidate_doc(report, &r.candidate),
+                    size_bytes: r.measurement.size_bytes,
+                    build_ms: r.build_ms,
+                    read_pages_saved_per_day: r.measurement.read_pages_saved_per_day,
+                    write_pages_added_per_day: r.measurement.write_pages_added_per_day,
+                    net_pages_saved_per_day: r.measurement.net_pages_per_day(),
+                    wal_bytes_added_per_day: r.wal_bytes_added_per_day,
+                    hot_updates_lost_per_day: r.hot_updates_lost_per_day,
+                    write_estimated: r.write_estimated,
+                    replaces: r.replaces.clone(),
+                    queries: r
+                        .queries
+                        .iter()
+                        .map(|q| ServedDoc {
+                            id: query_id(report, q.query),
+                            pages_before: q.pages_before,
+                            pages_after: q.pages_after,
+                            ms_before: q.ms_before,
+                            ms_after: q.ms_after,
+                            time_within_noise: q.time_within_noise,
+                            regression: q.regression,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            drops: report
+                .drops
+                .iter()
+                .map(|d| DropDoc {
+                    schema: d.schema.clone(),
+                    table: d.table.clone(),
+                    index: d.index.clone(),
+                    statement: d.statement.clone(),
+                    message: d.message.clone(),
+                    severity: d.severity.as_str(),
+                })
+                .collect(),
+            rejected: report
+                .rejected
+                .iter()
+                .map(|r| RejectedDoc {
+                    candidate: candidate_doc(report, &r.candidate),
+                    reason: r.reason.name(),
+                    explanation: r.explanation(),
+                    size_bytes: r.measurement.size_bytes,
+                    read_pages_saved_per_day: r.measurement.read_pages_saved_per_day,
+                    write_pages_added_per_day: r.measurement.write_pages_added_per_day,
+                    used: r.measurement.used,
+                    measured_with: r.with_chosen.clone(),
+                })
+                .collect(),
+            covered: report
+                .covered
+                .iter()
+                .map(|c| CoveredDoc {
+                    definition: c.candidate.definition(),
+                    by_index: c.by_index.clone(),
+                })
+                .collect(),
+            notes: report
+                .notes
+                .iter()
+                .map(|n| NoteDoc {
+                    query_id: query_id(report, n.query),
+                    table: n.table.clone(),
+                    message: n.message.clone(),
+                })
+                .collect(),
+            not_rolled_back: report.not_rolled_back.clone(),
+            elapsed_ms: report.elapsed_ms,
+            budget_ms: report.budget_ms,
+        }
+    }
+}
+
+pub fn write_json(out: &mut dyn Write, report: &AdviseReport) -> io::Result<()> {
+    super::write_json(out, &AdviseDoc::of(report))
+}
+
+fn headline(report: &AdviseReport) -> String {
+    let n = report.queries.len();
+    format!(
+        "pgplan advise · PostgreSQL {} · database {} · workload {} ({n} {})",
+        report.server_version,
+        report.database,
+        report.workload_source,
+        if n == 1 { "query" } else { "queries" }
+    )
+}
+
+/// "saves 1,200 pages read a day; its writes add 30 (estimated)".
+fn cost_line(r: &Recommendation) -> String {
+    let m = &r.measurement;
+    let mut s = format!(
+        "{} · saves {} pages read a day, its writes add {}{}",
+        bytes(m.size_bytes),
+        count(m.read_pages_saved_per_day),
+        count(m.write_pages_added_per_day),
+        if r.write_estimated {
+            " (estimated)"
+        } else {
+            ""
+        }
+    );
+    if let Some(b) = r.build_ms {
+        s = format!("{s} · built in {}", ms(b));
+    }
+    if let Some(wal) = r.wal_bytes_added_per_day {
+        s.push_str(&format!(" · {} of WAL a day", bytes(wal)));
+    }
+    if let Some(hot) = r.hot_updates_lost_per_day
+        && hot > 0.0
+    {
+        s.push_str(&format!(" · {} HOT updates a day lost", count(hot)));
+    }
+    s
+}
+
+fn time_cell(before: Option<f64>, after: Option<f64>, noise: bool) -> String {
+    match (before, after) {
+        (Some(b), Some(a)) if noise => format!("{} → {} (within noise)", ms(b), ms(a)),
+        (Some(b), Some(a)) => format!("{} → {}", ms(b), ms(a)),
+        _ => String::new(),
+    }
+}
+
+fn note_line(report: &AdviseReport, n: &Note) -> String {
+    format!("{}: {}", query_id(report, n.query), n.message)
+}
+
+pub fn write_text(
+    out: &mut dyn Write,
+    report: &AdviseReport,
+    options: &TextOptions,
+) -> io::Result<()> {
+    let paint = Paint::new(options.color);
+    writeln!(out, "{}", paint.bold(&headline(report)))?;
+    if report.shortlist_estimated {
+        writeln!(
+            out,
+            "{}",
+            paint.dim("shortlist ordered by HypoPG estimates; every figure below is measured")
+        )?;
+    }
+    writeln!(out)?;
+    if report.recommended.is_empty() {
+        writeln!(
+            out,
+            "{}",
+            paint.good("No index to build: nothing measured pays for the workload.")
+        )?;
+    } else {
+        writeln!(
+            out,
+            "{}",
+            paint.bold(&format!("Recommended ({})", report.recommended.len()))
+        )?;
+        for (i, r) in report.recommended.iter().enumerate() {
+            writeln!(
+                out,
+                "{:>2}. {};",
+                i + 1,
+                paint.accent(&r.candidate.create_statement())
+            )?;
+            writeln!(out, "    {}", cost_line(r))?;
+            for reason in &r.candidate.reasons {
+                writeln!(out, "    {}", paint.dim(&format!("why: {reason}")))?;
+            }
+            if !r.replaces.is_empty() {
+                writeln!(out, "    replaces: {}", r.replaces.join(", "))?;
+            }
+            let mut table = new_table(&["query", "calls/day", "pages", "change", "time"], options);
+            for q in &r.queries {
+                let calls = report.queries.get(q.query).map_or(0.0, |w| w.calls_per_day);
+                let pages = format!("{} → {}", count(q.pages_before), count(q.pages_after));
+                let verdict = change(Some(q.pages_before), Some(q.pages_after), "fewer", "more");
+                let verdict = if q.regression {
+                    paint.bad(&format!("{verdict} (regression)"))
+                } else {
+                    verdict
+                };
+                table.add_row(vec![
+                    query_id(report, q.query),
+                    count(calls),
+                    pages,
+                    verdict,
+                    time_cell(q.ms_before, q.ms_after, q.time_within_noise),
+                ]);
+            }
+            align_numbers(&mut table, 1);
+            write_table(out, &table)?;
+        }
+    }
+    if !report.drops.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            paint.bold(&format!("Unused existing indexes ({})", report.drops.len()))
+        )?;
+        for d in &report.drops {
+            writeln!(out, "  {}", paint.severity(d.severity, &d.statement))?;
+            writeln!(out, "    {}", paint.dim(&d.message))?;
+        }
+    }
+    if !report.rejected.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            paint.bold(&format!(
+                "Considered and rejected ({})",
+                report.rejected.len()
+            ))
+        )?;
+        for r in &report.rejected {
+            writeln!(out, "  {}", r.candidate.definition())?;
+            writeln!(out, "    {}", rejected_line(r))?;
+        }
+    }
+    if !report.covered.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", paint.bold("Already served by an existing index"))?;
+        for c in &report.covered {
+            writeln!(out, "  {} — {}", c.candidate.definition(), c.by_index)?;
+        }
+    }
+    if !report.notes.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", paint.bold("Notes"))?;
+        for n in &report.notes {
+            writeln!(out, "  {}", note_line(report, n))?;
+        }
+    }
+    if !report.not_rolled_back.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            paint.dim(&format!(
+                "Not rolled back by PostgreSQL: {}",
+                report.not_rolled_back.join("; ")
+            ))
+        )?;
+    }
+    writeln!(
+        out,
+        "{}",
+        paint.dim(&format!(
+            "advised in {} of a {} budget",
+            duration(report.elapsed_ms),
+            duration(report.budget_ms)
+        ))
+    )
+}
+
+/// "850 ms", "41.3 s", "5 min", "6 min 30 s".
+fn duration(ms_total: f64) -> String {
+    if ms_total < 1000.0 {
+        return ms(ms_total);
+    }
+    let seconds = ms_total / 1000.0;
+    if seconds < 60.0 {
+        return format!("{seconds:.1} s");
+    }
+    let whole = seconds.round() as u64;
+    match (whole / 60, whole % 60) {
+        (m, 0) => format!("{m} min"),
+        (m, s) => format!("{m} min {s} s"),
+    }
+}
+
+fn rejected_line(r: &RejectedCandidate) -> String {
+    format!("{} · {}", r.explanation(), bytes(r.measurement.size_bytes))
+}
+
+pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<()> {
+    writeln!(out, "### {}", markdown::cell(&headline(report)))?;
+    writeln!(out)?;
+    if report.shortlist_estimated {
+        writeln!(
+            out,
+            "_Shortlist ordered by HypoPG estimates; every figure below is measured._"
+        )?;
+        writeln!(out)?;
+    }
+    if report.recommended.is_empty() {
+        writeln!(
+            out,
+            "No index to build: nothing measured pays for the workload."
+        )?;
+    }
+    for (i, r) in report.recommended.iter().enumerate() {
+        writeln!(out, "#### {}. `{}`", i + 1, r.candidate.name)?;
+        writeln!(out)?;
+        writeln!(out, "```sql\n{};\n```", r.candidate.create_statement())?;
+        writeln!(out)?;
+        writeln!(out, "{}", cost_line(r))?;
+        writeln!(out)?;
+        for reason in &r.candidate.reasons {
+            writeln!(out, "- {}", markdown::cell(reason))?;
+        }
+        if !r.replaces.is_empty() {
+            writeln!(out, "- replaces: {}", r.replaces.join(", "))?;
+        }
+        writeln!(out)?;
+        writeln!(
+            out,
+            "| query | calls/day | pages before → after | change | time |"
+        )?;
+        writeln!(out, "|---|---:|---:|---|---|")?;
+        for q in &r.queries {
+            let calls = report.queries.get(q.query).map_or(0.0, |w| w.calls_per_day);
+            let verdict = change(Some(q.pages_before), Some(q.pages_after), "fewer", "more");
+            writeln!(
+                out,
+                "| {} | {} | {} → {} | {}{} | {} |",
+                markdown::cell(&query_id(report, q.query)),
+                count(calls),
+                count(q.pages_before),
+                count(q.pages_after),
+                verdict,
+                if q.regression { " **regression**" } else { "" },
+                time_cell(q.ms_before, q.ms_after, q.time_within_noise)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if !report.drops.is_empty() {
+        writeln!(out, "#### Unused existing indexes")?;
+        writeln!(out)?;
+        for d in &report.drops {
+            writeln!(
+                out,
+                "- `{}` — {} ({})",
+                d.statement.replace('\n', " "),
+                markdown::cell(&d.message),
+                d.severity.as_str()
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if !report.rejected.is_empty() {
+        writeln!(out, "#### Considered and rejected")?;
+        writeln!(out)?;
+        for r in &report.rejected {
+            writeln!(
+                out,
+                "- `{}` — {}",
+                r.candidate.definition(),
+                markdown::cell(&rejected_line(r))
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if !report.covered.is_empty() {
+        writeln!(out, "#### Already served by an existing index")?;
+        writeln!(out)?;
+        for c in &report.covered {
+            writeln!(out, "- `{}` — {}", c.candidate.definition(), c.by_index)?;
+        }
+        writeln!(out)?;
+    }
+    if !report.notes.is_empty() {
+        writeln!(out, "#### Notes")?;
+        writeln!(out)?;
+        for n in &report.notes {
+            writeln!(out, "- {}", markdown::cell(&note_line(report, n)))?;
+        }
+        writeln!(out)?;
+    }
+    if !report.not_rolled_back.is_empty() {
+        writeln!(
+            out,
+            "_Not rolled back by PostgreSQL: {}._",
+            report.not_rolled_back.join("; ")
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    //! Snapshots of the three renderings over a report assembled by the pure pipeline: plans
+    //! recorded from PostgreSQL 17, the fixtures' catalog facts, and for the measurements a
+    //! table of figures given here (the renderers' input, not something they compute).
+    use super::*;
+    use crate::advise::choose::{Limits, Measurement, choose};
+    use crate::advise::report::{
+        AdviseReport, Recommendation, ServedQuery, WorkloadQuery, sort_out,
+    };
+    use crate::advise::testing::{facts, fixture};
+    use crate::audit::Severity;
+    use crate::plan::Plan;
+
+    const QUERIES: &[&str] = &[
+        "composite_eq_sort",
+        "partial_hot_constant",
+        "join_key",
+        "trigram_substring",
+        "no_index_helps",
+    ];
+
+    /// The case's query, without its header comments.
+    fn query_text(case: &str) -> String {
+        let path = format!("{}/fixtures/advise/{case}.sql", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("--")).collect();
+        lines.join(" ").trim().trim_end_matches(';').to_owned()
+    }
+
+    fn pages(plan: &Plan) -> f64 {
+        plan.root().buffers.map_or(0.0, |b| b.pages_touched())
+    }
+
+    fn report() -> AdviseReport {
+        let plans: Vec<Plan> = QUERIES
+            .iter()
+            .map(|q| fixture(&format!("advise/{q}"), 17))
+            .collect();
+        let refs: Vec<&Plan> = plans.iter().collect();
+        let proposals = crate::advise::propose(&refs, &facts());
+        let calls = [12_000.0, 3_000.0, 500.0, 40.0, 24.0];
+        // Per candidate: size, pages saved a day, pages its writes add, used.
+        let figures = |c: &Candidate| -> Measurement {
+            let (size, saved, written, used) = match c.definition().as_str() {
+                "ON public.tickets (account_id, created_at DESC)" => (4.5e6, 4.1e7, 2.0e3, true),
+                "ON public.tickets (account_id, created_at DESC) INCLUDE (id)" => {
+                    (6.1e6, 4.1e7, 2.6e3, true)
+                }
+                "ON public.tickets (created_at) WHERE state = 'open'::text" => {
+                    (1.2e5, 1.0e7, 40.0, true)
+                }
+                "ON public.tickets (state, created_at)" => (4.4e6, 1.0e7, 2.0e3, true),
+                "ON public.tickets (state, created_at) INCLUDE (id, priority)" => {
+                    (6.0e6, 1.0e7, 5.0e4, true)
+                }
+                "ON public.docs USING gin (title gin_trgm_ops)" => (9.0e6, 8.0e4, 1.2e5, true),
+                _ => (1e6, 0.0, 0.0, false),
+            };
+            Measurement {
+                size_bytes: size,
+                read_pages_saved_per_day: saved,
+                write_pages_added_per_day: written,
+                used,
+            }
+        };
+        let first: Vec<Measurement> = proposals.candidates.iter().map(figures).collect();
+        let cands = proposals.candidates.clone();
+        let choice = choose(first, &Limits::default(), |chosen, open| {
+            // Once every query a candidate was proposed for is served by a chosen index, it
+            // saves nothing more.
+            open.iter()
+                .filter(|&&i| {
+                    cands[i].serves.iter().all(|s| {
+                        chosen
+                            .iter()
+                            .any(|&c| cands[c].serves.iter().any(|t| t.query == s.query))
+                    })
+                })
+                .map(|&i| {
+                    (
+                        i,
+                        Measurement {
+                            read_pages_saved_per_day: 0.0,
+                            ..figures(&cands[i])
+                        },
+                    )
+                })
+                .collect()
+        });
+        let (chosen, rejected) = sort_out(&proposals.candidates, &choice);
+        let recommended = chosen
+            .into_iter()
+            .map(|(candidate, measurement)| {
+                let queries = candidate
+                    .serves
+                    .iter()
+                    .map(|s| ServedQuery {
+                        query: s.query,
+                        pages_before: pages(&plans[s.query]),
+                        pages_after: 4.0,
+                        ms_before: plans[s.query].execution_ms.map(|_| 38.2),
+                        ms_after: Some(0.05),
+                        time_within_noise: false,
+                        regression: false,
+                    })
+                    .collect();
+                Recommendation {
+                    candidate,
+                    measurement,
+                    build_ms: Some(310.0),
+                    queries,
+                    wal_bytes_added_per_day: Some(1.5e7),
+                    hot_updates_lost_per_day: Some(0.0),
+                    write_estimated: true,
+                    replaces: Vec::new(),
+                }
+            })
+            .collect();
+        AdviseReport {
+            server_version: "17.10".into(),
+            database: "advise".into(),
+            workload_source: "workload/".into(),
+            queries: QUERIES
+                .iter()
+                .zip(calls)
+                .map(|(q, c)| WorkloadQuery {
+                    id: format!("{q}.sql"),
+                    text: query_text(q),
+                    calls_per_day: c,
+                    estimated: false,
+                })
+                .collect(),
+            shortlist_estimated: false,
+            recommended,
+            drops: vec![crate::advise::drops::DropSuggestion {
+                schema: "public".into(),
+                table: "tickets".into(),
+                index: "tickets_body_idx".into(),
+                statement: "DROP INDEX CONCURRENTLY public.tickets_body_idx;".into(),
+                message: "public.tickets_body_idx has not been scanned in 12 days of counting"
+                    .into(),
+                severity: Severity::Warning,
+            }],
+            rejected,
+            covered: proposals.covered,
+            notes: proposals.notes,
+            not_rolled_back: vec!["pg_stat_user_tables and pg_stat_user_indexes counters".into()],
+            elapsed_ms: 41_250.0,
+            budget_ms: 300_000.0,
+        }
+    }
+
+    fn render(f: impl Fn(&mut Vec<u8>)) -> String {
+        let mut out = Vec::new();
+        f(&mut out);
+        String::from_utf8(out).unwrap()
+    }
+
+    fn settings() -> insta::Settings {
+        let mut s = insta::Settings::clone_current();
+        s.set_snapshot_path("../../tests/snapshots/advise_report");
+        s.set_prepend_module_to_snapshot(false);
+        s
+    }
+
+    #[test]
+    fn the_report_in_text_markdown_and_json() {
+        let report = report();
+        // The greedy choice over the figures above: the partial index first (most pages saved
+        // per byte), then the account top-N index, which also serves the join; the rest save
+        // nothing once those serve their queries; the trigram index writes more than it saves.
+        let names: Vec<&str> = report
+            .recommended
+            .iter()
+            .map(|r| r.candidate.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "tickets_created_at_idx",
+                "tickets_account_id_created_at_idx"
+            ]
+        );
+        assert!(report.has_advice());
+        settings().bind(|| {
+            insta::assert_snapshot!(
+                "text",
+                render(|o| write_text(o, &report, &TextOptions::default()).unwrap())
+            );
+            insta::assert_snapshot!("markdown", render(|o| write_markdown(o, &report).unwrap()));
+            insta::assert_snapshot!("json", render(|o| write_json(o, &report).unwrap()));
+        });
+    }
+
+    #[test]
+    fn nothing_to_advise() {
+        let mut report = report();
+        report.recommended.clear();
+        report.drops[0].severity = Severity::Info;
+        assert!(!report.has_advice(), "an untrusted drop is not advice");
+        let text = render(|o| write_text(o, &report, &TextOptions::default()).unwrap());
+        assert!(text.contains("No index to build"), "{text}");
+    }
+}
