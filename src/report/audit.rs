@@ -790,6 +790,7 @@ pub fn prometheus_metric_names() -> Vec<&'static str> {
         "pgplan_audit_findings",
         "pgplan_audit_skipped",
         "pgplan_audit_table_size_bytes",
+        "pgplan_audit_table_size_stale",
         "pgplan_audit_table_live_tuples",
         "pgplan_audit_table_dead_tuples",
         "pgplan_audit_table_mods_since_analyze",
