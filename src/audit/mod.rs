@@ -420,13 +420,27 @@ impl StatsWindow {
     /// no bound either way (a crash restarts the backends without changing it, and a clean
     /// restart keeps the counters): it is the last resort, marked as such.
     pub fn of(snapshot: &NodeSnapshot) -> Option<StatsWindow> {
-        let before_15 = snapshot.server.version_num < 150_000;
+        Self::from_evidence(
+            snapshot.server.version_num,
+            &snapshot.database,
+            snapshot.server.started_at,
+        )
+    }
+
+    /// [`StatsWindow::of`] from what it weighs: the server's version, the database's reset,
+    /// server-wide reset and creation times, and the server's start.
+    pub fn from_evidence(
+        version_num: u32,
+        database: &snapshot::DatabaseInfo,
+        started_at: Option<Timestamp>,
+    ) -> Option<StatsWindow> {
+        let before_15 = version_num < 150_000;
         let window = |since: Timestamp, source| StatsWindow {
             since,
             source,
             upper_bound: false,
         };
-        let db = snapshot.database.stats_reset.map(|t| {
+        let db = database.stats_reset.map(|t| {
             window(
                 t,
                 if before_15 {
@@ -436,24 +450,17 @@ impl StatsWindow {
                 },
             )
         });
-        let shared = snapshot
-            .database
+        let shared = database
             .shared_stats_reset
             .map(|t| window(t, WindowSource::StatisticsDiscarded));
-        let created = snapshot
-            .database
+        let created = database
             .created
             .map(|t| window(t, WindowSource::DatabaseCreated));
         let best = [db, shared, created]
             .into_iter()
             .flatten()
             .max_by(|a, b| a.since.epoch_seconds.total_cmp(&b.since.epoch_seconds));
-        let mut best = best.or_else(|| {
-            snapshot
-                .server
-                .started_at
-                .map(|t| window(t, WindowSource::ServerStart))
-        })?;
+        let mut best = best.or_else(|| started_at.map(|t| window(t, WindowSource::ServerStart)))?;
         best.upper_bound = !before_15 && db.is_none() && created.is_none();
         Some(best)
     }
