@@ -265,6 +265,11 @@ pub struct CompareArgs {
     /// Hypothetical indexes with HypoPG: estimates only, nothing is built; works on a standby.
     #[arg(long)]
     pub hypothetical: bool,
+    /// Make each first run truly cold: evict the query's tables and indexes from shared buffers
+    /// first (pg_buffercache_evict: PostgreSQL 17+, the pg_buffercache extension, superuser).
+    /// This empties those pages from the server's cache for every session.
+    #[arg(long)]
+    pub cold: bool,
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
