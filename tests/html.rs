@@ -30,6 +30,7 @@ fn analyse(path: &str) -> Analysis {
 /// The stylesheet is left out.
 fn html_filters() -> Vec<(&'static str, &'static str)> {
     vec![
+        (r"(?s)<style>.*?</style>", "<style>[stylesheet]</style>"),
         (
             r#"(?s)<tr class="time[^"]*">.*?</tr>"#,
             "<tr>[time row]</tr>",

@@ -263,10 +263,12 @@ fn operand_of(e: &Expr, alias: &str) -> Option<Operand> {
     {
         return Some(Operand::Constant(lit.to_owned()));
     }
-    if e.is_value() {
+    let cols = e.columns();
+    // A constant, a parameter, or an expression over neither columns nor subplans
+    // (`(now() - '1 day'::interval)`): known when the scan starts, so an index can search by it.
+    if e.is_value() || cols.is_empty() {
         return Some(Operand::Value);
     }
-    let cols = e.columns();
     (!cols.is_empty() && cols.iter().all(|(q, _)| q.is_some_and(|q| q != alias)))
         .then_some(Operand::Outer)
 }
@@ -574,6 +576,12 @@ mod tests {
         assert_eq!(c.uses, Use::Range);
         let e = expr::read("(o.customer_id = c.id)").unwrap();
         assert_eq!(condition(&e, "o").unwrap().operand, Operand::Outer);
+        let e = expr::read("(e.last_occurred_at >= (now() - '1 day'::interval))").unwrap();
+        let c = condition(&e, "e").unwrap();
+        assert_eq!((c.uses, c.operand), (Use::Range, Operand::Value));
+        // Two columns of the same table compared: no index searches by that.
+        let e = expr::read("(l.l_shipdate < l.l_commitdate)").unwrap();
+        assert_eq!(condition(&e, "l"), None);
         assert_eq!(fixed_prefix("ab%"), Some("ab"));
         assert_eq!(fixed_prefix("%ab"), None);
     }

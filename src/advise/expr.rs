@@ -342,7 +342,11 @@ pub fn read(text: &str) -> Option<Expr> {
 }
 
 fn read_tokens(tokens: &[Token<'_>]) -> Option<Expr> {
-    let mut p = Parser { tokens, pos: 0 };
+    let mut p = Parser {
+        tokens,
+        pos: 0,
+        depth: 0,
+    };
     let e = p.level()?;
     (p.pos == tokens.len()).then_some(e)
 }
@@ -371,6 +375,7 @@ pub fn read_sort_key(text: &str) -> Option<SortKey> {
     let mut p = Parser {
         tokens: &tokens,
         pos: 0,
+        depth: 0,
     };
     let mut expr = p.operand()?;
     let mut collation = None;
@@ -410,9 +415,14 @@ pub fn read_sort_key(text: &str) -> Option<SortKey> {
     Some(key)
 }
 
+/// The deepest nesting of parentheses read: deparsed conditions nest a few levels; past this
+/// the text is not one, and reading on would only spend stack.
+const MAX_DEPTH: usize = 100;
+
 struct Parser<'t, 'a> {
     tokens: &'t [Token<'a>],
     pos: usize,
+    depth: usize,
 }
 
 impl<'a> Parser<'_, 'a> {
@@ -447,6 +457,17 @@ impl<'a> Parser<'_, 'a> {
     /// What may stand inside one pair of parentheses: a chain of one boolean connective, NOT,
     /// one operator application, a null test, or a single operand.
     fn level(&mut self) -> Option<Expr> {
+        self.depth += 1;
+        let e = if self.depth > MAX_DEPTH {
+            None
+        } else {
+            self.level_inner()
+        };
+        self.depth -= 1;
+        e
+    }
+
+    fn level_inner(&mut self) -> Option<Expr> {
         if self.eat_keyword("not") {
             return Some(Expr::Not(Box::new(self.level()?)));
         }
@@ -787,6 +808,14 @@ mod tests {
         assert_eq!(read("(a.x[1] = 2)"), None);
         assert_eq!(read("(a.x = 1"), None);
         assert_eq!(read("(a.x IS DISTINCT FROM 1)"), None);
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        let deep = format!("{}a.x{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(read(&deep), None);
+        let fine = format!("{}a.x = 1{}", "(".repeat(50), ")".repeat(50));
+        assert!(read(&fine).is_some());
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn audit_body(report: &AuditReport) -> String {
         }
     );
     html.push_str(
-        "<h2>Nodes</h2>\n<table class=\"nodes\"><thead><tr><th>node</th><th>role</th><th>version</th><th>database</th><th>counting since</th><th>status</th></tr></thead><tbody>\n",
+        "<h2>Nodes</h2>\n<table class=\"nodes\"><thead><tr><th>node</th><th>role</th><th>version</th><th>database</th><th>counting for</th><th>status</th></tr></thead><tbody>\n",
     );
     for n in &report.nodes {
         let status = match (&n.error, &n.excluded) {

@@ -23,9 +23,16 @@ pub fn compare_body(report: &CompareReport) -> String {
     let mut html = String::new();
     let _ = writeln!(
         html,
-        "<h1>pgplan compare</h1>\n<p class=\"meta\">PostgreSQL {} · {} warm run(s) per index (median) · verdict on pages touched, min gain {}%</p>",
+        "<h1>pgplan compare</h1>\n<p class=\"meta\">PostgreSQL {} · {} · min gain {}%</p>",
         escape(&report.server_version),
-        report.request.runs,
+        if report.request.mode.is_estimate() {
+            "estimates only: verdict on the estimated cost".to_owned()
+        } else {
+            format!(
+                "EXPLAIN (ANALYZE, BUFFERS), 1 cold run + {} warm run(s) per index (warm = median) · verdict on pages touched",
+                report.request.runs
+            )
+        },
         count(report.request.min_gain_percent)
     );
     match report.best() {
@@ -40,12 +47,19 @@ pub fn compare_body(report: &CompareReport) -> String {
                     "fewer",
                     "more"
                 )),
-                escape(&report.outcomes[best.index].spec.sql())
+                escape(&report.outcomes[best.index].spec.user_sql())
             );
         }
         None => {
-            html.push_str(
-                "<div class=\"verdict bad\" id=\"verdict\"><b>No candidate pays</b>: none cut the pages the query touches by the minimum gain.</div>\n",
+            let _ = writeln!(
+                html,
+                "<div class=\"verdict bad\" id=\"verdict\"><b>No candidate pays</b>: none cuts {} by {}% or more.</div>",
+                if report.request.mode.is_estimate() {
+                    "the query's estimated cost"
+                } else {
+                    "the pages the query touches"
+                },
+                count(report.request.min_gain_percent)
             );
         }
     }
@@ -77,7 +91,7 @@ pub fn compare_body(report: &CompareReport) -> String {
             &mut html,
             "pre",
             "",
-            &report.outcomes[judged.index].spec.sql(),
+            &report.outcomes[judged.index].spec.user_sql(),
         );
         let _ = writeln!(
             html,
@@ -104,18 +118,14 @@ pub fn compare_body(report: &CompareReport) -> String {
             let _ = writeln!(
                 html,
                 "<li><code>{}</code>: {}</li>",
-                escape(&outcome.spec.sql()),
+                escape(&outcome.spec.user_sql()),
                 escape(error)
             );
         }
         html.push_str("</ul>\n");
     }
-    let notes: Vec<&String> = report
-        .request
-        .warnings
-        .iter()
-        .chain(&report.warnings)
-        .collect();
+    // The request's warnings are among the report's (the text report shows the same list).
+    let notes = &report.warnings;
     if !notes.is_empty() {
         html.push_str("<h2>Notes</h2>\n<ul>\n");
         for note in notes {
@@ -145,7 +155,7 @@ fn ranking(html: &mut String, report: &CompareReport) {
         let uses: Vec<String> = judged
             .uses
             .iter()
-            .map(|u| format!("{} (node {})", u.node_type, u.node + 1))
+            .map(|u| format!("{} (node {})", u.node_type, u.node))
             .collect();
         let (b, a) = (&judged.warm.0, &judged.warm.1);
         let _ = write!(
@@ -189,7 +199,7 @@ fn ranking(html: &mut String, report: &CompareReport) {
                     html,
                     "<p class=\"legend\">{}: node {} is {}</p>",
                     escape(report.name(judged.index)),
-                    u.node + 1,
+                    u.node,
                     escape(&node_label(node))
                 );
             }

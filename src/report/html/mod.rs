@@ -88,6 +88,8 @@ footer { margin-top: 32px; color: var(--muted); font-size: 12px; }
 @media print {
   body { padding: 0; max-width: none; font-size: 11px; }
   details { page-break-inside: avoid; }
+  /* On paper every node's details show: nothing to click there. */
+  details::details-content { content-visibility: visible; display: block; }
   details:not([open]) > *:not(summary) { display: block; }
   .finding, tr { page-break-inside: avoid; }
   a { color: inherit; text-decoration: none; }
