@@ -112,7 +112,7 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub allow_writes: bool,
     /// With a connection: run a query that calls functions whose effects outlive the rollback
-    /// or reach outside the session, which pgplan refuses otherwise (as compare does).
+    /// or reach outside the session (replication slots, signals, dblink, ...), refused otherwise.
     #[arg(long)]
     pub allow_lasting_effects: bool,
     /// With a connection: write the plan (JSON, as the server sent it) to FILE.
@@ -222,8 +222,26 @@ pub enum InfoFormat {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// The query: a file holding one statement, or - for standard input.
-    pub query: String,
+    /// The query: a file holding one statement, or - for standard input. Several files (or
+    /// --workload) measure a workload: every query with each candidate.
+    #[arg(value_name = "QUERY")]
+    pub queries: Vec<String>,
+
+    /// A workload: pg_stat_statements (the database's top queries by total time), a file of
+    /// several statements, or a directory of .sql files; `-- calls: N` (per day) and
+    /// `-- params: [...]` comments above a query say how often it runs and with what values.
+    #[arg(long, value_name = "pg_stat_statements|FILE|DIR")]
+    pub workload: Option<String>,
+    /// With --workload pg_stat_statements: how many of the top statements.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub top: u32,
+    /// With --workload pg_stat_statements: leave out statements with fewer calls.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub min_calls: u64,
+    /// With a workload: stop starting candidates once this much time has passed (the report
+    /// says which were left out).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub budget: Option<Duration>,
 
     /// A candidate: one CREATE INDEX (or CREATE UNIQUE INDEX) statement. Repeat for several; each is measured
     /// alone, in its own rolled-back transaction.
@@ -237,7 +255,7 @@ pub struct CompareArgs {
     #[arg(long = "drop-index", value_name = "NAME")]
     pub drop_indexes: Vec<String>,
 
-    /// Measured runs after the first (cold) one; the warm figures are their median.
+    /// Measured runs after the first one; the warm figures are their median.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub runs: u32,
     /// A candidate pays when it cuts the median pages touched by at least this percentage.

@@ -4,9 +4,9 @@
 //! path), classified from their `pg_proc` rows. Pure: the plan's JSON and the catalog rows in,
 //! refusals and warnings out.
 //!
-//! What a read-only transaction already stops (table writes, `nextval`, `setval`, large-object
-//! writes, which are transactional anyway) is not listed here; what it does not stop and the
-//! rollback does not undo is.
+//! What a read-only transaction already stops (table writes, `nextval`, `setval`) and what the
+//! rollback undoes (large-object writes, `set_config(..., false)`, `pg_notify`, 18's statistics
+//! import functions) is not listed here; what neither stops nor undoes is.
 
 use serde_json::Value;
 
@@ -127,15 +127,6 @@ const BUILT_IN: &[(&[&str], &str)] = &[
         ],
         "resets cumulative statistics, which is not transactional (autovacuum and every \
          monitoring tool lose their counts)",
-    ),
-    (
-        &[
-            "pg_restore_relation_stats",
-            "pg_clear_relation_stats",
-            "pg_restore_attribute_stats",
-            "pg_clear_attribute_stats",
-        ],
-        "overwrites planner statistics in place, which the rollback does not undo",
     ),
     (
         &[
@@ -368,6 +359,55 @@ impl Verdict {
     }
 }
 
+/// What `ANALYZE` moves in a table's cumulative statistics (`pg_stat_all_tables`), which is
+/// not transactional: ANALYZE in pgplan's rolled-back transaction still resets the count of
+/// rows modified since the last analyze and adds to the analyze count, while the statistics it
+/// gathered are rolled back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnalyzeCounters {
+    pub table: String,
+    pub mods_since_analyze: i64,
+    pub analyze_count: i64,
+    pub last_analyze: Option<String>,
+}
+
+/// Said before anything runs, when `--analyze` is given for a measured compare.
+pub const ANALYZE_BEFORE: &str = "--analyze: ANALYZE inside the rolled-back transaction still \
+     counts in the table's cumulative statistics, which no rollback undoes: it sets \
+     n_mod_since_analyze to 0, adds 1 to analyze_count and sets last_analyze, while the \
+     statistics it gathered are rolled back; autovacuum then does not analyze the table until \
+     enough rows change again to cross its autoanalyze threshold (the report gives the counters \
+     before and after)";
+
+/// Said after the run: each table's counters before and after, when ANALYZE moved them.
+pub fn analyze_after(before: &[AnalyzeCounters], after: &[AnalyzeCounters]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for a in after {
+        let Some(b) = before.iter().find(|b| b.table == a.table) else {
+            continue;
+        };
+        if a == b {
+            continue;
+        }
+        notes.push(format!(
+            "--analyze on {}: its statistics were rolled back, but n_mod_since_analyze went {} → \
+             {} and analyze_count {} → {}, last_analyze {} → {}, and that outlives the rollback: \
+             autovacuum counts rows changed from 0 again before it analyzes {} (run ANALYZE {} to \
+             give it the statistics it now believes it has)",
+            a.table,
+            b.mods_since_analyze,
+            a.mods_since_analyze,
+            b.analyze_count,
+            a.analyze_count,
+            b.last_analyze.as_deref().unwrap_or("never"),
+            a.last_analyze.as_deref().unwrap_or("never"),
+            a.table,
+            a.table,
+        ));
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,6 +508,36 @@ mod tests {
             classify(&row("public", "hypopg_create_index", 'v', Some("hypopg"))),
             Effect::Lasting(_)
         ));
+    }
+
+    #[test]
+    fn analyze_counters_are_said_before_and_after() {
+        let before = AnalyzeCounters {
+            table: "public.t".into(),
+            mods_since_analyze: 1100,
+            analyze_count: 0,
+            last_analyze: None,
+        };
+        let after = AnalyzeCounters {
+            mods_since_analyze: 0,
+            analyze_count: 2,
+            last_analyze: Some("2026-12-01T15:55:36Z".into()),
+            ..before.clone()
+        };
+        assert_eq!(
+            analyze_after(std::slice::from_ref(&before), &[after]),
+            vec![
+                "--analyze on public.t: its statistics were rolled back, but n_mod_since_analyze \
+                 went 1100 → 0 and analyze_count 0 → 2, last_analyze never → \
+                 2026-12-01T15:55:36Z, and that outlives the rollback: autovacuum counts rows \
+                 changed from 0 again before it analyzes public.t (run ANALYZE public.t to give \
+                 it the statistics it now believes it has)"
+                    .to_owned()
+            ]
+        );
+        assert!(
+            analyze_after(std::slice::from_ref(&before), std::slice::from_ref(&before)).is_empty()
+        );
     }
 
     #[test]

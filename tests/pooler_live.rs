@@ -276,3 +276,240 @@ async fn libpq_startup_settings_through_pgbouncer() {
     })
     .await;
 }
+
+/// One value through the pooler, on whichever server connection it lands.
+async fn pooled_value(client: &tokio_postgres::Client, sql: &str) -> String {
+    let rows = client.simple_query(sql).await.unwrap();
+    rows.iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(r) => Some(r.get(0).unwrap_or("").to_owned()),
+            _ => None,
+        })
+        .unwrap()
+}
+
+async fn pooled_client(conninfo: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(conninfo, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// Session state a query would leave on a pooled server connection (a session advisory lock, a
+/// dblink connection, a backup in progress) is refused before anything runs; pgplan's own
+/// prepared statements are gone even when a run times out. Every pooled connection is clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn session_state_never_reaches_the_next_client_through_pgbouncer() {
+    for_each_version("pooler_session_state", |major| async move {
+        let db = TestDb::create(major, "pooler_session_state").await;
+        db.run(
+            "CREATE TABLE t (id integer PRIMARY KEY, v integer NOT NULL);
+             INSERT INTO t SELECT i, i % 500 FROM generate_series(1, 20000) i;
+             CREATE EXTENSION dblink;
+             VACUUM (ANALYZE) t;",
+        )
+        .await;
+        let bouncer = start_bouncer(&db);
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
+            bouncer.port, db.name
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let backup = if major >= 15 {
+            ("SELECT pg_backup_start('pgplan')", "pg_backup_start")
+        } else {
+            ("SELECT pg_start_backup('pgplan')", "pg_start_backup")
+        };
+        let cases = [
+            (
+                "SELECT pg_advisory_lock(7)",
+                "pg_catalog.pg_advisory_lock()",
+            ),
+            (
+                "SELECT dblink_connect('pgplan_conn', 'dbname=postgres')",
+                "public.dblink_connect()",
+            ),
+            (backup.0, &*format!("pg_catalog.{}()", backup.1)),
+        ];
+        for (n, (query, function)) in cases.iter().enumerate() {
+            let path = dir.path().join(format!("q{n}.sql"));
+            std::fs::write(&path, query).unwrap();
+            let out = run(&[
+                "compare",
+                "-d",
+                &conninfo,
+                path.to_str().unwrap(),
+                "--index",
+                "CREATE INDEX ON t (v)",
+            ]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{query}: {err}");
+            assert!(
+                err.starts_with(&format!(
+                    "pgplan: the query calls functions whose effects outlive pgplan's rollback \
+                     or reach outside its session:\n  {function} "
+                )),
+                "{query}: {err}"
+            );
+        }
+        // A session-level setting the query makes is reverted with the rollback (PostgreSQL
+        // undoes a SET in an aborted transaction), so pgplan runs it.
+        let path = dir.path().join("setting.sql");
+        std::fs::write(&path, "SELECT set_config('work_mem', '77MB', false)").unwrap();
+        let out = run(&[
+            "compare",
+            "-d",
+            &conninfo,
+            path.to_str().unwrap(),
+            "--index",
+            "CREATE INDEX ON t (v)",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // A parameterised run that times out: its prepared statement is deallocated inside the
+        // same transaction, before the server connection goes back to the pool.
+        let path = dir.path().join("slow.sql");
+        std::fs::write(&path, "SELECT count(*) FROM t, pg_sleep(0.5) WHERE v = $1").unwrap();
+        let out = run(&[
+            "compare",
+            "-d",
+            &conninfo,
+            path.to_str().unwrap(),
+            "--param",
+            "7",
+            "--index",
+            "CREATE INDEX ON t (v)",
+            "--statement-timeout",
+            "200ms",
+        ]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("canceling statement due to statement timeout"),
+            "{err}"
+        );
+
+        let client = pooled_client(&conninfo).await;
+        for _ in 0..10 {
+            let state = pooled_value(
+                &client,
+                "SELECT (SELECT count(*) FROM pg_prepared_statements) || ' ' || \
+                 (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory') || ' ' || \
+                 coalesce(array_to_string(dblink_get_connections(), ','), 'none') || ' ' || \
+                 current_setting('transaction_read_only') || ' ' || current_setting('work_mem')",
+            )
+            .await;
+            assert_eq!(
+                state, "0 0 none off 4MB",
+                "a pooled connection kept session state"
+            );
+        }
+        assert_eq!(
+            db.value("SELECT count(*) FROM pg_class WHERE relname LIKE 't_%idx'")
+                .await
+                .as_deref(),
+            Some("0")
+        );
+        drop(client);
+        drop(bouncer);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// HypoPG's hypothetical indexes live in the backend, outside any transaction: those pgplan
+/// makes (and its prepared statements) are removed inside its transaction, and a query that
+/// would make one itself is refused. Debian's PostgreSQL 15 has HypoPG.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hypothetical_indexes_never_reach_the_next_client_through_pgbouncer() {
+    let binaries = common::debian_15_with_hypopg().expect(
+        "Debian's PostgreSQL 15 with HypoPG is needed (apt-get install postgresql-15 \
+         postgresql-15-hypopg; scripts/test.sh installs it)",
+    );
+    let cluster = pgplan::db::cluster::Cluster::start(common::default_options(binaries)).unwrap();
+    let cluster: &'static pgplan::db::cluster::Cluster = Box::leak(Box::new(cluster));
+    cluster
+        .execute("postgres", "CREATE DATABASE pooled_hypopg")
+        .await
+        .unwrap();
+    let db = TestDb {
+        cluster,
+        name: "pooled_hypopg".into(),
+    };
+    db.run(
+        "CREATE EXTENSION hypopg;
+         CREATE TABLE t (id integer PRIMARY KEY, v integer NOT NULL);
+         INSERT INTO t SELECT i, i % 500 FROM generate_series(1, 20000) i;
+         VACUUM (ANALYZE) t;",
+    )
+    .await;
+    let bouncer = start_bouncer(&db);
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
+        bouncer.port, db.name
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.sql");
+    std::fs::write(&good, "SELECT count(*) FROM t WHERE v = $1").unwrap();
+    let out = run(&[
+        "compare",
+        "-d",
+        &conninfo,
+        good.to_str().unwrap(),
+        "--hypothetical",
+        "--param",
+        "7",
+        "--index",
+        "CREATE INDEX ON t (v)",
+        "--index",
+        "CREATE INDEX ON t (v, id)",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The query itself making one: refused.
+    let own = dir.path().join("own.sql");
+    std::fs::write(
+        &own,
+        "SELECT * FROM hypopg_create_index('CREATE INDEX ON t (v)')",
+    )
+    .unwrap();
+    let out = run(&[
+        "compare",
+        "-d",
+        &conninfo,
+        own.to_str().unwrap(),
+        "--index",
+        "CREATE INDEX ON t (id)",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "\n  public.hypopg_create_index() changes this backend's hypothetical indexes, which \
+             outlive the rollback (through a pooler the next client's plans see them)\n"
+        ),
+        "{err}"
+    );
+    let client = pooled_client(&conninfo).await;
+    for _ in 0..10 {
+        let state = pooled_value(
+            &client,
+            "SELECT (SELECT count(*) FROM hypopg_list_indexes) || ' ' || \
+             (SELECT count(*) FROM pg_prepared_statements)",
+        )
+        .await;
+        assert_eq!(
+            state, "0 0",
+            "a pooled connection kept HypoPG's or pgplan's state"
+        );
+    }
+    drop(client);
+    drop(bouncer);
+}

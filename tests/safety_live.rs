@@ -36,6 +36,18 @@ fn compare(db: &TestDb, dir: &std::path::Path, query: &str, args: &[&str]) -> Ou
         .unwrap()
 }
 
+fn explain_live(db: &TestDb, dir: &std::path::Path, query: &str) -> Output {
+    let path = dir.join(format!("e{}.sql", query.len()));
+    std::fs::write(&path, query).unwrap();
+    Command::new(pgplan_bin())
+        .env("NO_COLOR", "1")
+        .env_remove("PGSERVICE")
+        .args(["explain", "-d", &db.conninfo()])
+        .arg(&path)
+        .output()
+        .unwrap()
+}
+
 fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -105,20 +117,30 @@ async fn functions_whose_effects_outlive_the_rollback_are_refused() {
             ),
         ];
         for (query, line) in &cases {
+            let expected = format!(
+                "pgplan: the query calls functions whose effects outlive pgplan's rollback or \
+                 reach outside its session:\n{line}\nhint: measure the query without them, or \
+                 pass --allow-lasting-effects to run it anyway (pgplan then cannot promise to \
+                 leave nothing behind)\n"
+            );
             let out = compare(&db, dir.path(), query, &index);
             assert_eq!(out.status.code(), Some(2), "{query}: {}", stderr(&out));
-            assert_eq!(
-                stderr(&out),
-                format!(
-                    "pgplan: the query calls functions whose effects outlive pgplan's rollback or \
-                     reach outside its session:\n{line}\nhint: measure the query without them, or \
-                     pass --allow-lasting-effects to run it anyway (pgplan then cannot promise to \
-                     leave nothing behind)\n"
-                ),
-                "{query}"
-            );
+            assert_eq!(stderr(&out), expected, "{query}");
             assert!(out.stdout.is_empty());
+            // explain -d runs the query under the same rule.
+            let out = explain_live(&db, dir.path(), query);
+            assert_eq!(out.status.code(), Some(2), "{query}: {}", stderr(&out));
+            assert_eq!(stderr(&out), expected, "explain -d {query}");
         }
+        let out = explain_live(&db, dir.path(), "SELECT nextval('s')");
+        assert_eq!(
+            stderr(&out),
+            "pgplan: the query failed: running the query: ERROR: cannot execute nextval() in a \
+             read-only transaction (SQLSTATE 25006)\nhint: pgplan runs the query in a read-only \
+             transaction, and something it calls writes (a function, or a sequence's nextval); \
+             pass --allow-writes to run it in a read-write transaction that is still rolled back \
+             (sequences still advance)\n"
+        );
         // A sequence, and a function that writes: the read-only runs stop them.
         for query in [
             "SELECT nextval('s') FROM t WHERE id = 1",
@@ -353,6 +375,83 @@ async fn sigterm_rolls_back_and_exits_143() {
                 .unwrap(),
             "0"
         );
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn analyze_counters_moved_by_the_rolled_back_analyze_are_reported() {
+    for_each_version("safety_analyze", |major| async move {
+        let db = TestDb::create(major, "safety_analyze").await;
+        db.run(SETUP).await;
+        // Autovacuum must not analyze the table meanwhile: the counters are the test's.
+        db.run(
+            "ALTER TABLE t SET (autovacuum_enabled = off);
+             INSERT INTO t SELECT i, i % 100 FROM generate_series(5001, 6000) AS i;",
+        )
+        .await;
+        let counters = "SELECT n_mod_since_analyze || ' ' || analyze_count \
+                        FROM pg_stat_user_tables WHERE relname = 't'";
+        // The inserts are counted once their session's statistics are flushed (the setup's
+        // own rows too, when they were flushed after its ANALYZE).
+        let counted = db
+            .wait_for(
+                counters,
+                |v| v.split(' ').next().is_some_and(|n| n.parse::<i64>().unwrap_or(0) >= 1000),
+                Duration::from_secs(10),
+            )
+            .await
+            .expect("the inserts were never counted");
+        let (mods, analyzes) = counted.split_once(' ').unwrap();
+        let analyzes: i64 = analyzes.parse().unwrap();
+        let statistics = "SELECT md5(string_agg(attname || histogram_bounds::text, ',' ORDER BY attname)) \
+                          FROM pg_stats WHERE tablename = 't'";
+        let statistics_before = db.value(statistics).await;
+        let dir = tempfile::tempdir().unwrap();
+        let args = ["--index", "CREATE INDEX ON t (v)", "--runs", "1", "--analyze"];
+        let out = compare(&db, dir.path(), "SELECT id FROM t WHERE v = 1", &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        // Said before the run, on stderr.
+        assert!(
+            stderr(&out).starts_with(
+                "pgplan: note: --analyze: ANALYZE inside the rolled-back transaction still counts \
+                 in the table's cumulative statistics, which no rollback undoes: it sets \
+                 n_mod_since_analyze to 0, adds 1 to analyze_count and sets last_analyze, while \
+                 the statistics it gathered are rolled back; autovacuum then does not analyze the \
+                 table until enough rows change again to cross its autoanalyze threshold (the \
+                 report gives the counters before and after)\n"
+            ),
+            "{}",
+            stderr(&out)
+        );
+        // And after, in the report, with the counters as the server now has them.
+        let report = String::from_utf8(out.stdout).unwrap();
+        let now = db
+            .value("SELECT to_char(last_analyze AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') FROM pg_stat_user_tables WHERE relname = 't'")
+            .await
+            .unwrap();
+        assert_eq!(db.value(counters).await, Some(format!("0 {}", analyzes + 1)));
+        let note = format!(
+            "--analyze on public.t: its statistics were rolled back, but n_mod_since_analyze \
+             went {mods} → 0 and analyze_count {analyzes} → {}, last_analyze ",
+            analyzes + 1
+        );
+        let line = report
+            .lines()
+            .find(|l| l.contains(&note))
+            .unwrap_or_else(|| panic!("{report}"));
+        assert!(
+            line.ends_with(&format!(
+                " → {now}, and that outlives the rollback: autovacuum counts rows changed from 0 \
+                 again before it analyzes public.t (run ANALYZE public.t to give it the \
+                 statistics it now believes it has)"
+            )),
+            "{line}"
+        );
+        // The statistics themselves were rolled back.
+        assert_eq!(db.value(statistics).await, statistics_before);
+        assert_no_pgplan_session(&db).await;
         db.drop_db().await;
     })
     .await;

@@ -26,7 +26,12 @@ use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_re
 
 /// Turns the command line into a validated request, before connecting.
 pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
-    let (query_source, query_text) = read_text(&args.query, "the query", QUERY_LIMIT_BYTES)?;
+    let [query] = args.queries.as_slice() else {
+        bail!(
+            "give the query: a file holding one statement, or - for standard input (several files, or --workload, measure a workload)"
+        );
+    };
+    let (query_source, query_text) = read_text(query, "the query", QUERY_LIMIT_BYTES)?;
     let index_file = match &args.index_file {
         Some(path) => Some(read_text(
             &path.display().to_string(),
@@ -111,15 +116,90 @@ struct Leftovers {
 }
 
 /// A measured transaction's results besides the plans.
-struct SetupFacts {
-    build_ms: Option<f64>,
-    size_bytes: Option<f64>,
+pub(super) struct SetupFacts {
+    pub(super) build_ms: Option<f64>,
+    pub(super) size_bytes: Option<f64>,
     /// Every name the plans may show for the index: its own first, then (on a partitioned
     /// table) its partitions' indexes.
-    plan_index_names: Vec<String>,
-    has_expressions: bool,
+    pub(super) plan_index_names: Vec<String>,
+    pub(super) has_expressions: bool,
     /// With `--cold`: the buffers evicted before the first run.
-    evicted_buffers: Option<f64>,
+    pub(super) evicted_buffers: Option<f64>,
+}
+
+/// Builds a candidate inside the caller's transaction, timed, and reads what it became: the
+/// name PostgreSQL gave an unnamed one, its size, the names plans show for it. With `analyze`,
+/// ANALYZEs its table afterwards.
+pub(super) async fn build_index(
+    client: &tokio_postgres::Client,
+    candidate: &IndexCandidate,
+    analyze: bool,
+    progress: &Progress,
+    label: &str,
+) -> Result<SetupFacts, SessionError> {
+    let mut facts = SetupFacts {
+        build_ms: None,
+        size_bytes: None,
+        plan_index_names: Vec::new(),
+        has_expressions: false,
+        evicted_buffers: None,
+    };
+    progress.update(&format!("{label}: building"));
+    // An unnamed candidate is built unnamed, so PostgreSQL picks the name it would pick
+    // in production (events_status_idx); the new name is found by comparing the table's
+    // index names before and after.
+    let (sql, before) = if candidate.name_generated {
+        let unique = if candidate.unique { "UNIQUE " } else { "" };
+        (
+            format!("CREATE {unique}INDEX {}", candidate.definition),
+            explain::index_names(client, &candidate.table).await?,
+        )
+    } else {
+        (candidate.sql.clone(), Vec::new())
+    };
+    let started = Instant::now();
+    run(client, &sql, &format!("building {}", candidate.describe())).await?;
+    facts.build_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
+    let name = if candidate.name_generated {
+        explain::index_names(client, &candidate.table)
+            .await?
+            .into_iter()
+            .find(|n| !before.contains(n))
+            .unwrap_or_else(|| candidate.name.clone())
+    } else {
+        candidate.name.clone()
+    };
+    if let Some(index) = explain::index_facts(client, &candidate.table, &name).await? {
+        if index.check_xmin {
+            // The planner skips an index with indcheckxmin set until the index's own xmin is
+            // older than the transaction's (plancat.c): measured here, it would read "unused"
+            // whatever it is worth.
+            return Err(SessionError {
+                context: format!("building {}", candidate.describe()),
+                message: format!(
+                    "{} has rows whose HOT chains the new index cannot follow (updated rows not yet                      vacuumed), so PostgreSQL lets no query use the index in the transaction that                      built it (pg_index.indcheckxmin); pgplan cannot measure it.\n                     hint: VACUUM {} first, then run pgplan again",
+                    candidate.table, candidate.table
+                ),
+                sqlstate: None,
+            });
+        }
+        facts.size_bytes = Some(index.size_bytes);
+        facts.has_expressions = index.has_expressions;
+        facts.plan_index_names = index.plan_names;
+    }
+    if facts.plan_index_names.is_empty() {
+        facts.plan_index_names = vec![name];
+    }
+    if analyze {
+        progress.update(&format!("{label}: analyzing {}", candidate.table));
+        run(
+            client,
+            &format!("ANALYZE {}", candidate.table),
+            &format!("analyzing {}", candidate.table),
+        )
+        .await?;
+    }
+    Ok(facts)
 }
 
 /// Runs the setup and the measured runs; `leftovers` records what must be undone.
@@ -142,48 +222,7 @@ async fn setup_and_runs(
     match setup {
         Setup::Baseline => {}
         Setup::Create(candidate) => {
-            progress.update(&format!("{label}: building"));
-            // An unnamed candidate is built unnamed, so PostgreSQL picks the name it would pick
-            // in production (events_status_idx); the new name is found by comparing the table's
-            // index names before and after.
-            let (sql, before) = if candidate.name_generated {
-                let unique = if candidate.unique { "UNIQUE " } else { "" };
-                (
-                    format!("CREATE {unique}INDEX {}", candidate.definition),
-                    explain::index_names(client, &candidate.table).await?,
-                )
-            } else {
-                (candidate.sql.clone(), Vec::new())
-            };
-            let started = Instant::now();
-            run(client, &sql, &format!("building {}", candidate.describe())).await?;
-            facts.build_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
-            let name = if candidate.name_generated {
-                explain::index_names(client, &candidate.table)
-                    .await?
-                    .into_iter()
-                    .find(|n| !before.contains(n))
-                    .unwrap_or_else(|| candidate.name.clone())
-            } else {
-                candidate.name.clone()
-            };
-            if let Some(index) = explain::index_facts(client, &candidate.table, &name).await? {
-                facts.size_bytes = Some(index.size_bytes);
-                facts.has_expressions = index.has_expressions;
-                facts.plan_index_names = index.plan_names;
-            }
-            if facts.plan_index_names.is_empty() {
-                facts.plan_index_names = vec![name];
-            }
-            if request.analyze {
-                progress.update(&format!("{label}: analyzing {}", candidate.table));
-                run(
-                    client,
-                    &format!("ANALYZE {}", candidate.table),
-                    &format!("analyzing {}", candidate.table),
-                )
-                .await?;
-            }
+            facts = build_index(client, candidate, request.analyze, progress, label).await?;
         }
         Setup::Drop(name) => {
             let Some(existing) = explain::existing_index(client, name).await? else {
@@ -316,7 +355,7 @@ async fn statement(
 }
 
 /// The error that ends a transaction's work once the user has interrupted.
-fn interrupted(label: &str) -> SessionError {
+pub(super) fn interrupted(label: &str) -> SessionError {
     SessionError {
         context: label.to_owned(),
         message: "interrupted".into(),
@@ -455,6 +494,59 @@ async fn read_estimates(
         explain::table_estimates(client, tables).await
     })
     .await
+}
+
+/// The tables `--analyze` analyzes in a measured compare: every created candidate's table.
+fn analyzed_tables(request: &CompareRequest) -> Vec<String> {
+    let mut tables: Vec<String> = Vec::new();
+    if request.analyze && request.mode == Mode::Measured {
+        for c in &request.candidates {
+            if let CandidateSpec::Create(c) = c
+                && !tables.contains(&c.table)
+            {
+                tables.push(c.table.clone());
+            }
+        }
+    }
+    tables
+}
+
+async fn read_analyze_counters(
+    conn: &mut Connection,
+    limits: &Limits,
+    tables: &[String],
+) -> Result<Vec<crate::effects::AnalyzeCounters>, SessionError> {
+    if tables.is_empty() {
+        return Ok(Vec::new());
+    }
+    conn.read_only(limits, async |client| {
+        crate::db::effects::analyze_counters(client, tables).await
+    })
+    .await
+}
+
+/// The counters after the candidates' ANALYZEs. Before PostgreSQL 15 the statistics collector
+/// receives them asynchronously and a backend may read a file up to half a second old, so the
+/// read is repeated (for up to 2 s) until every table's analyze_count has moved.
+async fn read_analyze_counters_after(
+    conn: &mut Connection,
+    limits: &Limits,
+    tables: &[String],
+    before: &[crate::effects::AnalyzeCounters],
+) -> Result<Vec<crate::effects::AnalyzeCounters>, SessionError> {
+    let deadline = Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let after = read_analyze_counters(conn, limits, tables).await?;
+        let moved = before.iter().all(|b| {
+            after
+                .iter()
+                .any(|a| a.table == b.table && a.analyze_count > b.analyze_count)
+        });
+        if moved || conn.facts.major() >= 15 || Instant::now() > deadline || stop_requested() {
+            return Ok(after);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// Refuses early, with what to do instead, when the server cannot do what was asked.
@@ -613,6 +705,8 @@ pub async fn run_compare(
         })?;
     let tables = watched_tables(request, &baseline);
     let initial = read_estimates(conn, limits, &tables).await?;
+    let analyzed = analyzed_tables(request);
+    let counters_before = read_analyze_counters(conn, limits, &analyzed).await?;
     let mut current = initial.clone();
     let mut changes = Vec::new();
 
@@ -743,6 +837,10 @@ pub async fn run_compare(
             }
         }
     }
+    if !analyzed.is_empty() {
+        let after = read_analyze_counters_after(conn, limits, &analyzed, &counters_before).await?;
+        warnings.extend(crate::effects::analyze_after(&counters_before, &after));
+    }
     progress.clear();
 
     let mut ranking: Vec<_> = outcomes
@@ -863,6 +961,15 @@ fn save_plans(dir: &Path, report: &CompareReport) -> Result<()> {
 }
 
 pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
+    if args.workload.is_some() || args.queries.len() > 1 {
+        if args.cold {
+            bail!(
+                "--cold applies to one query's compare; a workload's runs are not evicted. Drop \
+                 --cold, or compare one query"
+            );
+        }
+        return super::workload::compare_workload(args, options);
+    }
     let request = request_from_args(&args)?;
     if args.format == Format::Text || args.format == Format::Markdown {
         for warning in &request.warnings {

@@ -13,6 +13,9 @@ use crate::effects::{calls_in_plan, judge};
 /// The flag that accepts functions whose effects outlive the rollback.
 pub const ACCEPT_FLAG: &str = "--allow-lasting-effects";
 
+/// The context of a refusal's error, so a caller can show it as it is.
+pub const CHECK_CONTEXT: &str = "checking the query";
+
 /// SQLSTATE 25006, read_only_sql_transaction.
 const READ_ONLY_SQL_TRANSACTION: &str = "25006";
 
@@ -27,12 +30,19 @@ pub async fn check_calls(
     accept: bool,
 ) -> Result<Vec<String>, SessionError> {
     let context = "reading the query's plan to see which functions it calls";
+    run(client, "SAVEPOINT pgplan_check", "setting a savepoint").await?;
     let Ok(raw) = explain(client, &explain_sql(statement, false), context).await else {
         // A query that cannot be planned runs nothing; the caller's first run of it fails the
-        // same way and reports the error where the user expects it. (The transaction is now
-        // aborted: the caller rolls back to its savepoint.)
+        // same way and reports the error where the user expects it.
+        run(client, "ROLLBACK TO SAVEPOINT pgplan_check", "rolling back").await?;
         return Ok(Vec::new());
     };
+    run(
+        client,
+        "RELEASE SAVEPOINT pgplan_check",
+        "releasing a savepoint",
+    )
+    .await?;
     let calls = calls_in_plan(&raw).map_err(|e| SessionError {
         context: context.into(),
         message: e.to_string(),
@@ -49,7 +59,7 @@ pub async fn check_calls(
     if let Some(refusal) = verdict.refusal(ACCEPT_FLAG) {
         if !accept {
             return Err(SessionError {
-                context: "checking the query".into(),
+                context: CHECK_CONTEXT.into(),
                 message: refusal,
                 sqlstate: None,
             });

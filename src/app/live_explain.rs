@@ -23,6 +23,7 @@ use crate::plan::{Analysis, Severity, parse_plan};
 use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
 
 use super::guard;
+use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 
 /// What one live explain produced.
@@ -86,16 +87,10 @@ async fn explain_in(
         .as_ref()
         .map_or(request.query.text.clone(), |p| p.statement.clone());
     let result = async {
-        // The functions the query calls are judged before it runs (compare's guard): one whose
-        // effect outlives the rollback is refused unless --allow-lasting-effects.
-        // A query that cannot be planned leaves the check's transaction aborted: back to the
-        // savepoint, so the run below reports the query's own error.
-        let notes = if request.runs() {
-            runner::run(client, "SAVEPOINT pgplan_check", "setting a savepoint").await?;
-            let notes =
-                guard::check_calls(client, &statement, request.allow_lasting_effects).await?;
-            runner::run(client, "ROLLBACK TO SAVEPOINT pgplan_check", "rolling back").await?;
-            notes
+        // The functions the query calls, judged before it runs (refused when their effects
+        // would outlive the rollback); a plan that is not run executes nothing.
+        let checked = if request.runs() {
+            guard::check_calls(client, &statement, request.allow_lasting_effects).await?
         } else {
             Vec::new()
         };
@@ -118,7 +113,7 @@ async fn explain_in(
             extended: live::extended_statistics(client, &tables).await?,
             tables: live::table_statistics(client, &tables).await?,
         };
-        Ok((raw, analysis, facts, notes))
+        Ok((raw, analysis, facts, checked))
     }
     .await;
     // A failed statement aborts the transaction; the prepared statement outlives a rollback,
@@ -152,13 +147,18 @@ pub async fn run_live_explain(
     } else {
         conn.read_only(limits, work).await
     };
-    let (raw_plan, mut analysis, facts, guard_notes) =
-        outcome.map_err(|e| anyhow!("the query failed: {e}"))?;
+    let (raw_plan, mut analysis, facts, checked) = outcome.map_err(|e| {
+        if e.context == guard::CHECK_CONTEXT {
+            anyhow!("{}", e.message)
+        } else {
+            anyhow!("the query failed: {e}")
+        }
+    })?;
     enrich(&mut analysis, &facts);
     let index_scans = index_scans_counted(&analysis);
     let dead = dead_versions(&analysis);
     let mut notes = request.warnings.clone();
-    notes.extend(guard_notes);
+    notes.extend(checked);
     notes.extend(side_effect_notes("the run", &index_scans, &dead));
     Ok(LiveExplain {
         analysis,
@@ -204,18 +204,6 @@ struct DeadVersionsDoc<'a> {
     rows: f64,
 }
 
-fn read_query(arg: &str) -> Result<(String, String)> {
-    if arg == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-            .context("reading the query from standard input")?;
-        Ok(("standard input".into(), text))
-    } else {
-        let text = std::fs::read_to_string(arg).with_context(|| format!("reading {arg}"))?;
-        Ok((arg.to_owned(), text))
-    }
-}
-
 pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
     if args.plan_number.is_some() {
         bail!(
@@ -223,7 +211,7 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
              query and reads its one plan: leave --plan out"
         );
     }
-    let (query_source, query_text) = read_query(&args.plan)?;
+    let (query_source, query_text) = read_text(&args.plan, "the query", QUERY_LIMIT_BYTES)?;
     let request = ExplainRequest::validate(ExplainInput {
         query_text,
         query_source,

@@ -12,6 +12,7 @@ pub mod live;
 pub mod live_explain;
 pub mod offline;
 pub mod output;
+pub mod workload;
 
 use std::io::{self, IsTerminal};
 

@@ -375,11 +375,25 @@ impl StatsWindow {
     /// the backends without changing it, and a clean restart keeps the counters): it is the last
     /// resort, marked as such.
     pub fn of(snapshot: &NodeSnapshot) -> Option<StatsWindow> {
-        let db = snapshot.database.stats_reset.map(|t| StatsWindow {
+        Self::from_times(
+            snapshot.database.stats_reset,
+            snapshot.database.shared_stats_reset,
+            snapshot.server.started_at,
+        )
+    }
+
+    /// [`StatsWindow::of`] from the three times it weighs: the database's `stats_reset`, the
+    /// earliest server-wide reset, and the server's start.
+    pub fn from_times(
+        database_reset: Option<Timestamp>,
+        shared_reset: Option<Timestamp>,
+        started_at: Option<Timestamp>,
+    ) -> Option<StatsWindow> {
+        let db = database_reset.map(|t| StatsWindow {
             since: t,
             source: WindowSource::DatabaseReset,
         });
-        let shared = snapshot.database.shared_stats_reset.map(|t| StatsWindow {
+        let shared = shared_reset.map(|t| StatsWindow {
             since: t,
             source: WindowSource::StatisticsDiscarded,
         });
@@ -392,7 +406,7 @@ impl StatsWindow {
             (a, b) => a.or(b),
         };
         best.or_else(|| {
-            snapshot.server.started_at.map(|t| StatsWindow {
+            started_at.map(|t| StatsWindow {
                 since: t,
                 source: WindowSource::ServerStart,
             })

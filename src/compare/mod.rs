@@ -4,6 +4,7 @@
 
 pub mod noise;
 pub mod request;
+pub mod workload;
 
 use serde::Serialize;
 

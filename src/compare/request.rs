@@ -266,6 +266,9 @@ impl CompareRequest {
             }
             candidates.extend(from_file);
         }
+        if input.analyze && mode == Mode::Measured {
+            warnings.push(crate::effects::ANALYZE_BEFORE.into());
+        }
         if input.analyze && mode == Mode::Hypothetical {
             warnings.push(
                 "--analyze is ignored with --hypothetical: nothing is built, so there is nothing \

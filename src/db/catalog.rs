@@ -438,6 +438,38 @@ fn settings(rows: &[(String, String)]) -> Settings {
     s
 }
 
+/// Since when the current database's table and index counters have been counting, by the
+/// audit's rules ([`crate::audit::StatsWindow`]), for rates per day outside an audit.
+pub async fn read_stats_window(
+    client: &tokio_postgres::Client,
+    facts: &ServerFacts,
+) -> Result<Option<crate::audit::StatsWindow>, CatalogError> {
+    let (now, db) = run(
+        client,
+        "database statistics",
+        DATABASE_SQL,
+        facts.version_num,
+        &[],
+        database,
+    )
+    .await?
+    .into_iter()
+    .next()
+    .ok_or(CatalogError::Query {
+        what: "database statistics",
+        message: "no row for the current database".into(),
+    })?;
+    let started = facts.uptime_seconds.map(|up| Timestamp {
+        epoch_seconds: now - up,
+        age_seconds: up,
+    });
+    Ok(crate::audit::StatsWindow::from_times(
+        db.stats_reset,
+        db.shared_stats_reset,
+        started,
+    ))
+}
+
 fn database(row: &Row) -> Result<(f64, DatabaseInfo), CatalogError> {
     const W: &str = "database statistics";
     let now = get::<f64>(row, W, "now_epoch")?.unwrap_or(0.0);

@@ -1,13 +1,15 @@
-//! The catalog side of judging a query's calls: the `pg_proc` rows of the functions its plan
-//! names (the rules are in [`crate::effects`]).
+//! The catalog side of what outlives pgplan's rollback: the `pg_proc` rows of the functions a
+//! query's plan names, and the statistics counters ANALYZE moves (the rules and words are in
+//! [`crate::effects`]).
 
 use tokio_postgres::Client;
 use tokio_postgres::types::Type;
 
 use super::session::SessionError;
-use crate::effects::FunctionRow;
+use crate::effects::{AnalyzeCounters, FunctionRow};
 
 const FUNCTION_EFFECTS_SQL: &str = include_str!("../../queries/function_effects.sql");
+const ANALYZE_COUNTERS_SQL: &str = include_str!("../../queries/analyze_counters.sql");
 
 /// The `pg_proc` rows of every function with one of these names, in any schema.
 pub async fn function_rows(
@@ -26,6 +28,26 @@ pub async fn function_rows(
             volatility: r.get::<_, String>(2).chars().next().unwrap_or('v'),
             extension: r.get(3),
             visible: r.get(4),
+        })
+        .collect())
+}
+
+/// The statistics counters ANALYZE moves, for the named tables (regclass input).
+pub async fn analyze_counters(
+    client: &Client,
+    tables: &[String],
+) -> Result<Vec<AnalyzeCounters>, SessionError> {
+    let rows = client
+        .query_typed(ANALYZE_COUNTERS_SQL, &[(&tables, Type::TEXT_ARRAY)])
+        .await
+        .map_err(|e| SessionError::from_pg("reading the tables' analyze counters", &e))?;
+    Ok(rows
+        .iter()
+        .map(|r| AnalyzeCounters {
+            table: r.get(0),
+            mods_since_analyze: r.get(1),
+            analyze_count: r.get(2),
+            last_analyze: r.get(3),
         })
         .collect())
 }

@@ -161,6 +161,10 @@ pub struct IndexFacts {
     /// The names plans show for it: itself and, on a partitioned table, each partition's index
     /// (a plan scans those, never the partitioned index).
     pub plan_names: Vec<String>,
+    /// `pg_index.indcheckxmin`: the build met HOT chains it could not index consistently, so
+    /// the planner ignores the index in any transaction whose snapshot is older than the index
+    /// itself, the one that built it included.
+    pub check_xmin: bool,
 }
 
 pub async fn index_facts(
@@ -181,6 +185,7 @@ pub async fn index_facts(
         size_bytes: r.get(0),
         has_expressions: r.get(1),
         plan_names: r.get(2),
+        check_xmin: r.get(3),
     }))
 }
 

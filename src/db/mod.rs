@@ -18,4 +18,5 @@ pub mod retry;
 pub mod service;
 pub mod session;
 pub mod tls;
+pub mod workload;
 pub mod x509;

@@ -28,7 +28,9 @@ pub struct ExplainRequest {
     pub params: Vec<String>,
     /// The estimate-only generic plan (nothing runs).
     pub generic_plan: bool,
-    /// Run a query whose functions have effects a rollback cannot undo.
+    /// `--allow-writes`: the run may write (rolled back), a function's writes too.
+    pub allow_writes: bool,
+    /// `--allow-lasting-effects`: functions whose effects outlive the rollback run anyway.
     pub allow_lasting_effects: bool,
     /// Things the user must know before reading the figures.
     pub warnings: Vec<String>,
@@ -40,9 +42,10 @@ impl ExplainRequest {
         !self.generic_plan
     }
 
-    /// Whether the query writes, so its transaction cannot be read-only.
+    /// Whether the query writes (or `--allow-writes` lets what it calls write), so its
+    /// transaction cannot be read-only.
     pub fn writes(&self) -> bool {
-        matches!(self.query.kind, QueryKind::Write(_))
+        matches!(self.query.kind, QueryKind::Write(_)) || self.allow_writes
     }
 
     /// Checks everything that can be checked without a server.
@@ -98,6 +101,7 @@ impl ExplainRequest {
             query_source: input.query_source,
             params: input.params,
             generic_plan: input.generic_plan,
+            allow_writes: input.allow_writes,
             allow_lasting_effects: input.allow_lasting_effects,
             warnings,
         })

@@ -15,7 +15,7 @@ use super::format::{bytes, change, count, ms, printable};
 use super::text::{
     Figure, Grid, Tone, cell, new_table, write_changes, write_findings, write_table, write_tree,
 };
-use super::wire::{DiffDoc, FindingDoc, PairDoc, PlanDoc, SCHEMA_VERSION};
+use super::wire::{DiffDoc, FindingDoc, PairDoc, PlanDoc};
 use super::{Paint, TextOptions, markdown};
 
 /// `pgplan compare --format json`.
@@ -257,7 +257,7 @@ impl CompareDoc {
             })
             .collect();
         CompareDoc {
-            schema_version: SCHEMA_VERSION,
+            schema_version: super::workload::COMPARE_SCHEMA_VERSION,
             server_version: report.server_version.clone(),
             mode: request.mode.as_str(),
             estimated: request.mode.is_estimate(),

@@ -13,6 +13,7 @@ pub mod text;
 pub mod tree;
 pub mod wire;
 pub mod wire_audit;
+pub mod workload;
 
 use std::io;
 

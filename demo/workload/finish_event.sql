@@ -1,0 +1,3 @@
+-- A worker marks an event done, all day long.
+-- calls: 200000
+UPDATE events SET status = 'done' WHERE id = $1

@@ -1,0 +1,1215 @@
+//! The workload engine behind `pgplan compare --workload` (and, reused, `pgplan advise`):
+//! reads the workload and finds values for its parameters, then measures it — the baseline
+//! first, then each candidate built once in its own always-rolled-back transaction with every
+//! query measured inside it, the baseline again whenever a build changed the planner's
+//! estimates — and reads the write side of every candidate's table.
+
+use std::io::Write;
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow, bail};
+
+use crate::cli::CompareArgs;
+use crate::compare::workload::params::{self, ParamSource, ParamUse};
+use crate::compare::workload::{
+    ProbeFigures, QueryRuns, SourceQuery, TableActivity, WorkloadBaseline, WorkloadCandidateRun,
+    WorkloadMeasurements, WorkloadQuery, WorkloadReport, judge, source, updates, workload_updates,
+};
+use crate::compare::{CandidateSpec, Measurement, display_name, estimate_changes};
+use crate::db::connect::Connection;
+use crate::db::explain::{self, explain_sql, run};
+use crate::db::session::{Limits, SessionError};
+use crate::db::workload as dbw;
+use crate::exit;
+use crate::plan::{Analysis, parse_plan};
+use crate::report::{Format, TextOptions, workload as render, write_json};
+use crate::sql::{IndexCandidate, QueryKind, quote_literal, tokenize};
+
+use super::compare::{Progress, build_index};
+use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
+
+/// How the engine measures.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Warm runs after the first one.
+    pub runs: u32,
+    /// Run the workload's writes (each run rolled back to a savepoint) and measure a
+    /// representative write per table.
+    pub allow_writes: bool,
+    /// ANALYZE each candidate's table after building it.
+    pub analyze: bool,
+    /// No candidate is started after this.
+    pub deadline: Option<Instant>,
+    /// Run queries that call functions whose effects outlive the rollback (see
+    /// [`super::guard::check_calls`]); otherwise such a query is refused, as its sample's error.
+    pub allow_lasting_effects: bool,
+    /// `SET LOCAL pg_stat_statements.track = none` in measuring transactions, so pgplan's own
+    /// runs never count in the statistics it reads (superuser only: the setting is SUSET).
+    pub untracked: bool,
+}
+
+fn session_error(context: &str, message: impl Into<String>) -> SessionError {
+    SessionError {
+        context: context.to_owned(),
+        message: message.into(),
+        sqlstate: None,
+    }
+}
+
+/// The relations a plan reads: (schema, table, alias).
+fn plan_relations(analysis: &Analysis) -> Vec<(String, String, Option<String>)> {
+    let mut found: Vec<(String, String, Option<String>)> = Vec::new();
+    for node in &analysis.plan.nodes {
+        if let (Some(schema), Some(rel)) = (&node.schema, &node.relation_name) {
+            let entry = (schema.clone(), rel.clone(), node.alias.clone());
+            if !found.contains(&entry) {
+                found.push(entry);
+            }
+        }
+    }
+    found
+}
+
+/// The prepared-statement name for workload queries: one at a time, removed after each.
+fn statement_name() -> String {
+    format!("pgplan_w{}", std::process::id())
+}
+
+/// `EXECUTE name(args)`, or `EXECUTE name` without parameters.
+fn execute_sql(name: &str, args: &[String]) -> String {
+    if args.is_empty() {
+        format!("EXECUTE {name}")
+    } else {
+        format!("EXECUTE {name}({})", args.join(", "))
+    }
+}
+
+/// The generic plan of a parameterised query (EXPLAIN without ANALYZE), in the caller's
+/// transaction; the prepared statement is removed again.
+async fn generic_plan(
+    client: &tokio_postgres::Client,
+    text: &str,
+    parameters: u32,
+) -> Result<String, SessionError> {
+    let name = statement_name();
+    run(client, "SAVEPOINT pgplan_generic", "setting a savepoint").await?;
+    let result = async {
+        run(
+            client,
+            &format!("PREPARE {name} AS {text}"),
+            "preparing the query",
+        )
+        .await?;
+        run(
+            client,
+            "SET LOCAL plan_cache_mode = force_generic_plan",
+            "setting plan_cache_mode",
+        )
+        .await?;
+        let args = vec!["NULL".to_owned(); parameters as usize];
+        explain::explain(
+            client,
+            &explain_sql(&execute_sql(&name, &args), false),
+            "planning the query generically",
+        )
+        .await
+    }
+    .await;
+    let _ = run(
+        client,
+        "ROLLBACK TO SAVEPOINT pgplan_generic",
+        "rolling back",
+    )
+    .await;
+    // DEALLOCATE of a statement that was never prepared fails: only after a PREPARE.
+    let _ = run(client, &format!("DEALLOCATE {name}"), "deallocating").await;
+    result
+}
+
+/// Where a parameter's values come from: the column it is compared with, found among the
+/// relations its generic plan reads.
+async fn param_source(
+    client: &tokio_postgres::Client,
+    usage: &ParamUse,
+    relations: &[(String, String, Option<String>)],
+) -> Result<ParamSource, SessionError> {
+    let (qualifier, column) = match usage {
+        ParamUse::Limit => return Ok(ParamSource::Limit),
+        ParamUse::Offset => return Ok(ParamSource::Offset),
+        ParamUse::Unknown => {
+            return Ok(ParamSource::None(
+                "not compared with a plain column (an expression, a function argument, an array)"
+                    .into(),
+            ));
+        }
+        ParamUse::Column { qualifier, column } => (qualifier, column),
+    };
+    let matching: Vec<&(String, String, Option<String>)> = relations
+        .iter()
+        .filter(|(_, rel, alias)| match qualifier {
+            Some(q) => q == rel || alias.as_deref() == Some(q.as_str()),
+            None => true,
+        })
+        .collect();
+    for (schema, table, _) in &matching {
+        if let Some(stats) = dbw::column_stats(client, schema, table, column).await?
+            && (!stats.most_common_vals.is_empty() || !stats.histogram_bounds.is_empty())
+        {
+            return Ok(ParamSource::Stats(stats));
+        }
+    }
+    // No statistics (never analyzed, or every value distinct with no histogram): a sampled row.
+    for (schema, table, _) in &matching {
+        // A column this table does not have fails the sample: try the next relation.
+        run(client, "SAVEPOINT pgplan_sample", "setting a savepoint").await?;
+        let value = dbw::sample_value(client, schema, table, column).await;
+        let _ = run(
+            client,
+            "ROLLBACK TO SAVEPOINT pgplan_sample",
+            "rolling back",
+        )
+        .await;
+        if let Ok(Some(value)) = value {
+            return Ok(ParamSource::Sampled {
+                column: format!("{table}.{column}"),
+                value,
+            });
+        }
+    }
+    Ok(ParamSource::None(format!(
+        "compared with {column}, which has no statistics and no row to sample in the tables the plan reads"
+    )))
+}
+
+/// Turns the workload's queries into queries ready to measure, choosing the values of their
+/// parameters (read-only). Returns the queries and notes for the report.
+pub async fn prepare_queries(
+    conn: &mut Connection,
+    limits: &Limits,
+    sources: Vec<SourceQuery>,
+    allow_writes: bool,
+) -> Result<Vec<WorkloadQuery>> {
+    let mut prepared = Vec::new();
+    for source in sources {
+        let runnable = match &source.query.kind {
+            QueryKind::Read => true,
+            QueryKind::Write(_) => allow_writes,
+            QueryKind::Other(_) => false,
+        };
+        let count = source.query.max_parameter.unwrap_or(0);
+        if let Some(given) = &source.params
+            && given.len() != count as usize
+        {
+            bail!(
+                "{}: `-- params:` gives {} value(s) but the query uses parameters up to ${count}",
+                source.id,
+                given.len()
+            );
+        }
+        let samples = if !runnable {
+            // Never run: only its estimated plan is shown, and its SET list read.
+            vec![params::Sample {
+                label: "not run".into(),
+                params: Vec::new(),
+                generic: true,
+                why: vec!["a write: run only with --allow-writes (rolled back)".into()],
+            }]
+        } else if count == 0 || source.params.is_some() {
+            params::choose_samples(source.params.as_deref(), &[])
+                .into_iter()
+                .map(|mut s| {
+                    if let Some(given) = &source.params {
+                        s.label = "given".into();
+                        s.params = given.clone();
+                        s.why = vec!["values given with `-- params:`".into()];
+                    }
+                    s
+                })
+                .collect()
+        } else {
+            let text = source.query.text.clone();
+            let tokens: Vec<ParamUse> = tokenize(&text)
+                .map(|toks| params::parameter_uses(&toks, count))
+                .unwrap_or_else(|_| vec![ParamUse::Unknown; count as usize]);
+            let sources = conn
+                .read_only(limits, async |client| {
+                    let plan = generic_plan(client, &text, count).await?;
+                    let analysis = parse_plan(&plan)
+                        .map(Analysis::of)
+                        .map_err(|e| session_error("reading the generic plan", e.to_string()))?;
+                    let relations = plan_relations(&analysis);
+                    let mut found = Vec::new();
+                    for usage in &tokens {
+                        found.push(param_source(client, usage, &relations).await?);
+                    }
+                    Ok(found)
+                })
+                .await
+                .map_err(|e| anyhow!("{}: finding values for its parameters: {e}", source.id))?;
+            params::choose_samples(None, &sources)
+        };
+        prepared.push(WorkloadQuery {
+            source,
+            samples,
+            runnable,
+        });
+    }
+    Ok(prepared)
+}
+
+/// Measures one sample of one query in the caller's transaction, under a savepoint that is
+/// rolled back afterwards (so writes, and every run, see the same rows). A failure of the
+/// query itself is the sample's result; a cancel (Ctrl-C) or a lost connection ends the work.
+async fn measure_sample(
+    client: &tokio_postgres::Client,
+    query: &WorkloadQuery,
+    sample: usize,
+    options: &EngineOptions,
+    progress: &Progress,
+    label: &str,
+) -> Result<Result<Vec<String>, String>, SessionError> {
+    let runs = options.runs;
+    let s = &query.samples[sample];
+    let measured = !s.generic && query.runnable;
+    let writes = matches!(query.source.query.kind, QueryKind::Write(_));
+    run(client, "SAVEPOINT pgplan_query", "setting a savepoint").await?;
+    let name = statement_name();
+    let parameters = query.source.query.max_parameter.unwrap_or(0);
+    let mut prepared = false;
+    let result: Result<Vec<String>, SessionError> = async {
+        let statement = if parameters > 0 {
+            run(
+                client,
+                &format!("PREPARE {name} AS {}", query.source.query.text),
+                "preparing the query",
+            )
+            .await?;
+            prepared = true;
+            let mode = if s.generic {
+                "force_generic_plan"
+            } else {
+                "force_custom_plan"
+            };
+            run(
+                client,
+                &format!("SET LOCAL plan_cache_mode = {mode}"),
+                "setting plan_cache_mode",
+            )
+            .await?;
+            let args: Vec<String> = if s.generic {
+                vec!["NULL".into(); parameters as usize]
+            } else {
+                s.params.iter().map(|p| quote_literal(p)).collect()
+            };
+            execute_sql(&name, &args)
+        } else {
+            query.source.query.text.clone()
+        };
+        if measured {
+            // The functions it calls, judged before anything of it runs.
+            super::guard::check_calls(client, &statement, options.allow_lasting_effects).await?;
+        }
+        let sql = explain_sql(&statement, measured);
+        let total = if measured { 1 + runs } else { 1 };
+        let mut plans = Vec::new();
+        for i in 0..total {
+            if stop_requested() {
+                return Err(session_error(label, "interrupted"));
+            }
+            progress.update(&format!(
+                "{label}: {} ({}), run {} of {total}",
+                query.source.id,
+                s.label,
+                i + 1
+            ));
+            if writes && measured {
+                run(client, "SAVEPOINT pgplan_run", "setting a savepoint").await?;
+            }
+            plans.push(
+                explain::explain(client, &sql, &format!("running {}", query.source.id)).await?,
+            );
+            if writes && measured {
+                run(
+                    client,
+                    "ROLLBACK TO SAVEPOINT pgplan_run",
+                    "rolling back the run",
+                )
+                .await?;
+            }
+        }
+        Ok(plans)
+    }
+    .await;
+    if client.is_closed() {
+        return Err(session_error(label, "the connection closed"));
+    }
+    run(
+        client,
+        "ROLLBACK TO SAVEPOINT pgplan_query",
+        "rolling back the query",
+    )
+    .await?;
+    if prepared {
+        run(
+            client,
+            &format!("DEALLOCATE {name}"),
+            "removing the prepared statement",
+        )
+        .await?;
+    }
+    match result {
+        Err(e) if stop_requested() => Err(e),
+        Err(e) => Ok(Err(e.to_string())),
+        Ok(plans) => Ok(Ok(plans)),
+    }
+}
+
+/// Parses captured plans into a measurement (cold first).
+fn measurement_of(raw_plans: Vec<String>) -> Result<Measurement, String> {
+    let mut analyses = raw_plans
+        .iter()
+        .map(|raw| parse_plan(raw).map(Analysis::of).map_err(|e| e.to_string()))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter();
+    let cold = analyses.next().ok_or("no plan was captured")?;
+    Ok(Measurement {
+        cold,
+        warm: analyses.collect(),
+        raw_plans,
+        evicted_buffers: None,
+    })
+}
+
+/// Measures every sample of every query in the caller's transaction.
+async fn measure_queries(
+    client: &tokio_postgres::Client,
+    queries: &[WorkloadQuery],
+    options: &EngineOptions,
+    progress: &Progress,
+    label: &str,
+) -> Result<Vec<QueryRuns>, SessionError> {
+    if !options.allow_writes {
+        // Nothing the queries run may write (a function's INSERT, nextval): read-only from
+        // here to the rollback.
+        super::guard::read_only_from_here(client).await?;
+    }
+    let mut all = Vec::with_capacity(queries.len());
+    for (q, query) in queries.iter().enumerate() {
+        let mut per_sample = Vec::with_capacity(query.samples.len());
+        for sample in 0..query.samples.len() {
+            let label = format!("{label}, query {} of {}", q + 1, queries.len());
+            let plans = measure_sample(client, query, sample, options, progress, &label).await?;
+            per_sample.push(plans.and_then(measurement_of));
+        }
+        all.push(per_sample);
+    }
+    Ok(all)
+}
+
+/// The predicate of a partial index definition (`... WHERE status = 'pending'`), if any.
+fn predicate(definition: &str) -> Option<String> {
+    let toks = tokenize(definition).ok()?;
+    let mut depth = 0i32;
+    for t in &toks {
+        match t.text {
+            "(" => depth += 1,
+            ")" => depth -= 1,
+            _ if depth == 0 && t.is_keyword("where") => {
+                return Some(definition[t.end()..].trim().to_owned());
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A representative write on `table`: one row (inside the index's predicate, for a partial
+/// index) deleted and inserted again in one statement, under EXPLAIN (ANALYZE, BUFFERS, WAL),
+/// rolled back to a savepoint. The delete leaves the index alone; the insert adds one entry to
+/// every index of the table, so the difference with and without a candidate is what one entry
+/// of it costs. `None` when the write fails (a generated column, a foreign key that refuses the
+/// delete...): the cost is then estimated.
+async fn write_probe(
+    client: &tokio_postgres::Client,
+    table: &str,
+    predicate: Option<&str>,
+) -> Result<Option<ProbeFigures>, SessionError> {
+    let filter = predicate.map(|p| format!(" WHERE {p}")).unwrap_or_default();
+    let sql = format!(
+        "EXPLAIN (ANALYZE, BUFFERS, WAL, FORMAT JSON) \
+         WITH pgplan_row AS (DELETE FROM {table} WHERE ctid = (SELECT ctid FROM {table}{filter} LIMIT 1) RETURNING *) \
+         INSERT INTO {table} OVERRIDING SYSTEM VALUE SELECT * FROM pgplan_row"
+    );
+    run(client, "SAVEPOINT pgplan_probe", "setting a savepoint").await?;
+    let plan = explain::explain(client, &sql, "measuring a representative write").await;
+    run(
+        client,
+        "ROLLBACK TO SAVEPOINT pgplan_probe",
+        "rolling back the write",
+    )
+    .await?;
+    let Ok(plan) = plan else { return Ok(None) };
+    let Ok(parsed) = parse_plan(&plan) else {
+        return Ok(None);
+    };
+    let root = parsed.root();
+    Ok(match (root.buffers, root.wal.and_then(|w| w.bytes)) {
+        (Some(b), Some(wal)) => Some(ProbeFigures {
+            pages_written: b.shared_dirtied_blocks,
+            wal_bytes: wal,
+        }),
+        _ => None,
+    })
+}
+
+/// Settings every measuring transaction starts with.
+async fn transaction_setup(
+    client: &tokio_postgres::Client,
+    options: &EngineOptions,
+) -> Result<(), SessionError> {
+    if options.untracked {
+        run(
+            client,
+            "SET LOCAL pg_stat_statements.track = none",
+            "keeping pgplan's runs out of pg_stat_statements",
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Builds the already-chosen indexes (advise's greedy selection) inside the caller's
+/// transaction.
+async fn build_chosen(
+    client: &tokio_postgres::Client,
+    chosen: &[IndexCandidate],
+    progress: &Progress,
+) -> Result<(), SessionError> {
+    for index in chosen {
+        build_index(client, index, false, progress, "chosen index").await?;
+    }
+    Ok(())
+}
+
+/// What every measuring transaction does besides its own candidate.
+struct Work<'a> {
+    queries: &'a [WorkloadQuery],
+    chosen: &'a [IndexCandidate],
+    probe_tables: &'a [(String, Option<String>)],
+    options: &'a EngineOptions,
+}
+
+/// The baseline of every query (with the chosen indexes in place), and the representative
+/// write per table.
+async fn measure_baseline(
+    conn: &mut Connection,
+    limits: &Limits,
+    work: &Work<'_>,
+    progress: &Progress,
+    label: &str,
+) -> Result<WorkloadBaseline> {
+    let result = conn
+        .rolled_back(limits, async |client| {
+            transaction_setup(client, work.options).await?;
+            build_chosen(client, work.chosen, progress).await?;
+            let runs = measure_queries(client, work.queries, work.options, progress, label).await?;
+            let mut probes = Vec::new();
+            if work.options.allow_writes {
+                for (table, predicate) in work.probe_tables {
+                    probes.push((
+                        table.clone(),
+                        write_probe(client, table, predicate.as_deref()).await?,
+                    ));
+                }
+            }
+            Ok((runs, probes))
+        })
+        .await;
+    let (queries, write_probes) = result.map_err(|e| anyhow!("measuring the {label}: {e}"))?;
+    Ok(WorkloadBaseline {
+        queries,
+        after: None,
+        write_probes,
+    })
+}
+
+/// Measures the workload with each candidate (every one built once, in its own rolled-back
+/// transaction, after `chosen`, which every transaction builds first — the baseline's too), and
+/// reads the write counters of every candidate's table. Stops starting candidates once
+/// `options.deadline` has passed, naming those left out. Ctrl-C and connection loss end it
+/// with an error; a candidate that fails to build or measure is that candidate's error.
+pub async fn measure_workload(
+    conn: &mut Connection,
+    limits: &Limits,
+    queries: &[WorkloadQuery],
+    candidates: &[IndexCandidate],
+    chosen: &[IndexCandidate],
+    options: &EngineOptions,
+    progress: &Progress,
+) -> Result<WorkloadMeasurements> {
+    // Tables as the catalog names them, read-only, before anything is built.
+    let tables: Vec<Option<String>> = conn
+        .read_only(limits, async |client| {
+            let mut names = Vec::new();
+            for c in candidates.iter().chain(chosen) {
+                names.push(dbw::relation_name(client, &c.table).await?);
+            }
+            Ok(names)
+        })
+        .await?;
+    let mut watched: Vec<String> = tables.iter().flatten().cloned().collect();
+    watched.sort();
+    watched.dedup();
+    let probe_tables: Vec<(String, Option<String>)> = candidates
+        .iter()
+        .zip(&tables)
+        .filter_map(|(c, t)| Some((t.clone()?, predicate(&c.definition))))
+        .collect();
+
+    let work = Work {
+        queries,
+        chosen,
+        probe_tables: &probe_tables,
+        options,
+    };
+    let mut baselines = vec![measure_baseline(conn, limits, &work, progress, "baseline").await?];
+    let read_estimates = async |conn: &mut Connection| {
+        conn.read_only(limits, async |client| {
+            explain::table_estimates(client, &watched).await
+        })
+        .await
+    };
+    let mut current = read_estimates(conn).await?;
+    let mut changes = Vec::new();
+    let mut results = Vec::new();
+    let mut skipped = Vec::new();
+    for (i, candidate) in candidates.iter().enumerate() {
+        if options.deadline.is_some_and(|d| Instant::now() >= d) {
+            skipped.push(i);
+            results.push(Err("not measured: --budget ran out before it".to_owned()));
+            continue;
+        }
+        let label = format!(
+            "candidate {} of {} ({})",
+            i + 1,
+            candidates.len(),
+            candidate.describe()
+        );
+        let table = tables[i].clone();
+        let probe_predicate = predicate(&candidate.definition);
+        let result = conn
+            .rolled_back(limits, async |client| {
+                transaction_setup(client, options).await?;
+                build_chosen(client, chosen, progress).await?;
+                let facts =
+                    build_index(client, candidate, options.analyze, progress, &label).await?;
+                let name = facts.plan_index_names.first().cloned().unwrap_or_default();
+                let (entries, rows) = match &table {
+                    Some(t) => dbw::index_entries(client, &name, t)
+                        .await?
+                        .unwrap_or((0.0, 0.0)),
+                    None => (0.0, 0.0),
+                };
+                let columns = match &table {
+                    Some(t) => dbw::table_activity(client, t)
+                        .await?
+                        .map(|(_, cols)| cols)
+                        .unwrap_or_default(),
+                    None => Vec::new(),
+                };
+                let runs = measure_queries(client, queries, options, progress, &label).await?;
+                let probe = match (&table, options.allow_writes) {
+                    (Some(t), true) => write_probe(client, t, probe_predicate.as_deref()).await?,
+                    _ => None,
+                };
+                Ok(WorkloadCandidateRun {
+                    name,
+                    plan_index_names: facts.plan_index_names,
+                    size_bytes: facts.size_bytes,
+                    build_ms: facts.build_ms,
+                    queries: runs,
+                    baseline: 0,
+                    entries_per_row: if rows > 0.0 {
+                        (entries / rows).clamp(0.0, 1.0)
+                    } else {
+                        1.0
+                    },
+                    entries,
+                    covered_columns: updates::covered_columns(&candidate.definition, &columns)
+                        .into_iter()
+                        .map(|c| c.to_lowercase())
+                        .collect(),
+                    write_probe: probe,
+                })
+            })
+            .await;
+        if stop_requested() {
+            progress.clear();
+            bail!("interrupted while measuring {}", candidate.describe());
+        }
+        if conn.is_closed() {
+            progress.clear();
+            bail!(
+                "the connection to {} closed while measuring {}; the server rolled the transaction back",
+                conn.target,
+                candidate.describe()
+            );
+        }
+        let mut result = result.map_err(|e| e.to_string());
+        if let Ok(run) = &mut result {
+            run.baseline = baselines.len() - 1;
+        }
+        let after = read_estimates(conn).await?;
+        let changed = estimate_changes(&current, &after);
+        if !changed.is_empty() {
+            // The estimates changed under the baseline (relpages/reltuples outlive the
+            // rollback): measure it again now; this candidate, whose runs already saw the new
+            // estimates, and the next ones are judged against it.
+            let mut rerun = measure_baseline(
+                conn,
+                limits,
+                &work,
+                progress,
+                &format!("baseline again after {}", candidate.describe()),
+            )
+            .await?;
+            rerun.after = Some(i);
+            baselines.push(rerun);
+            if let Ok(run) = &mut result {
+                run.baseline = baselines.len() - 1;
+            }
+            changes.extend(changed);
+            current = read_estimates(conn).await?;
+        } else {
+            current = after;
+        }
+        results.push(result);
+    }
+
+    // The write counters of each candidate's table, with the audit's counting window.
+    let facts = conn.facts.clone();
+    let activity = conn
+        .read_only(limits, async |client| {
+            let window = crate::db::catalog::read_stats_window(client, &facts)
+                .await
+                .ok()
+                .flatten();
+            let mut found: Vec<TableActivity> = Vec::new();
+            for table in &watched {
+                if let Some((mut a, _)) = dbw::table_activity(client, table).await? {
+                    a.window_seconds = window.map(|w| w.seconds());
+                    found.push(a);
+                }
+            }
+            Ok(found)
+        })
+        .await?;
+    progress.clear();
+    Ok(WorkloadMeasurements {
+        baselines,
+        candidates: results,
+        activity,
+        estimate_changes: changes,
+        skipped_for_budget: skipped,
+    })
+}
+
+/// Reads the workload's queries from `--workload` and the positional files, before connecting
+/// (pg_stat_statements is read later, on the server).
+fn read_sources(args: &CompareArgs) -> Result<(String, Vec<SourceQuery>)> {
+    let mut queries = Vec::new();
+    let mut names = Vec::new();
+    let read = |path: &std::path::Path| -> Result<Vec<SourceQuery>> {
+        let (name, text) = super::input::read_text(
+            &path.display().to_string(),
+            "the workload file",
+            super::input::QUERY_LIMIT_BYTES,
+        )?;
+        source::parse_file(&name, &text).map_err(|e| anyhow!("{e}"))
+    };
+    if let Some(w) = &args.workload
+        && w != "pg_stat_statements"
+    {
+        let path = std::path::Path::new(w);
+        if path.is_dir() {
+            let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+                .with_context(|| format!("reading the directory {w}"))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "sql"))
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                bail!("{w} holds no .sql file; put one query per .sql file there");
+            }
+            // In a directory, a query goes by its file name.
+            for f in files {
+                let name = f
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                let (_, text) = super::input::read_text(
+                    &f.display().to_string(),
+                    "the workload file",
+                    super::input::QUERY_LIMIT_BYTES,
+                )?;
+                queries.extend(source::parse_file(&name, &text).map_err(|e| anyhow!("{e}"))?);
+            }
+        } else {
+            queries.extend(read(path)?);
+        }
+        names.push(w.clone());
+    }
+    for q in &args.queries {
+        if q == "-" {
+            bail!(
+                "a workload reads its queries from files: standard input (-) holds a single query"
+            );
+        }
+        queries.extend(read(std::path::Path::new(q))?);
+    }
+    if !args.queries.is_empty() {
+        names.push(if args.queries.len() == 1 {
+            args.queries[0].clone()
+        } else {
+            format!("{} query files", args.queries.len())
+        });
+    }
+    if args.workload.as_deref() == Some("pg_stat_statements") {
+        names.insert(0, "pg_stat_statements".into());
+    }
+    Ok((names.join(" + "), queries))
+}
+
+/// The candidates of a workload compare: `--index` and `--index-file`, each one CREATE INDEX.
+fn read_candidates(args: &CompareArgs) -> Result<Vec<IndexCandidate>> {
+    if !args.drop_indexes.is_empty() {
+        bail!(
+            "--drop-index is not supported with a workload yet: compare the drop query by query, or give the candidates to build with --index"
+        );
+    }
+    if args.hypothetical || args.generic_plan {
+        bail!(
+            "--hypothetical and --generic-plan measure nothing; a workload is measured (queries without parameter values get their generic plan, labelled ESTIMATED)"
+        );
+    }
+    if !args.params.is_empty() {
+        bail!(
+            "--param gives values to one query; in a workload, write `-- params: [...]` above each query"
+        );
+    }
+    let mut candidates = Vec::new();
+    for (i, text) in args.indexes.iter().enumerate() {
+        let c = crate::sql::parse_index_candidate(text, &format!("pgplan_candidate_{}", i + 1))
+            .map_err(|e| anyhow!("--index {}: {e}", i + 1))?;
+        candidates.push(c);
+    }
+    if let Some(path) = &args.index_file {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        candidates.extend(
+            crate::sql::parse_index_file(&text, "pgplan_file_candidate")
+                .map_err(|e| anyhow!("{}: {e}", path.display()))?,
+        );
+    }
+    if candidates.is_empty() {
+        bail!("nothing to compare: give a candidate with --index or --index-file");
+    }
+    let mut names: Vec<&str> = candidates
+        .iter()
+        .filter(|c| !c.name_generated)
+        .map(|c| c.name.as_str())
+        .collect();
+    names.sort_unstable();
+    if let Some(dup) = names.windows(2).find(|w| w[0] == w[1]) {
+        bail!(
+            "two candidates are named {}; name them apart (CREATE INDEX name ON ...)",
+            dup[0]
+        );
+    }
+    Ok(candidates)
+}
+
+/// Refuses early, with the fix, when pg_stat_statements cannot be read.
+async fn statements_workload(
+    conn: &mut Connection,
+    limits: &Limits,
+    top: u32,
+    min_calls: u64,
+) -> Result<(Vec<SourceQuery>, Vec<String>)> {
+    let major = conn.facts.major();
+    let target = conn.target.clone();
+    let database = conn.facts.database.clone();
+    let (created, preloaded) = conn
+        .read_only(limits, async |client| {
+            dbw::statements_available(client).await
+        })
+        .await?;
+    match (created, preloaded) {
+        (true, true) => {}
+        (false, true) => bail!(
+            "pg_stat_statements is loaded on {target} but not created in database {database}.\n\
+             hint: CREATE EXTENSION pg_stat_statements; in that database (it reads nothing until then)"
+        ),
+        (true, false) => bail!(
+            "pg_stat_statements is created in database {database} but not loaded on {target}: the \
+             view needs its library in shared_preload_libraries.\n\
+             hint: add pg_stat_statements to shared_preload_libraries and restart the server, or give \
+             the workload as files (--workload FILE|DIR)"
+        ),
+        (false, false) => bail!(
+            "pg_stat_statements is neither loaded on {target} nor created in database {database}.\n\
+             hint: add pg_stat_statements to shared_preload_libraries, restart, then CREATE EXTENSION \
+             pg_stat_statements; or give the workload as files (--workload FILE|DIR)"
+        ),
+    }
+    let (statements, window) = conn
+        .read_only(limits, async |client| {
+            dbw::top_statements(
+                client,
+                major,
+                i64::from(top),
+                min_calls.min(i64::MAX as u64) as i64,
+            )
+            .await
+        })
+        .await?;
+    let mut notes = Vec::new();
+    let window_seconds = match &window {
+        Some((seconds, source)) => {
+            if source == "server_start" {
+                notes.push(
+                    "pg_stat_statements on PostgreSQL 13 records no reset time: calls per day count from the server's start, too few if it was reset since".into(),
+                );
+            }
+            Some(*seconds)
+        }
+        None => None,
+    };
+    let mut queries = Vec::new();
+    let mut skipped = 0;
+    for s in statements {
+        let Ok(query) = crate::sql::parse_single_query(&s.query) else {
+            skipped += 1;
+            continue;
+        };
+        if matches!(query.kind, QueryKind::Other(_)) {
+            skipped += 1;
+            continue;
+        }
+        // Calls per day as the table counters are: per day of at least a day.
+        let calls_per_day = match window_seconds {
+            Some(w) if w > 0.0 => s.calls * 86_400.0 / w.max(86_400.0),
+            _ => s.calls,
+        };
+        queries.push(SourceQuery {
+            id: s.queryid.clone(),
+            queryid: Some(s.queryid),
+            query,
+            calls: Some(s.calls),
+            calls_per_day,
+            params: None,
+        });
+    }
+    if skipped > 0 {
+        notes.push(format!(
+            "{skipped} of the top statements are not queries (utility statements, several statements, or text pgplan cannot read) and were left out"
+        ));
+    }
+    Ok((queries, notes))
+}
+
+/// A name made of letters, digits and `_` only, for a file.
+fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Writes every captured plan into `dir`: `<baseline|candidate>.<query>.<sample>.<run>.json`
+/// (`baseline_again1` for a re-measured baseline, run `cold` first), to replay with `pgplan diff`.
+fn save_plans(dir: &std::path::Path, report: &WorkloadReport) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let write = |stem: &str, runs: &[QueryRuns]| -> Result<()> {
+        for (query, per_sample) in report.queries.iter().zip(runs) {
+            for (sample, result) in query.samples.iter().zip(per_sample) {
+                let Ok(m) = result else { continue };
+                for (i, raw) in m.raw_plans.iter().enumerate() {
+                    let run = if i == 0 {
+                        "cold".to_owned()
+                    } else {
+                        format!("run{i}")
+                    };
+                    let path = dir.join(format!(
+                        "{stem}.{}.{}.{run}.json",
+                        file_stem(&query.source.id),
+                        file_stem(&sample.label)
+                    ));
+                    std::fs::write(&path, format!("{raw}\n"))
+                        .with_context(|| format!("writing {}", path.display()))?;
+                }
+            }
+        }
+        Ok(())
+    };
+    for (n, baseline) in report.measurements.baselines.iter().enumerate() {
+        let stem = if n == 0 {
+            "baseline".to_owned()
+        } else {
+            format!("baseline_again{n}")
+        };
+        write(&stem, &baseline.queries)?;
+    }
+    for (i, result) in report.measurements.candidates.iter().enumerate() {
+        if let Ok(run) = result {
+            write(&file_stem(&report.names[i]), &run.queries)?;
+        }
+    }
+    Ok(())
+}
+
+/// What a workload run is asked for, besides its queries and candidates.
+#[derive(Debug, Clone)]
+pub struct WorkloadSettings {
+    /// How the report names the source ("pg_stat_statements", a file or directory...).
+    pub source_name: String,
+    /// Read pg_stat_statements' top statements (`top`, `min_calls`) besides `file_queries`.
+    pub statements: Option<(u32, u64)>,
+    pub runs: u32,
+    pub min_gain: f64,
+    pub allow_writes: bool,
+    pub analyze: bool,
+    pub allow_lasting_effects: bool,
+    pub deadline: Option<Instant>,
+}
+
+/// Reads, measures and judges a workload on an open connection: `compare --workload` and the
+/// demo's workload story.
+pub async fn run_workload(
+    conn: &mut Connection,
+    limits: &Limits,
+    file_queries: Vec<SourceQuery>,
+    candidates: &[IndexCandidate],
+    settings: &WorkloadSettings,
+    progress: &Progress,
+) -> Result<WorkloadReport> {
+    let mut warnings = Vec::new();
+    for c in candidates {
+        if c.concurrently {
+            warnings.push(format!(
+                "{}: CONCURRENTLY cannot run inside a transaction block, so pgplan builds it plainly \
+                 inside the rolled-back transaction (it holds a SHARE lock on {} while it builds: writes \
+                 to the table wait)",
+                c.describe(),
+                c.table
+            ));
+        }
+    }
+    let conn = &mut *conn;
+    let limits = *limits;
+    if conn.facts.in_recovery || conn.facts.read_only {
+        bail!(
+            "{} is read-only (a standby, or default_transaction_read_only): compare --workload \
+             builds each candidate inside a rolled-back transaction.\n\
+             hint: run it against a writable copy",
+            conn.target
+        );
+    }
+    let mut sources = Vec::new();
+    if let Some((top, min_calls)) = settings.statements {
+        let (queries, notes) = statements_workload(conn, &limits, top, min_calls).await?;
+        warnings.extend(notes);
+        sources.extend(queries);
+    }
+    sources.extend(file_queries);
+    if sources.is_empty() {
+        bail!("the workload holds no query to measure");
+    }
+    let writes = sources
+        .iter()
+        .filter(|q| matches!(q.query.kind, QueryKind::Write(_)))
+        .count();
+    if writes > 0 && !settings.allow_writes {
+        warnings.push(format!(
+        "{writes} write(s) of the workload were not run (--allow-writes runs them, rolled back); \
+         their SET lists still count for the HOT updates an index ends"
+        ));
+    }
+    progress.update("choosing parameter values");
+    let queries = prepare_queries(conn, &limits, sources, settings.allow_writes).await?;
+    let untracked = conn.facts.superuser;
+    if !untracked {
+        warnings.push(
+            "pgplan's own runs may show in pg_stat_statements (keeping them out needs a superuser \
+         for SET LOCAL pg_stat_statements.track); it never resets it"
+                .into(),
+        );
+    }
+    let engine = EngineOptions {
+        runs: settings.runs,
+        allow_writes: settings.allow_writes,
+        analyze: settings.analyze,
+        deadline: settings.deadline,
+        allow_lasting_effects: settings.allow_lasting_effects,
+        untracked,
+    };
+    let measurements =
+        measure_workload(conn, &limits, &queries, candidates, &[], &engine, progress).await?;
+    // Unnamed candidates go by the name PostgreSQL gave them, made unique as it would.
+    let mut names: Vec<String> = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        let plan_name = measurements.candidates[i]
+            .as_ref()
+            .map(|r| r.name.clone())
+            .unwrap_or_default();
+        let taken: Vec<&str> = names.iter().map(String::as_str).collect();
+        let name = display_name(&CandidateSpec::Create(c.clone()), &plan_name, &taken);
+        names.push(name);
+    }
+    let resolved = conn
+        .read_only(&limits, async |client| {
+            let mut map = Vec::new();
+            for q in &queries {
+                if let Some((table, _)) = updates::update_target(&q.source.query.text)
+                    && let Some(name) = dbw::relation_name(client, &table).await?
+                {
+                    map.push((table, name));
+                }
+            }
+            for c in candidates {
+                if let Some(name) = dbw::relation_name(client, &c.table).await? {
+                    map.push((c.table.clone(), name));
+                }
+            }
+            Ok(map)
+        })
+        .await?;
+    let lookup = |t: &str| {
+        resolved
+            .iter()
+            .find(|(k, _)| k == t)
+            .map(|(_, v)| v.clone())
+    };
+    let updates = workload_updates(&queries, lookup);
+    for estimate in &measurements.estimate_changes {
+        warnings.push(format!(
+        "a build updated {}'s planner estimates in place, and that outlives the rollback: \
+         relpages {} → {}, reltuples {} → {}; the baseline was measured again before the next candidate",
+        estimate.table,
+        estimate.relpages.before,
+        estimate.relpages.after,
+        estimate.reltuples.before,
+        estimate.reltuples.after
+        ));
+    }
+    if !measurements.skipped_for_budget.is_empty() {
+        let skipped: Vec<&str> = measurements
+            .skipped_for_budget
+            .iter()
+            .map(|&i| names[i].as_str())
+            .collect();
+        warnings.push(format!(
+            "--budget ran out before these candidates were measured: {}",
+            skipped.join(", ")
+        ));
+    }
+    let ranking = judge(
+        &queries,
+        &measurements,
+        candidates,
+        &updates,
+        |c| lookup(&c.table),
+        settings.min_gain,
+    );
+    Ok(WorkloadReport {
+        server_version: conn.facts.version.clone(),
+        source: settings.source_name.clone(),
+        queries,
+        candidates: candidates.to_vec(),
+        names,
+        measurements,
+        ranking,
+        runs: settings.runs,
+        min_gain_percent: settings.min_gain,
+        allow_writes: settings.allow_writes,
+        warnings,
+    })
+}
+
+/// `pgplan compare --workload ...` (or several query files).
+pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> {
+    if args.format == Format::Html {
+        bail!("--format html is not available for a workload yet: use text, json or markdown");
+    }
+    let (source_name, file_queries) = read_sources(&args)?;
+    let candidates = read_candidates(&args)?;
+    if args.runs == 0 {
+        bail!(
+            "--runs must be at least 1 (got 0): the warm figures are the median of the counted runs"
+        );
+    }
+    if !(0.0..=100.0).contains(&args.min_gain) {
+        bail!(
+            "--min-gain must be a percentage from 0 to 100 (got {})",
+            args.min_gain
+        );
+    }
+    let params = resolve(&args.conn)?;
+    let limits =
+        Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
+    let interrupt = Interrupt::new();
+    let started = Instant::now();
+    let progress = Progress::new();
+    let settings = WorkloadSettings {
+        source_name,
+        statements: (args.workload.as_deref() == Some("pg_stat_statements"))
+            .then_some((args.top, args.min_calls)),
+        runs: args.runs,
+        min_gain: args.min_gain,
+        allow_writes: args.allow_writes,
+        analyze: args.analyze,
+        allow_lasting_effects: args.allow_lasting_effects,
+        deadline: args.budget.map(|b| started + b),
+    };
+    let report = runtime()?.block_on(interrupt.run(async {
+        let mut conn = open(&params, &args.session, &interrupt).await?;
+        run_workload(
+            &mut conn,
+            &limits,
+            file_queries,
+            &candidates,
+            &settings,
+            &progress,
+        )
+        .await
+    }))?;
+    progress.clear();
+    if let Some(dir) = &args.save_plans {
+        save_plans(dir, &report)?;
+    }
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
+    match args.format {
+        Format::Text => render::write_text(&mut out, &report, &text_options)?,
+        Format::Json => write_json(&mut out, &render::WorkloadDoc::new(&report))?,
+        Format::Markdown => render::write_markdown(&mut out, &report)?,
+        Format::Html => bail!("--format html is not available for a workload yet"),
+    }
+    out.flush()?;
+    let failed: Vec<(usize, &str)> = report.failed().collect();
+    if !failed.is_empty() {
+        for (i, error) in &failed {
+            eprintln!("pgplan: candidate {} failed: {error}", report.names[*i]);
+        }
+        return Ok(exit::ERROR);
+    }
+    Ok(if args.fail_unless_pays && report.best().is_none() {
+        exit::FINDINGS
+    } else {
+        exit::SUCCESS
+    })
+}
