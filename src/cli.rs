@@ -258,7 +258,7 @@ pub struct CompareArgs {
     #[arg(long = "drop-index", value_name = "NAME")]
     pub drop_indexes: Vec<String>,
 
-    /// Measured runs after the first (cold) one; the warm figures are their median.
+    /// Measured runs after the first one; the warm figures are their median.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub runs: u32,
     /// A candidate pays when it cuts the median pages touched by at least this percentage.
@@ -286,6 +286,11 @@ pub struct CompareArgs {
     /// Hypothetical indexes with HypoPG: estimates only, nothing is built; works on a standby.
     #[arg(long)]
     pub hypothetical: bool,
+    /// Make each first run truly cold: evict the query's tables and indexes from shared buffers
+    /// first (pg_buffercache_evict: PostgreSQL 17+, the pg_buffercache extension, superuser).
+    /// This empties those pages from the server's cache for every session.
+    #[arg(long)]
+    pub cold: bool,
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
