@@ -258,7 +258,7 @@ pub struct CompareArgs {
     #[arg(long = "drop-index", value_name = "NAME")]
     pub drop_indexes: Vec<String>,
 
-    /// Measured runs after the first (cold) one; the warm figures are their median.
+    /// Measured runs after the first one; the warm figures are their median.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub runs: u32,
     /// A candidate pays when it cuts the median pages touched by at least this percentage.
@@ -286,6 +286,11 @@ pub struct CompareArgs {
     /// Hypothetical indexes with HypoPG: estimates only, nothing is built; works on a standby.
     #[arg(long)]
     pub hypothetical: bool,
+    /// Make each first run truly cold: evict the query's tables and indexes from shared buffers
+    /// first (pg_buffercache_evict: PostgreSQL 17+, the pg_buffercache extension, superuser).
+    /// This empties those pages from the server's cache for every session.
+    #[arg(long)]
+    pub cold: bool,
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -387,6 +392,10 @@ pub struct AuditArgs {
     /// Exit with code 1 when a finding is at least this severe.
     #[arg(long, value_enum, default_value_t = SeverityArg::Warning)]
     pub fail_on: SeverityArg,
+    /// List only findings at least this severe in text and Markdown (the summary by kind and
+    /// the counts still cover all; JSON and Prometheus always have every finding).
+    #[arg(long, value_enum, default_value_t = SeverityArg::Info)]
+    pub min_severity: SeverityArg,
     /// Only these schemas (repeatable).
     #[arg(long = "schema", value_name = "NAME")]
     pub schemas: Vec<String>,

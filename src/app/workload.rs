@@ -376,6 +376,7 @@ fn measurement_of(raw_plans: Vec<String>) -> Result<Measurement, String> {
         cold,
         warm: analyses.collect(),
         raw_plans,
+        evicted_buffers: None,
     })
 }
 
