@@ -1,15 +1,17 @@
 -- Audit: every index of the tables in scope, with its definition in pieces (table column
--- numbers, expression texts, operator classes, collations, DESC/NULLS options, predicate),
+-- numbers, expression trees, operator classes, collations, DESC/NULLS options, predicate tree),
 -- flags, the constraint it backs, size, planner figures and this node's scan counters.
+-- Nothing here deparses or locks: expressions and predicates come as the node trees the server
+-- stores (pg_node_tree as text), which is what two indexes are compared by; the few definitions
+-- a finding quotes are deparsed by audit_index_definitions.sql.
 -- Returns one row per index: index_oid, table_oid, schema_name, table_name, index_name,
 -- access_method, the indis* flags, indnullsnotdistinct (false before 15), indimmediate,
 -- partitioned (relkind 'I'), partition_child, key_column_count,
--- attnums, opclasses, collations, options, expression_definitions (per column, null for plain
--- columns, whose names come from audit_columns.sql; deparsing only expressions keeps this fast),
--- predicate, constraint_name, constraint_type, reloptions, relpages, reltuples, size_bytes
+-- attnums, opclasses, collations, options, expression_trees (indexprs: one node per expression
+-- column, in column order; plain columns' names come from audit_columns.sql), predicate_tree
+-- (indpred), constraint_name, constraint_type, reloptions, relpages, reltuples, size_bytes
 -- (relpages × block_size, see audit_tables.sql), idx_scan, idx_tup_read, idx_tup_fetch,
--- last_idx_scan_epoch, invalid_definition (pg_get_indexdef, invalid indexes only),
--- parent_index_oid (the partitioned index a partition's index is attached to). The counters
+-- last_idx_scan_epoch, parent_index_oid (the partitioned index a partition's index is attached to). The counters
 -- come from the pg_stat_get_* functions pg_stat_all_indexes is built on, called directly.
 -- Parameters: as audit_tables.sql ($1 schemas, $2 excluded schemas, $3/$4 tables).
 -- Placeholders filled per version by db::catalog: {{last_idx_scan}}, {{indnullsnotdistinct}}.
@@ -30,12 +32,8 @@ SELECT i.indexrelid AS index_oid,
        i.indclass::oid[] AS opclasses,
        i.indcollation::oid[] AS collations,
        i.indoption::int2[] AS options,
-       CASE WHEN i.indexprs IS NOT NULL THEN
-         ARRAY(SELECT CASE WHEN i.indkey[k - 1] = 0 THEN pg_get_indexdef(i.indexrelid, k, true) END
-               FROM generate_series(1, i.indnatts) AS k
-               ORDER BY k)
-       END AS expression_definitions,
-       pg_get_expr(i.indpred, i.indrelid, true) AS predicate,
+       i.indexprs::text AS expression_trees,
+       i.indpred::text AS predicate_tree,
        con.conname::text AS constraint_name,
        con.contype::text AS constraint_type,
        coalesce(c.reloptions, '{}')::text[] AS reloptions,
@@ -46,7 +44,6 @@ SELECT i.indexrelid AS index_oid,
        pg_stat_get_tuples_returned(i.indexrelid) AS idx_tup_read,
        pg_stat_get_tuples_fetched(i.indexrelid) AS idx_tup_fetch,
        extract(epoch FROM {{last_idx_scan}})::float8 AS last_idx_scan_epoch,
-       CASE WHEN NOT i.indisvalid THEN pg_get_indexdef(i.indexrelid) END AS invalid_definition,
        CASE WHEN c.relispartition THEN
          (SELECT inh.inhparent FROM pg_inherits inh WHERE inh.inhrelid = i.indexrelid LIMIT 1)
        END AS parent_index_oid

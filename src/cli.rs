@@ -57,6 +57,9 @@ pub enum Command {
     Compare(Box<CompareArgs>),
     /// Audit index and table health across a primary and its standbys, read-only.
     Audit(AuditArgs),
+    /// Propose the indexes a workload needs and prove each by measurement: every candidate
+    /// built once in a rolled-back transaction, the set chosen greedily from what was measured.
+    Advise(Box<AdviseArgs>),
     /// Start a throwaway server, load a 500,000-row table and run compare and audit on it.
     Demo(DemoArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to standard output.
@@ -255,7 +258,7 @@ pub struct CompareArgs {
     #[arg(long = "drop-index", value_name = "NAME")]
     pub drop_indexes: Vec<String>,
 
-    /// Measured runs after the first (cold) one; the warm figures are their median.
+    /// Measured runs after the first one; the warm figures are their median.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub runs: u32,
     /// A candidate pays when it cuts the median pages touched by at least this percentage.
@@ -283,6 +286,11 @@ pub struct CompareArgs {
     /// Hypothetical indexes with HypoPG: estimates only, nothing is built; works on a standby.
     #[arg(long)]
     pub hypothetical: bool,
+    /// Make each first run truly cold: evict the query's tables and indexes from shared buffers
+    /// first (pg_buffercache_evict: PostgreSQL 17+, the pg_buffercache extension, superuser).
+    /// This empties those pages from the server's cache for every session.
+    #[arg(long)]
+    pub cold: bool,
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -295,6 +303,59 @@ pub struct CompareArgs {
     /// Write every captured plan (JSON) into DIR, to replay with pgplan diff.
     #[arg(long, value_name = "DIR")]
     pub save_plans: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// The workload: pg_stat_statements (the database's top queries by total time), a file of
+    /// several statements, or a directory of .sql files (`-- calls: N` and `-- params: [...]`
+    /// comments as for compare --workload).
+    #[arg(
+        long,
+        default_value = "pg_stat_statements",
+        value_name = "pg_stat_statements|FILE|DIR"
+    )]
+    pub workload: String,
+    /// With --workload pg_stat_statements: how many of the top statements.
+    #[arg(long, default_value_t = 20, value_name = "N")]
+    pub top: u32,
+    /// With --workload pg_stat_statements: leave out statements with fewer calls.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub min_calls: u64,
+    /// Recommend at most this many indexes.
+    #[arg(long, value_name = "K")]
+    pub max_indexes: Option<usize>,
+    /// Recommend indexes totalling at most this size (8MB, 1GB...).
+    #[arg(long, value_parser = parse_size, value_name = "SIZE")]
+    pub max_size: Option<u64>,
+    /// Bound on the whole run: fewer candidates are measured to stay within it.
+    #[arg(long, value_parser = parse_duration, default_value = "5min", value_name = "DURATION")]
+    pub budget: Duration,
+    /// Measured runs after the first (cold) one; the warm figures are their median.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub runs: u32,
+    /// A query counts as served when its median pages touched drop by at least this percentage.
+    #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
+    pub min_gain: f64,
+    /// Run the workload's writes (each rolled back) and measure a representative write per table.
+    #[arg(long)]
+    pub allow_writes: bool,
+    /// Run queries calling functions whose effects outlive the rollback (see compare).
+    #[arg(long)]
+    pub allow_lasting_effects: bool,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Exit with code 1 when anything is recommended (an index to build, or one to drop).
+    #[arg(long)]
+    pub fail_if_advice: bool,
 
     #[command(flatten)]
     pub conn: ConnArgs,
@@ -331,6 +392,10 @@ pub struct AuditArgs {
     /// Exit with code 1 when a finding is at least this severe.
     #[arg(long, value_enum, default_value_t = SeverityArg::Warning)]
     pub fail_on: SeverityArg,
+    /// List only findings at least this severe in text and Markdown (the summary by kind and
+    /// the counts still cover all; JSON and Prometheus always have every finding).
+    #[arg(long, value_enum, default_value_t = SeverityArg::Info)]
+    pub min_severity: SeverityArg,
     /// Only these schemas (repeatable).
     #[arg(long = "schema", value_name = "NAME")]
     pub schemas: Vec<String>,

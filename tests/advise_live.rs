@@ -315,3 +315,175 @@ async fn unused_existing_indexes_come_from_audits_check() {
     })
     .await;
 }
+
+// ---- `pgplan advise` end to end: the binary over a workload, every verdict measured ----
+
+fn advise_workload(dir: &std::path::Path) {
+    let files = [
+        (
+            "newest_tickets.sql",
+            "-- calls: 20000\nSELECT id, created_at FROM tickets WHERE account_id = 17 ORDER BY created_at DESC LIMIT 20\n",
+        ),
+        (
+            "open_tickets.sql",
+            "-- calls: 5000\nSELECT id, priority FROM tickets WHERE state = 'open' ORDER BY created_at LIMIT 50\n",
+        ),
+        (
+            "email_lookup.sql",
+            "-- calls: 10000\nSELECT id, name FROM users WHERE lower(email) = 'user4242@example.com'\n",
+        ),
+        (
+            "docs_by_attr.sql",
+            "-- calls: 1000\nSELECT id FROM docs WHERE attrs @> '{\"n\": 7}'\n",
+        ),
+        (
+            "tickets_by_state.sql",
+            "-- calls: 100\nSELECT state, count(*) FROM tickets GROUP BY state\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+}
+
+fn advise_cmd(db: &TestDb, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(common::pgplan_bin())
+        .env("NO_COLOR", "1")
+        .env_remove("PGSERVICE")
+        .arg("advise")
+        .arg("-d")
+        .arg(db.conninfo())
+        .args(args)
+        .output()
+        .expect("running pgplan")
+}
+
+fn advise_json(o: &std::process::Output) -> serde_json::Value {
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(1),
+        "pgplan failed ({}):\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}):\n{}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+/// What must be the same before and after a run: relations, rows, prepared transactions,
+/// locks held by other sessions.
+async fn server_state(db: &TestDb) -> Vec<String> {
+    let mut out = Vec::new();
+    for sql in [
+        "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relnamespace = 'public'::regnamespace",
+        "SELECT md5(string_agg(t::text, ',' ORDER BY id)) FROM tickets t",
+        "SELECT md5(string_agg(u::text, ',' ORDER BY id)) FROM users u",
+        "SELECT count(*) FROM pg_prepared_xacts",
+    ] {
+        out.push(db.value(sql).await.unwrap_or_default());
+    }
+    out
+}
+
+async fn assert_left_nothing(db: &TestDb, before: &[String]) {
+    let sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' AND datname = current_database()";
+    if let Err(n) = db
+        .wait_for(sql, |n| n == "0", Duration::from_secs(60))
+        .await
+    {
+        panic!("{n} pgplan sessions are still there a minute later");
+    }
+    let locks = db
+        .value("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'pgplan'")
+        .await
+        .unwrap();
+    assert_eq!(locks, "0", "locks held");
+    assert_eq!(server_state(db).await, before, "the server changed");
+}
+
+fn find_by_prefix<'a>(list: &'a serde_json::Value, prefix: &str) -> Option<&'a serde_json::Value> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["definition"].as_str().unwrap().starts_with(prefix))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn advise_recommends_only_what_it_measured_paying() {
+    for_each_version("advise_run", |major| async move {
+        let db = prepared(major, "advise_run").await;
+        let dir = tempfile::tempdir().unwrap();
+        advise_workload(dir.path());
+        let before = server_state(&db).await;
+        let out = advise_cmd(
+            &db,
+            &[
+                "--workload",
+                dir.path().to_str().unwrap(),
+                "--runs",
+                "1",
+                "--format",
+                "json",
+                "--fail-if-advice",
+            ],
+        );
+        let doc = advise_json(&out);
+        eprintln!("PostgreSQL {major}: {doc:#}");
+        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(out.status.code(), Some(1), "--fail-if-advice with advice");
+        let rec = &doc["recommended"];
+        let must = [
+            (
+                "ON public.tickets (account_id, created_at DESC)",
+                "newest_tickets.sql",
+            ),
+            (
+                "ON public.tickets (created_at) WHERE state = 'open'::text",
+                "open_tickets.sql",
+            ),
+            ("ON public.users ((lower(email)))", "email_lookup.sql"),
+            (
+                "ON public.docs USING gin (attrs jsonb_path_ops)",
+                "docs_by_attr.sql",
+            ),
+        ];
+        for (prefix, query) in must {
+            let r = find_by_prefix(rec, prefix)
+                .unwrap_or_else(|| panic!("PostgreSQL {major}: {prefix} not recommended: {doc:#}"));
+            let served = r["queries"].as_array().unwrap();
+            let q = served
+                .iter()
+                .find(|s| s["id"] == query)
+                .unwrap_or_else(|| panic!("PostgreSQL {major}: {prefix} serves no {query}: {r:#}"));
+            assert!(
+                q["pages_after"].as_f64().unwrap() < q["pages_before"].as_f64().unwrap(),
+                "PostgreSQL {major}: {prefix} measured no saving: {q:#}"
+            );
+            assert!(r["read_pages_saved_per_day"].as_f64().unwrap() > 0.0);
+            assert!(
+                r["statement"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("CREATE INDEX CONCURRENTLY ")
+            );
+        }
+        // The query no index helps: nothing recommended serves it.
+        for r in rec.as_array().unwrap() {
+            assert!(
+                r["queries"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|s| s["id"] != "tickets_by_state.sql"),
+                "PostgreSQL {major}: {r:#}"
+            );
+        }
+        assert_left_nothing(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}

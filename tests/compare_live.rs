@@ -503,7 +503,10 @@ async fn failing_candidates_and_queries_leave_nothing_behind() {
             ],
         );
         assert!(error.contains("SQLSTATE 57014"), "{error}");
-        assert!(error.contains("cold run"), "the timeout hit a run: {error}");
+        assert!(
+            error.contains("first run"),
+            "the timeout hit a run: {error}"
+        );
         assert_nothing_left(&db, &before).await;
         let divides = write_query(
             dir.path(),
@@ -967,9 +970,9 @@ async fn index_files_expression_indexes_and_report_destinations() {
         assert!(md.starts_with("### pgplan compare"), "{md}");
         assert!(md.contains("| # | index | verdict |"), "{md}");
         assert!(md.contains("`by_lower_status`"), "{md}");
-        // The baseline and, per candidate, the cold run and the warm medians.
+        // The baseline and, per candidate, the first run and the warm medians.
         assert!(md.contains("**Baseline**"), "{md}");
-        assert!(md.contains("| cold: pages touched |"), "{md}");
+        assert!(md.contains("| first: pages touched |"), "{md}");
         assert!(md.contains("| warm: pages touched |"), "{md}");
         db.drop_db().await;
     })

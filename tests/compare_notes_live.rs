@@ -224,3 +224,81 @@ async fn hypothetical_mode_without_the_hypopg_package_says_to_install_it() {
     })
     .await;
 }
+
+/// Without --cold the first run is called the first run; with it, on 17+ with pg_buffercache,
+/// the query's relations are evicted first and the run reads them from outside shared buffers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_first_run_is_cold_only_when_evicted() {
+    for_each_version("compare_cold", |major| async move {
+        let db = TestDb::create(major, "compare_cold").await;
+        db.run(SETUP).await;
+        let dir = tempfile::tempdir().unwrap();
+        let query = write_query(
+            dir.path(),
+            "q.sql",
+            "SELECT count(*) FROM events WHERE status = 'pending'",
+        );
+        let candidate = "CREATE INDEX ON events (tenant_id, status)";
+        let out = compare(&db, &[&query, "--index", candidate, "--runs", "1"]);
+        let report = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(
+            report.contains("· 1 first run (on the cache as it was) + 1 warm run per index")
+                && report.contains("  first run: execution ")
+                && report.contains(" first: execution ")
+                && !report.contains("cold"),
+            "PostgreSQL {major}:\n{report}"
+        );
+        let cold = compare(&db, &[&query, "--index", candidate, "--runs", "1", "--cold"]);
+        if major < 17 {
+            assert_eq!(cold.status.code(), Some(2), "{}", stderr(&cold));
+            assert!(
+                stderr(&cold).contains("--cold evicts with pg_buffercache_evict, which PostgreSQL 17 added"),
+                "{}",
+                stderr(&cold)
+            );
+            db.drop_db().await;
+            return;
+        }
+        // 17+: the extension is needed, and the error says how to get it.
+        assert_eq!(cold.status.code(), Some(2), "{}", stderr(&cold));
+        assert!(
+            stderr(&cold).contains(&format!(
+                "hint: CREATE EXTENSION pg_buffercache in database {}; or drop --cold",
+                db.name
+            )),
+            "{}",
+            stderr(&cold)
+        );
+        db.run("CREATE EXTENSION pg_buffercache").await;
+        // Warm the table up, so a first run without eviction would read nothing from outside.
+        db.run("SELECT count(*) FROM events").await;
+        let out = compare(
+            &db,
+            &[&query, "--index", candidate, "--runs", "1", "--cold", "--format", "json"],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let baseline = &doc["baseline"];
+        assert_eq!(baseline["first_run"], "cold", "{baseline:#}");
+        let evicted = baseline["evicted_buffers"].as_f64().unwrap();
+        let pages = baseline["cold"]["pages_touched"].as_f64().unwrap();
+        let read = baseline["cold"]["shared_read_blocks"].as_f64().unwrap();
+        assert!(evicted >= pages, "PostgreSQL {major}: evicted {evicted} of {pages} pages");
+        // Every page the first run touched came from outside shared buffers.
+        assert_eq!(read, pages, "PostgreSQL {major}: {baseline:#}");
+        assert_eq!(baseline["warm"]["shared_read_blocks"], 0.0, "{baseline:#}");
+        let text = compare(&db, &[&query, "--index", candidate, "--runs", "1", "--cold"]);
+        let report = String::from_utf8_lossy(&text.stdout).into_owned();
+        assert!(
+            report.contains(
+                "· 1 cold run (the query's tables and indexes evicted from shared buffers first) + 1 warm run"
+            ) && report.contains("  cold run (")
+                && report.contains(" buffers evicted first): execution ")
+                && report.contains(" cold: execution "),
+            "PostgreSQL {major}:\n{report}"
+        );
+        db.drop_db().await;
+    })
+    .await;
+}

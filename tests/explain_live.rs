@@ -189,6 +189,14 @@ async fn heap_fetches_say_what_pg_class_counts_all_visible_and_when_it_was_vacuu
             db.name, db.name
         ))
         .await;
+        // 13 and 14 report the VACUUM through the statistics collector, a moment later.
+        db.wait_for(
+            "SELECT last_vacuum IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'hf'",
+            |v| v == "t",
+            Duration::from_secs(30),
+        )
+        .await
+        .expect("the VACUUM is on record");
         let pages = db
             .value("SELECT relpages FROM pg_class WHERE relname = 'hf'")
             .await

@@ -16,7 +16,8 @@ use crate::db::conninfo::{ConnParams, redact};
 use crate::db::session::Limits;
 use crate::report::TextOptions;
 use crate::report::audit::{
-    write_audit_markdown, write_audit_prometheus, write_audit_run_prometheus, write_audit_text,
+    write_audit_markdown_from, write_audit_prometheus, write_audit_run_prometheus,
+    write_audit_text_from,
 };
 use crate::report::wire_audit::write_audit_json;
 
@@ -131,10 +132,11 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     }
     // The pure audit runs once every read is done, so its CPU time never delays a read.
     let report = audit_databases(&by_database(&targets, results), &audit_options);
+    let min_severity: Severity = args.min_severity.into();
     match args.format {
-        AuditFormat::Text => write_audit_text(&mut out, &report, &text_options)?,
+        AuditFormat::Text => write_audit_text_from(&mut out, &report, &text_options, min_severity)?,
         AuditFormat::Json => write_audit_json(&mut out, &report)?,
-        AuditFormat::Markdown => write_audit_markdown(&mut out, &report)?,
+        AuditFormat::Markdown => write_audit_markdown_from(&mut out, &report, min_severity)?,
         AuditFormat::Html => crate::report::html::write_audit(&mut out, &report)?,
         AuditFormat::Prometheus => {
             write_audit_prometheus(&mut out, &report)?;

@@ -54,6 +54,7 @@ pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
         params: args.params.clone(),
         generic_plan: args.generic_plan,
         hypothetical: args.hypothetical,
+        cold: args.cold,
     };
     CompareRequest::validate(input).map_err(|e| anyhow!("{e}"))
 }
@@ -122,6 +123,8 @@ pub(super) struct SetupFacts {
     /// table) its partitions' indexes.
     pub(super) plan_index_names: Vec<String>,
     pub(super) has_expressions: bool,
+    /// With `--cold`: the buffers evicted before the first run.
+    pub(super) evicted_buffers: Option<f64>,
 }
 
 /// Builds a candidate inside the caller's transaction, timed, and reads what it became: the
@@ -139,6 +142,7 @@ pub(super) async fn build_index(
         size_bytes: None,
         plan_index_names: Vec::new(),
         has_expressions: false,
+        evicted_buffers: None,
     };
     progress.update(&format!("{label}: building"));
     // An unnamed candidate is built unnamed, so PostgreSQL picks the name it would pick
@@ -206,12 +210,14 @@ async fn setup_and_runs(
     leftovers: &mut Leftovers,
     progress: &Progress,
     label: &str,
+    major: u32,
 ) -> Result<(SetupFacts, Vec<String>), SessionError> {
     let mut facts = SetupFacts {
         build_ms: None,
         size_bytes: None,
         plan_index_names: Vec::new(),
         has_expressions: false,
+        evicted_buffers: None,
     };
     match setup {
         Setup::Baseline => {}
@@ -262,6 +268,21 @@ async fn setup_and_runs(
 
     let statement = statement(client, request, leftovers).await?;
     let measured = request.mode == Mode::Measured;
+    if measured && request.cold {
+        // The tables the query reads, from its plan (planning reads no table pages), evicted
+        // with their indexes, the candidate's included, so the first run starts truly cold.
+        progress.update(&format!("{label}: evicting the query's relations"));
+        let raw = explain::explain(
+            client,
+            &explain_sql(&statement, false),
+            "planning the query to find its tables",
+        )
+        .await?;
+        let tables = parse_plan(&raw)
+            .map(|plan| plan_tables(&plan))
+            .unwrap_or_default();
+        facts.evicted_buffers = Some(crate::db::buffercache::evict(client, &tables, major).await?);
+    }
     if measured && !request.allow_writes {
         guard::read_only_from_here(client).await?;
     }
@@ -271,8 +292,10 @@ async fn setup_and_runs(
     let mut plans = Vec::with_capacity(total as usize);
     for i in 0..total {
         let which = if i == 0 {
-            if measured {
+            if measured && request.cold {
                 "cold run".to_owned()
+            } else if measured {
+                "first run".to_owned()
             } else {
                 "estimating".to_owned()
             }
@@ -373,7 +396,16 @@ async fn measure(
     let work = async |client: &tokio_postgres::Client| {
         run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
         let mut leftovers = Leftovers::default();
-        let result = setup_and_runs(client, request, setup, &mut leftovers, progress, label).await;
+        let result = setup_and_runs(
+            client,
+            request,
+            setup,
+            &mut leftovers,
+            progress,
+            label,
+            major,
+        )
+        .await;
         if result.is_err() {
             // Back to a usable transaction so the cleanup below can run.
             let _ = run(client, "ROLLBACK TO SAVEPOINT pgplan_work", "rolling back").await;
@@ -405,14 +437,30 @@ async fn measure(
         message: "no plan was captured".into(),
         sqlstate: None,
     })?;
+    let evicted_buffers = facts.evicted_buffers;
     Ok((
         facts,
         Measurement {
             cold,
             warm: analyses.collect(),
             raw_plans,
+            evicted_buffers,
         },
     ))
+}
+
+/// Every table a plan reads, schema-qualified (VERBOSE names the schema).
+fn plan_tables(plan: &crate::plan::Plan) -> Vec<String> {
+    let mut tables: Vec<String> = Vec::new();
+    for node in &plan.nodes {
+        if let (Some(schema), Some(rel)) = (&node.schema, &node.relation_name) {
+            let name = format!("{}.{}", quote_ident(schema), quote_ident(rel));
+            if !tables.contains(&name) {
+                tables.push(name);
+            }
+        }
+    }
+    tables
 }
 
 /// The tables whose row estimates are watched: every relation the baseline scans, and every
@@ -504,6 +552,48 @@ async fn read_analyze_counters_after(
 /// Refuses early, with what to do instead, when the server cannot do what was asked.
 fn check_server(conn: &Connection, request: &CompareRequest) -> Result<()> {
     let facts = &conn.facts;
+    if request.cold {
+        use crate::db::buffercache::EVICT_MIN_MAJOR;
+        if facts.major() < EVICT_MIN_MAJOR {
+            bail!(
+                "--cold evicts with pg_buffercache_evict, which PostgreSQL {EVICT_MIN_MAJOR} added; {} runs {}.\n\
+                 hint: drop --cold: the first run then runs on the cache as it is, and the report calls it the first run",
+                conn.target,
+                facts.version
+            );
+        }
+        if !facts.has_extension("pg_buffercache") {
+            let fix = if facts
+                .available_extensions
+                .iter()
+                .any(|n| n == "pg_buffercache")
+            {
+                format!(
+                    "CREATE EXTENSION pg_buffercache in database {}",
+                    facts.database
+                )
+            } else {
+                format!(
+                    "install PostgreSQL's contrib modules on the server, then CREATE EXTENSION \
+                     pg_buffercache in database {}",
+                    facts.database
+                )
+            };
+            bail!(
+                "--cold evicts with pg_buffercache, which is not created in database {} on {}.\n\
+                 hint: {fix}; or drop --cold",
+                facts.database,
+                conn.target
+            );
+        }
+        if !facts.superuser {
+            bail!(
+                "--cold: pg_buffercache_evict is for superusers only, and {} is not one.\n\
+                 hint: run as a superuser, or drop --cold",
+                facts.user
+            );
+        }
+    }
     match request.mode {
         Mode::Measured | Mode::GenericPlan if facts.in_recovery => bail!(
             "{} is a standby (in recovery): {}, which a standby cannot.\n\
@@ -872,6 +962,12 @@ fn save_plans(dir: &Path, report: &CompareReport) -> Result<()> {
 
 pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     if args.workload.is_some() || args.queries.len() > 1 {
+        if args.cold {
+            bail!(
+                "--cold applies to one query's compare; a workload's runs are not evicted. Drop \
+                 --cold, or compare one query"
+            );
+        }
         return super::workload::compare_workload(args, options);
     }
     let request = request_from_args(&args)?;

@@ -1,6 +1,7 @@
 //! Orchestration: turns validated requests into work on the core and the I/O shell, one module
 //! per command, and decides the exit code.
 
+pub mod advise;
 pub mod audit;
 pub mod compare;
 pub mod demo;
@@ -33,6 +34,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Compare(args) => compare::compare(*args, &text),
         Command::Demo(args) => demo::demo(args, &text),
         Command::Audit(args) => audit::audit_command(args, &text),
+        Command::Advise(args) => advise::advise(*args, &text),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
     }

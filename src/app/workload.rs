@@ -376,6 +376,7 @@ fn measurement_of(raw_plans: Vec<String>) -> Result<Measurement, String> {
         cold,
         warm: analyses.collect(),
         raw_plans,
+        evicted_buffers: None,
     })
 }
 
@@ -716,6 +717,15 @@ pub async fn measure_workload(
 /// Reads the workload's queries from `--workload` and the positional files, before connecting
 /// (pg_stat_statements is read later, on the server).
 fn read_sources(args: &CompareArgs) -> Result<(String, Vec<SourceQuery>)> {
+    read_workload_sources(args.workload.as_deref(), &args.queries)
+}
+
+/// Reads `--workload` (a file or directory; `pg_stat_statements` is only named here) and the
+/// positional query files: `compare --workload` and `advise`.
+pub(crate) fn read_workload_sources(
+    workload: Option<&str>,
+    query_files: &[String],
+) -> Result<(String, Vec<SourceQuery>)> {
     let mut queries = Vec::new();
     let mut names = Vec::new();
     let read = |path: &std::path::Path| -> Result<Vec<SourceQuery>> {
@@ -726,7 +736,7 @@ fn read_sources(args: &CompareArgs) -> Result<(String, Vec<SourceQuery>)> {
         )?;
         source::parse_file(&name, &text).map_err(|e| anyhow!("{e}"))
     };
-    if let Some(w) = &args.workload
+    if let Some(w) = workload
         && w != "pg_stat_statements"
     {
         let path = std::path::Path::new(w);
@@ -756,9 +766,9 @@ fn read_sources(args: &CompareArgs) -> Result<(String, Vec<SourceQuery>)> {
         } else {
             queries.extend(read(path)?);
         }
-        names.push(w.clone());
+        names.push(w.to_owned());
     }
-    for q in &args.queries {
+    for q in query_files {
         if q == "-" {
             bail!(
                 "a workload reads its queries from files: standard input (-) holds a single query"
@@ -766,14 +776,14 @@ fn read_sources(args: &CompareArgs) -> Result<(String, Vec<SourceQuery>)> {
         }
         queries.extend(read(std::path::Path::new(q))?);
     }
-    if !args.queries.is_empty() {
-        names.push(if args.queries.len() == 1 {
-            args.queries[0].clone()
+    if !query_files.is_empty() {
+        names.push(if query_files.len() == 1 {
+            query_files[0].clone()
         } else {
-            format!("{} query files", args.queries.len())
+            format!("{} query files", query_files.len())
         });
     }
-    if args.workload.as_deref() == Some("pg_stat_statements") {
+    if workload == Some("pg_stat_statements") {
         names.insert(0, "pg_stat_statements".into());
     }
     Ok((names.join(" + "), queries))
@@ -829,7 +839,7 @@ fn read_candidates(args: &CompareArgs) -> Result<Vec<IndexCandidate>> {
 }
 
 /// Refuses early, with the fix, when pg_stat_statements cannot be read.
-async fn statements_workload(
+pub(crate) async fn statements_workload(
     conn: &mut Connection,
     limits: &Limits,
     top: u32,

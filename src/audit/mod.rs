@@ -12,6 +12,7 @@
 //! per-object figure naming its database.
 
 pub mod checks;
+pub mod deparse;
 pub mod snapshot;
 
 use std::collections::HashMap;
@@ -230,6 +231,21 @@ pub struct Finding {
     pub usage: Vec<NodeUsage>,
     /// For estimates (bloat).
     pub confidence: Option<Confidence>,
+    /// The other reasons found for the same index, weaker first-reason aside: an index is one
+    /// finding, under its strongest reason (see [`one_per_index`]).
+    pub also: Vec<Reason>,
+    /// The size of the object (an index's or a table's, from `relpages`; a slot's retained
+    /// WAL), for ordering: largest first within a kind.
+    pub object_size_bytes: Option<i64>,
+}
+
+/// Another check's reason for an index that is already a finding.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Reason {
+    pub check: Check,
+    pub severity: Severity,
+    pub message: String,
+    pub fix: Option<String>,
 }
 
 impl Finding {
@@ -248,6 +264,8 @@ impl Finding {
             node: None,
             usage: Vec::new(),
             confidence: None,
+            also: Vec::new(),
+            object_size_bytes: None,
         }
     }
 
@@ -332,12 +350,18 @@ impl Role {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowSource {
-    /// `pg_stat_database.stats_reset`: an explicit reset (or, before 15, when the counters were
-    /// created after a loss).
+    /// `pg_stat_database.stats_reset` on 15+: an explicit reset.
     DatabaseReset,
+    /// `pg_stat_database.stats_reset` before 15: set whenever the database's counters start,
+    /// by a reset or by their creation (the database's first use after it was created, or after
+    /// statistics were lost), so on a fresh cluster nobody reset anything.
+    DatabaseCountersStarted,
     /// The server-wide statistics' reset time: on 15+, when statistics were last discarded
     /// (crash recovery, or a start without a statistics file).
     StatisticsDiscarded,
+    /// When the database was created (its `PG_VERSION` file, readable by a superuser): a
+    /// database younger than the server's statistics counted nothing before it existed.
+    DatabaseCreated,
     /// Only the server start time is known: counters survive a clean restart but not a crash,
     /// so this is an approximation.
     ServerStart,
@@ -347,10 +371,25 @@ impl WindowSource {
     pub fn words(self) -> &'static str {
         match self {
             WindowSource::DatabaseReset => "statistics reset",
+            WindowSource::DatabaseCountersStarted => {
+                "database counters started (a reset, or their creation on first use)"
+            }
             WindowSource::StatisticsDiscarded => {
                 "statistics discarded (crash recovery or first start)"
             }
+            WindowSource::DatabaseCreated => "database created",
             WindowSource::ServerStart => "server start (approximate: no reset time recorded)",
+        }
+    }
+
+    /// The JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WindowSource::DatabaseReset => "database_reset",
+            WindowSource::DatabaseCountersStarted => "database_counters_started",
+            WindowSource::StatisticsDiscarded => "statistics_discarded",
+            WindowSource::DatabaseCreated => "database_created",
+            WindowSource::ServerStart => "server_start",
         }
     }
 }
@@ -360,57 +399,70 @@ impl WindowSource {
 pub struct StatsWindow {
     pub since: Timestamp,
     pub source: WindowSource,
+    /// The window may be shorter than this: on 15+ nothing dates the database itself when no
+    /// reset is recorded and the role cannot read its creation time, so a database created after
+    /// the server-wide time inherits a window it never counted.
+    pub upper_bound: bool,
 }
 
 impl StatsWindow {
     /// Every index and table counter of the database restarts at 0 on an explicit reset of the
     /// database (or of one object, which also stamps the database's `stats_reset`), and when
-    /// statistics are discarded after a crash. The latest of those times starts the window.
+    /// statistics are discarded after a crash; a database created later counted nothing before
+    /// it existed. The latest of those times starts the window.
     ///
     /// Before 15, `pg_stat_database.stats_reset` is set whenever the database's counters are
     /// (re)created, so it alone is the answer. On 15+ it stays null until an explicit reset, and
     /// statistics survive clean restarts; a crash discards them and stamps the server-wide
     /// statistics (bgwriter, archiver, checkpointer) with the time, so the earliest of those
-    /// bounds the last discard. The server start time is no bound either way (a crash restarts
-    /// the backends without changing it, and a clean restart keeps the counters): it is the last
-    /// resort, marked as such.
+    /// bounds the last discard. That time is the server's, not the database's: without the
+    /// database's creation time (superuser only) it is an upper bound. The server start time is
+    /// no bound either way (a crash restarts the backends without changing it, and a clean
+    /// restart keeps the counters): it is the last resort, marked as such.
     pub fn of(snapshot: &NodeSnapshot) -> Option<StatsWindow> {
-        Self::from_times(
-            snapshot.database.stats_reset,
-            snapshot.database.shared_stats_reset,
+        Self::from_evidence(
+            snapshot.server.version_num,
+            &snapshot.database,
             snapshot.server.started_at,
         )
     }
 
-    /// [`StatsWindow::of`] from the three times it weighs: the database's `stats_reset`, the
-    /// earliest server-wide reset, and the server's start.
-    pub fn from_times(
-        database_reset: Option<Timestamp>,
-        shared_reset: Option<Timestamp>,
+    /// [`StatsWindow::of`] from what it weighs: the server's version, the database's reset,
+    /// server-wide reset and creation times, and the server's start.
+    pub fn from_evidence(
+        version_num: u32,
+        database: &snapshot::DatabaseInfo,
         started_at: Option<Timestamp>,
     ) -> Option<StatsWindow> {
-        let db = database_reset.map(|t| StatsWindow {
-            since: t,
-            source: WindowSource::DatabaseReset,
-        });
-        let shared = shared_reset.map(|t| StatsWindow {
-            since: t,
-            source: WindowSource::StatisticsDiscarded,
-        });
-        let best = match (db, shared) {
-            (Some(a), Some(b)) => Some(if b.since.epoch_seconds > a.since.epoch_seconds {
-                b
-            } else {
-                a
-            }),
-            (a, b) => a.or(b),
+        let before_15 = version_num < 150_000;
+        let window = |since: Timestamp, source| StatsWindow {
+            since,
+            source,
+            upper_bound: false,
         };
-        best.or_else(|| {
-            started_at.map(|t| StatsWindow {
-                since: t,
-                source: WindowSource::ServerStart,
-            })
-        })
+        let db = database.stats_reset.map(|t| {
+            window(
+                t,
+                if before_15 {
+                    WindowSource::DatabaseCountersStarted
+                } else {
+                    WindowSource::DatabaseReset
+                },
+            )
+        });
+        let shared = database
+            .shared_stats_reset
+            .map(|t| window(t, WindowSource::StatisticsDiscarded));
+        let created = database
+            .created
+            .map(|t| window(t, WindowSource::DatabaseCreated));
+        let best = [db, shared, created]
+            .into_iter()
+            .flatten()
+            .max_by(|a, b| a.since.epoch_seconds.total_cmp(&b.since.epoch_seconds));
+        let mut best = best.or_else(|| started_at.map(|t| window(t, WindowSource::ServerStart)))?;
+        best.upper_bound = !before_15 && db.is_none() && created.is_none();
+        Some(best)
     }
 
     pub fn seconds(&self) -> f64 {
@@ -446,7 +498,12 @@ pub struct TableFigures {
     pub database: String,
     pub schema: String,
     pub table: String,
+    /// `relpages` × block size (heap and TOAST) as of the table's last VACUUM, ANALYZE or
+    /// CREATE INDEX: reading the files would lock every relation.
     pub size_bytes: Option<i64>,
+    /// Whether `size_bytes` is known to be behind: `pg_class` never measured the table, or the
+    /// statistics counters show more than twice the rows it recorded (a bulk load since).
+    pub size_stale: bool,
     /// From the primary; none when no primary was audited.
     pub live_tuples: Option<i64>,
     pub dead_tuples: Option<i64>,
@@ -706,6 +763,15 @@ impl<'a> Context<'a> {
         Some((index.size_bytes.unwrap_or(0).max(0) as f64 * growth) as i64)
     }
 
+    /// A combined node whose counting window is only an upper bound (the database may be
+    /// younger than it), if any.
+    pub fn window_upper_bound(&self) -> Option<&'a str> {
+        self.nodes
+            .iter()
+            .find(|n| n.window.is_some_and(|w| w.upper_bound))
+            .map(|n| n.name)
+    }
+
     /// The shortest counting window among the combined nodes (the one that may have missed the
     /// most), or none when a node has no evidence at all.
     pub fn shortest_window(&self) -> Option<(f64, &'a str)> {
@@ -930,11 +996,16 @@ fn audit_database(
     }
     let mut out = Output::default();
     checks::run_all(&ctx, &mut out);
-    let mut findings = out.findings;
+    unread_definitions(&ctx, &mut out);
+    let mut findings = one_per_index(out.findings);
+    object_sizes(&ctx, &mut findings);
+    // Most severe first; within a kind, the largest objects first (what a person reads first at
+    // fleet scale), then by name.
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)
             .then(a.check.cmp(&b.check))
+            .then_with(|| b.object_size_bytes.cmp(&a.object_size_bytes))
             .then_with(|| a.schema.cmp(&b.schema))
             .then_with(|| a.table.cmp(&b.table))
             .then_with(|| a.index.cmp(&b.index))
@@ -952,6 +1023,165 @@ fn audit_database(
     report.skipped = skipped;
     report.objects = object_figures(&ctx, &database);
     report
+}
+
+/// How strong a reason about an index is, after its severity: a broken index first, then an
+/// exact duplicate (certain whatever the counters say), then one nobody uses (measured), then
+/// one a wider index covers (which may still be the better fit), then one that is bloated.
+fn index_reason_rank(check: Check) -> Option<u8> {
+    match check {
+        Check::InvalidIndex => Some(0),
+        Check::DuplicateIndex => Some(1),
+        Check::UnusedIndex => Some(2),
+        Check::RedundantIndex => Some(3),
+        Check::IndexBloat => Some(4),
+        _ => None,
+    }
+}
+
+/// One finding per index: when several checks report the same index (an exact duplicate is
+/// also unused, with the same DROP), the strongest reason — most severe, then by
+/// [`index_reason_rank`] — is the finding, and the others become its `also` reasons; their
+/// evidence figures are added where the finding lacks them, and an unused index's per-node
+/// usage and a bloat estimate's confidence are kept. Every other finding passes through unchanged, in order.
+pub fn one_per_index(mut findings: Vec<Finding>) -> Vec<Finding> {
+    // Grouped by position under borrowed names, and merged in place: an audit of 50,000
+    // indexes must not hold its findings twice.
+    let mut groups: HashMap<(&str, &str, &str), Vec<usize>> = HashMap::new();
+    for (i, f) in findings.iter().enumerate() {
+        if index_reason_rank(f.check).is_none() {
+            continue;
+        }
+        if let (Some(s), Some(t), Some(x)) = (&f.schema, &f.table, &f.index) {
+            groups
+                .entry((s.as_str(), t.as_str(), x.as_str()))
+                .or_default()
+                .push(i);
+        }
+    }
+    let mut merges: Vec<Vec<usize>> = groups.into_values().filter(|g| g.len() > 1).collect();
+    let mut removed = vec![false; findings.len()];
+    for group in &mut merges {
+        group.sort_by_key(|&i| {
+            (
+                std::cmp::Reverse(findings[i].severity),
+                index_reason_rank(findings[i].check).unwrap_or(u8::MAX),
+                i,
+            )
+        });
+        let (&first, others) = group.split_first().expect("a group has two findings");
+        for &o in others {
+            let other = std::mem::replace(
+                &mut findings[o],
+                Finding::new(Check::UnusedIndex, Severity::Info, String::new()),
+            );
+            removed[o] = true;
+            let f = &mut findings[first];
+            for (name, value) in other.evidence {
+                if f.evidence_value(&name).is_none() {
+                    f.evidence.push((name, value));
+                }
+            }
+            if f.usage.is_empty() {
+                f.usage = other.usage;
+            }
+            if f.confidence.is_none() {
+                f.confidence = other.confidence;
+            }
+            f.also.push(Reason {
+                check: other.check,
+                severity: other.severity,
+                message: other.message,
+                fix: other.fix,
+            });
+        }
+    }
+    let mut position = 0;
+    findings.retain(|_| {
+        position += 1;
+        !removed[position - 1]
+    });
+    findings
+}
+
+/// Each finding's object size: an index's from its evidence (a partitioned index's is its
+/// partitions'), a table's from `pg_class`, a slot's retained WAL.
+fn object_sizes(ctx: &Context, findings: &mut [Finding]) {
+    let mut tables: HashMap<(&str, &str), Option<i64>> = HashMap::new();
+    for t in &ctx.reference.snapshot.tables {
+        tables.insert((t.schema.as_str(), t.name.as_str()), t.table_bytes);
+    }
+    for f in findings {
+        f.object_size_bytes = if f.index.is_some() {
+            f.evidence_value("index_size_bytes").map(|v| v as i64)
+        } else if let (Some(s), Some(t)) = (&f.schema, &f.table) {
+            tables.get(&(s.as_str(), t.as_str())).copied().flatten()
+        } else {
+            f.evidence_value("retained_wal_bytes").map(|v| v as i64)
+        };
+    }
+}
+
+/// Indexes whose text could not be deparsed because their table was locked: named with the
+/// lock's holder, per table, under the checks that quote definitions. Nothing else is lost: they
+/// were compared by their stored trees, and every other check read them.
+fn unread_definitions(ctx: &Context, out: &mut Output) {
+    let mut by_table: Vec<(u32, Vec<&Index>)> = Vec::new();
+    for index in &ctx.reference.snapshot.indexes {
+        if index.unread.is_none() {
+            continue;
+        }
+        match by_table.iter_mut().find(|(t, _)| *t == index.table_oid) {
+            Some((_, list)) => list.push(index),
+            None => by_table.push((index.table_oid, vec![index])),
+        }
+    }
+    for (_, indexes) in by_table {
+        let first = indexes[0];
+        let holder = first.unread.as_ref().expect("unread");
+        let table = checks::qualified(&first.schema, &first.table);
+        let object = if holder.relation_oid != 0 && holder.relation_oid != first.table_oid {
+            "its index"
+        } else {
+            "the table"
+        };
+        let since = holder
+            .since
+            .map(|t| format!(" since {}", t.iso()))
+            .unwrap_or_default();
+        let who = match (&holder.gid, holder.pid) {
+            (Some(gid), _) => format!("prepared transaction {}", crate::sql::quote_literal(gid)),
+            (None, Some(pid)) => format!("pid {pid}"),
+            (None, None) => String::new(),
+        };
+        let lock = if who.is_empty() {
+            format!(
+                "a lock on {object} was not granted within the audit's short wait (it appeared \
+                 after pg_locks was read)"
+            )
+        } else if holder.granted {
+            format!("{object} is locked in ACCESS EXCLUSIVE mode by {who}{since}")
+        } else {
+            format!("{who} is queued for an ACCESS EXCLUSIVE lock on {object}{since}")
+        };
+        let mut names: Vec<&str> = indexes.iter().map(|i| i.name.as_str()).collect();
+        names.sort_unstable();
+        let reason = format!(
+            "{table}: the text of {} ({}) could not be read without waiting: {lock}; they \
+             were compared by their stored definitions and every other check read them, but \
+             findings show their expressions as <not read>",
+            if names.len() == 1 {
+                "1 index".to_owned()
+            } else {
+                format!("{} indexes", names.len())
+            },
+            names.join(", ")
+        );
+        out.skip(Check::DuplicateIndex, reason.clone());
+        if indexes.iter().any(|i| !i.valid) {
+            out.skip(Check::InvalidIndex, reason);
+        }
+    }
 }
 
 enum Belongs {
@@ -988,6 +1218,9 @@ fn belongs_with(reference: &NodeSnapshot, node: &NodeSnapshot) -> Belongs {
     }
 }
 
+/// Past this many times the rows `pg_class` recorded, its size is no longer the table's.
+const STALE_SIZE_GROWTH: f64 = 2.0;
+
 fn object_figures(ctx: &Context, database: &str) -> ObjectFigures {
     let mut figures = ObjectFigures::default();
     for table in &ctx.reference.snapshot.tables {
@@ -1009,6 +1242,9 @@ fn object_figures(ctx: &Context, database: &str) -> ObjectFigures {
             schema: table.schema.clone(),
             table: table.name.clone(),
             size_bytes: table.table_bytes,
+            size_stale: ctx
+                .growth_since_pg_class(table)
+                .is_none_or(|growth| growth > STALE_SIZE_GROWTH),
             live_tuples: stats.and_then(|s| s.n_live_tup),
             dead_tuples: stats.and_then(|s| s.n_dead_tup),
             mods_since_analyze: stats.and_then(|s| s.n_mod_since_analyze),
@@ -1323,6 +1559,101 @@ mod tests {
             "{:?}",
             mixed.notes
         );
+    }
+
+    #[test]
+    fn an_index_found_by_several_checks_is_one_finding_under_its_strongest_reason() {
+        let mut p = with_duplicate("app");
+        // Neither is scanned: orders_a_again is a duplicate and unused, orders_a unused.
+        for i in &mut p.indexes {
+            i.scans = Some(0);
+        }
+        let report = audit(&[ok("host=a dbname=app", p)], &AuditOptions::default());
+        let about = |name: &str| -> Vec<&Finding> {
+            report
+                .findings
+                .iter()
+                .filter(|f| f.index.as_deref() == Some(name))
+                .collect()
+        };
+        let again = about("orders_a_again");
+        assert_eq!(again.len(), 1, "{:#?}", report.findings);
+        assert_eq!(again[0].check, Check::DuplicateIndex);
+        assert_eq!(again[0].also.len(), 1);
+        assert_eq!(again[0].also[0].check, Check::UnusedIndex);
+        // The unused check's figures and usage become the finding's evidence.
+        assert!(again[0].evidence_value("counting_window_seconds").is_some());
+        assert!(!again[0].usage.is_empty());
+        let kept = about("orders_a");
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].check, Check::UnusedIndex);
+        assert!(kept[0].also.is_empty());
+        // Sizes order findings: every index finding knows its object's size.
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.object_size_bytes.is_some())
+        );
+    }
+
+    #[test]
+    fn windows_are_named_for_what_the_server_recorded() {
+        use checks::fixture::*;
+        let mut p = primary();
+        p.database.created = None;
+        // Before 15 the database's stats_reset is when its counters started, reset or not.
+        p.server.version_num = 130_023;
+        p.database.stats_reset = Some(ts(3_600.0));
+        let w = StatsWindow::of(&p).unwrap();
+        assert_eq!(w.source, WindowSource::DatabaseCountersStarted);
+        assert!(!w.source.words().contains("statistics reset"));
+        assert!(!w.upper_bound);
+        // 15+: an explicit reset.
+        p.server.version_num = 150_018;
+        let w = StatsWindow::of(&p).unwrap();
+        assert_eq!(w.source, WindowSource::DatabaseReset);
+        assert!(!w.upper_bound);
+        // 15+, nothing recorded for the database: the server's discard time, an upper bound.
+        p.database.stats_reset = None;
+        let w = StatsWindow::of(&p).unwrap();
+        assert_eq!(w.source, WindowSource::StatisticsDiscarded);
+        assert!(w.upper_bound);
+        // ... unless the database is known to be younger, or older.
+        p.database.created = Some(ts(600.0));
+        let w = StatsWindow::of(&p).unwrap();
+        assert_eq!(
+            (w.source, w.upper_bound),
+            (WindowSource::DatabaseCreated, false)
+        );
+        assert_eq!(w.seconds(), 600.0);
+        p.database.created = Some(ts(400.0 * 86_400.0));
+        let w = StatsWindow::of(&p).unwrap();
+        assert_eq!(
+            (w.source, w.upper_bound),
+            (WindowSource::StatisticsDiscarded, false)
+        );
+    }
+
+    #[test]
+    fn prometheus_sizes_pg_class_is_behind_on_are_marked_stale() {
+        use checks::fixture::*;
+        let mut p = primary();
+        let mut loaded = table(10, "loaded");
+        loaded.reltuples = 100.0;
+        loaded.stats.n_live_tup = Some(300_100);
+        let fresh = table(11, "fresh");
+        let mut never = table(12, "never");
+        never.reltuples = -1.0;
+        p.tables = vec![loaded, fresh, never];
+        let report = audit(&[ok("p", p)], &AuditOptions::default());
+        let stale: Vec<(&str, bool)> = report
+            .objects
+            .tables
+            .iter()
+            .map(|t| (t.table.as_str(), t.size_stale))
+            .collect();
+        assert_eq!(stale, [("loaded", true), ("fresh", false), ("never", true)]);
     }
 
     #[test]

@@ -151,6 +151,9 @@ pub struct DatabaseInfo {
     pub frozen_xid_age: Option<i64>,
     /// `mxid_age(datminmxid)`.
     pub multixact_age: Option<i64>,
+    /// When the database was created, where the role may tell (superuser: the time its
+    /// `PG_VERSION` file was written): none when unknown.
+    pub created: Option<Timestamp>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -274,10 +277,18 @@ pub fn reloption<'a>(options: &'a [String], name: &str) -> Option<&'a str> {
 }
 
 /// One column of an index, in index order.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Two columns are the same key when their column number, expression tree, operator class,
+/// collation and order match: the expression is compared as the server stores it
+/// (`pg_index.indexprs`, node text without parse locations), never by its deparsed text, which
+/// only the few definitions that reach the report need.
+#[derive(Debug, Clone)]
 pub struct IndexColumn {
-    /// The column name or expression, as `pg_get_indexdef(index, n, true)` prints it.
+    /// The column name or expression, as `pg_get_indexdef(index, n, true)` prints it. For an
+    /// expression it is empty until deparsed (only those a finding shows are).
     pub definition: String,
+    /// An expression column's node tree (`indexprs`, locations removed); none for a plain column.
+    pub expression: Option<String>,
     /// The table column number; 0 for an expression.
     pub attnum: i16,
     /// The operator class (`indclass`); INCLUDE columns have none (0).
@@ -286,6 +297,32 @@ pub struct IndexColumn {
     pub collation: u32,
     /// `indoption` bits: DESC (1), NULLS FIRST (2).
     pub option: i16,
+}
+
+impl IndexColumn {
+    /// What identifies the column as a key: its expression tree, or (for a plain column, or an
+    /// expression known only by its text) its definition.
+    fn key(&self) -> (i16, &str, u32, u32, i16) {
+        let text = match (&self.expression, self.attnum) {
+            (Some(tree), 0) => tree.as_str(),
+            _ => self.definition.as_str(),
+        };
+        (self.attnum, text, self.opclass, self.collation, self.option)
+    }
+}
+
+impl PartialEq for IndexColumn {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for IndexColumn {}
+
+impl std::hash::Hash for IndexColumn {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key().hash(state)
+    }
 }
 
 /// The constraint an index enforces.
@@ -329,8 +366,11 @@ pub struct Index {
     pub columns: Vec<IndexColumn>,
     /// `indnkeyatts`.
     pub key_column_count: usize,
-    /// `WHERE` of a partial index, deparsed.
+    /// `WHERE` of a partial index, deparsed (only where a finding shows it; else empty).
     pub predicate: Option<String>,
+    /// `WHERE` of a partial index as the server stores it (`indpred`, locations removed): what
+    /// two indexes are compared by.
+    pub predicate_tree: Option<String>,
     pub constraint: Option<IndexConstraint>,
     pub reloptions: Vec<String>,
     pub relpages: i64,
@@ -345,9 +385,41 @@ pub struct Index {
     pub last_scan: Option<Timestamp>,
     /// `pg_get_indexdef`, read only for invalid indexes (to rebuild them).
     pub definition: Option<String>,
+    /// Why this index's expressions, predicate or definition could not be deparsed (its table
+    /// was locked against the audit): they are compared all the same, but not shown.
+    pub unread: Option<LockHolder>,
+}
+
+/// Who kept the audit from reading an object: the session or prepared transaction that holds
+/// (or waits for) an ACCESS EXCLUSIVE lock on it. All unknown when the lock appeared after the
+/// audit looked and was not granted within its short wait.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LockHolder {
+    /// The relation the lock is on (the table, or the index itself).
+    pub relation_oid: u32,
+    /// The backend; none for a prepared transaction.
+    pub pid: Option<i32>,
+    /// The prepared transaction's name.
+    pub gid: Option<String>,
+    /// Held (true) or queued for (false).
+    pub granted: bool,
+    /// When the holder's transaction started (or was prepared).
+    pub since: Option<Timestamp>,
 }
 
 impl Index {
+    /// What a partial index is compared by: its predicate's tree, or its text where only that
+    /// is known.
+    pub fn predicate_key(&self) -> Option<&str> {
+        self.predicate_tree.as_deref().or(self.predicate.as_deref())
+    }
+
+    /// Whether showing this index needs text the server must deparse (an expression or a
+    /// predicate).
+    pub fn needs_deparse(&self) -> bool {
+        self.predicate_tree.is_some() || self.columns.iter().any(|c| c.expression.is_some())
+    }
+
     pub fn key_columns(&self) -> &[IndexColumn] {
         &self.columns[..self.key_column_count.min(self.columns.len())]
     }

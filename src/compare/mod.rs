@@ -67,14 +67,18 @@ impl Figures {
     }
 }
 
-/// The plans captured in one transaction: the first (cold) run and the counted (warm) runs. In
-/// estimate-only modes there is one plan and no warm runs.
+/// The plans captured in one transaction: the first run and the counted (warm) runs. In
+/// estimate-only modes there is one plan and no warm runs. The first run is kept in `cold`;
+/// it is truly cold only with `--cold` (`evicted_buffers`), and otherwise ran on the cache as
+/// it was.
 #[derive(Debug, Clone)]
 pub struct Measurement {
     pub cold: Analysis,
     pub warm: Vec<Analysis>,
-    /// The plans as the server sent them, in run order (cold first), for --save-plans.
+    /// The plans as the server sent them, in run order (first run first), for --save-plans.
     pub raw_plans: Vec<String>,
+    /// With `--cold`: the buffers evicted from shared buffers before the first run.
+    pub evicted_buffers: Option<f64>,
 }
 
 impl Measurement {
@@ -652,6 +656,7 @@ mod tests {
                 cold: analysis.clone(),
                 warm: Vec::new(),
                 raw_plans: Vec::new(),
+                evicted_buffers: None,
             },
             baseline_reruns: Vec::new(),
             outcomes,

@@ -94,6 +94,8 @@ pub struct RequestInput {
     pub params: Vec<String>,
     pub generic_plan: bool,
     pub hypothetical: bool,
+    /// `--cold`: evict the query's relations from shared buffers before each first run.
+    pub cold: bool,
 }
 
 /// Why a request cannot run. Each message says what is wrong and what to do.
@@ -145,6 +147,10 @@ pub enum RequestError {
     MinGain(f64),
     #[error("--hypothetical and --generic-plan cannot be combined; choose one")]
     ModeConflict,
+    #[error(
+        "--cold evicts the query's relations before its first run, which only a measured compare runs; drop --cold, or drop --hypothetical/--generic-plan"
+    )]
+    ColdWithoutRuns,
     #[error("--drop-index {name:?} is not an index name (expected name or schema.name)")]
     DropName { name: String },
 }
@@ -164,6 +170,9 @@ pub struct CompareRequest {
     pub allow_lasting_effects: bool,
     pub params: Vec<String>,
     pub mode: Mode,
+    /// `--cold`: each transaction's first run starts with the query's relations evicted from
+    /// shared buffers (truly cold); otherwise it runs on the cache as it is.
+    pub cold: bool,
     /// Things the user must know before reading the figures.
     pub warnings: Vec<String>,
 }
@@ -179,6 +188,9 @@ impl CompareRequest {
             })?;
         if input.hypothetical && input.generic_plan {
             return Err(RequestError::ModeConflict);
+        }
+        if input.cold && (input.hypothetical || input.generic_plan) {
+            return Err(RequestError::ColdWithoutRuns);
         }
         let mode = if input.hypothetical {
             Mode::Hypothetical
@@ -310,6 +322,15 @@ impl CompareRequest {
         }
         let mut names: Vec<&str> = specs.iter().map(CandidateSpec::name).collect();
         names.sort_unstable();
+        if input.cold {
+            warnings.push(
+                "--cold evicts the query's tables and their indexes from shared buffers before \
+                 each first run (pg_buffercache_evict): other sessions then read those pages \
+                 again, and the reads pgplan counts may still come from the operating system's \
+                 page cache"
+                    .into(),
+            );
+        }
         if let Some(dup) = names.windows(2).find(|w| w[0] == w[1]) {
             return Err(RequestError::DuplicateName {
                 name: dup[0].to_owned(),
@@ -339,6 +360,7 @@ impl CompareRequest {
             allow_lasting_effects: input.allow_lasting_effects,
             params: input.params,
             mode,
+            cold: input.cold,
             warnings,
         })
     }

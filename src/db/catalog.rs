@@ -32,6 +32,20 @@ const SLOTS_SQL: &str = include_str!("../../queries/audit_replication_slots.sql"
 const PREPARED_SQL: &str = include_str!("../../queries/audit_prepared_xacts.sql");
 const STANDBYS_SQL: &str = include_str!("../../queries/audit_standbys.sql");
 const INDEX_BUILDS_SQL: &str = include_str!("../../queries/audit_index_builds.sql");
+const LOCKS_SQL: &str = include_str!("../../queries/audit_locks.sql");
+const INDEX_DEFINITIONS_SQL: &str = include_str!("../../queries/audit_index_definitions.sql");
+
+/// Indexes deparsed per statement: each holds an ACCESS SHARE lock on its table until the
+/// savepoint is rolled back, so a batch must fit the lock table (64 locks per connection by
+/// default, shared) with room to spare.
+const DEPARSE_BATCH: usize = 200;
+
+/// How long deparsing waits for a table's lock before giving up on the batch: a lock that
+/// appeared after the audit read pg_locks. The audit then reads the locks again and retries.
+const DEPARSE_LOCK_TIMEOUT: &str = "100ms";
+
+/// Retries of a batch whose deparse hit a lock that appeared meanwhile.
+const DEPARSE_RETRIES: usize = 3;
 
 /// The oldest server the audit statements support.
 pub const MIN_VERSION_NUM: u32 = 130_000;
@@ -114,7 +128,25 @@ pub fn statement_for(sql: &str, version_num: u32) -> String {
     for (placeholder, column) in columns {
         text = text.replace(placeholder, column);
     }
-    text
+    // Filled per privilege by `database_statement`; unknown unless the role may read files.
+    text.replace("{{database_created}}", "NULL::timestamptz")
+}
+
+/// audit_database.sql for this role: a superuser may stat the database's `PG_VERSION` file
+/// (written by CREATE DATABASE), which dates the database; `pg_stat_file` is superuser-only by
+/// default, and it fails rather than returning null without the privilege, so other roles do
+/// not call it. A database in another tablespace keeps its files elsewhere: unknown.
+fn database_statement(version_num: u32, superuser: bool) -> String {
+    let created = if superuser {
+        "CASE WHEN d.dattablespace = (SELECT t.oid FROM pg_tablespace t WHERE t.spcname = \
+         'pg_default') THEN (pg_stat_file('base/' || d.oid || '/PG_VERSION', true)).modification END"
+    } else {
+        "NULL::timestamptz"
+    };
+    statement_for(
+        &DATABASE_SQL.replace("{{database_created}}", created),
+        version_num,
+    )
 }
 
 /// Reads everything the audit needs from one node, in the caller's read-only transaction.
@@ -138,36 +170,52 @@ pub async fn read_snapshot(
     ];
     let setting_names: Vec<String> = SETTING_NAMES.iter().map(|s| s.to_string()).collect();
 
-    let settings = settings(
-        &run(
+    // Catalog reads gain nothing from parallel workers: each one is a backend started per
+    // statement, whose start-up costs the server more CPU than the scan it shares (measured on
+    // 10,000 tables; see the audit_scale benchmark). Transaction-local, like every setting.
+    let no_parallel = async {
+        client
+            .batch_execute("SET LOCAL max_parallel_workers_per_gather = 0")
+            .await
+            .map_err(|e| CatalogError::Query {
+                what: "settings",
+                message: describe(&e),
+            })
+    };
+
+    // Statements are sent together (tokio-postgres pipelines the requests of one connection,
+    // in the order they are first polled): one round trip for the setting above, the settings
+    // and the clock, one for everything else but the indexes, whose column names come from the
+    // columns read, and one for the indexes.
+    let database_sql = database_statement(v, facts.superuser);
+    let settings_params: [(&(dyn ToSql + Sync), Type); 1] = [(&setting_names, Type::TEXT_ARRAY)];
+    let ((), settings_rows, database_rows) = futures_util::try_join!(
+        no_parallel,
+        run(
             client,
             "settings",
             SETTINGS_SQL,
             v,
-            &[(&setting_names, Type::TEXT_ARRAY)],
+            &settings_params,
             setting,
-        )
-        .await?,
-    );
-    let (now, database) = run(
-        client,
-        "database statistics",
-        DATABASE_SQL,
-        v,
-        &[],
-        database,
-    )
-    .await?
-    .into_iter()
-    .next()
-    .ok_or(CatalogError::Query {
-        what: "database statistics",
-        message: "no row for the current database".into(),
-    })?;
-    let tables = run(client, "tables", TABLES_SQL, v, &scope_params, |r| {
-        table(r, now)
-    })
-    .await?;
+        ),
+        run(
+            client,
+            "database statistics",
+            &database_sql,
+            v,
+            &[],
+            database
+        ),
+    )?;
+    let settings = settings(&settings_rows);
+    let (now, database) = database_rows
+        .into_iter()
+        .next()
+        .ok_or(CatalogError::Query {
+            what: "database statistics",
+            message: "no row for the current database".into(),
+        })?;
     // pg_stats checks every column's privilege and joins by name; pg_statistic is three times
     // faster on a large catalog but readable only by superusers (not by pg_monitor).
     let columns_sql = if facts.superuser {
@@ -175,7 +223,50 @@ pub async fn read_snapshot(
     } else {
         COLUMNS_SQL
     };
-    let columns = run(client, "columns", columns_sql, v, &scope_params, column).await?;
+    let (
+        tables,
+        columns,
+        foreign_keys,
+        sessions,
+        replication_slots,
+        prepared_xacts,
+        standbys,
+        index_builds,
+    ) = futures_util::try_join!(
+        run(client, "tables", TABLES_SQL, v, &scope_params, |r| {
+            table(r, now)
+        }),
+        run(client, "columns", columns_sql, v, &scope_params, column),
+        run(
+            client,
+            "foreign keys",
+            FOREIGN_KEYS_SQL,
+            v,
+            &scope_params,
+            foreign_key,
+        ),
+        run(client, "sessions", SESSIONS_SQL, v, &[], session),
+        run(client, "replication slots", SLOTS_SQL, v, &[], |r| {
+            slot(r, now)
+        }),
+        run(
+            client,
+            "prepared transactions",
+            PREPARED_SQL,
+            v,
+            &[],
+            prepared,
+        ),
+        run(client, "standbys", STANDBYS_SQL, v, &[], standby),
+        run(
+            client,
+            "index builds",
+            INDEX_BUILDS_SQL,
+            v,
+            &[],
+            index_build,
+        ),
+    )?;
     let names: HashMap<(u32, i16), &str> = columns
         .iter()
         .map(|c| ((c.table_oid, c.attnum), c.name.as_str()))
@@ -185,39 +276,6 @@ pub async fn read_snapshot(
     })
     .await?;
     drop(names);
-    let foreign_keys = run(
-        client,
-        "foreign keys",
-        FOREIGN_KEYS_SQL,
-        v,
-        &scope_params,
-        foreign_key,
-    )
-    .await?;
-    let sessions = run(client, "sessions", SESSIONS_SQL, v, &[], session).await?;
-    let replication_slots = run(client, "replication slots", SLOTS_SQL, v, &[], |r| {
-        slot(r, now)
-    })
-    .await?;
-    let prepared_xacts = run(
-        client,
-        "prepared transactions",
-        PREPARED_SQL,
-        v,
-        &[],
-        prepared,
-    )
-    .await?;
-    let standbys = run(client, "standbys", STANDBYS_SQL, v, &[], standby).await?;
-    let index_builds = run(
-        client,
-        "index builds",
-        INDEX_BUILDS_SQL,
-        v,
-        &[],
-        index_build,
-    )
-    .await?;
 
     let server = ServerInfo {
         version_num: facts.version_num,
@@ -235,7 +293,7 @@ pub async fn read_snapshot(
         }),
     };
     let privileges_missing = privileges_missing(&server, &tables, &columns);
-    Ok(NodeSnapshot {
+    let mut snapshot = NodeSnapshot {
         server,
         settings,
         database,
@@ -249,7 +307,190 @@ pub async fn read_snapshot(
         standbys,
         index_builds,
         privileges_missing,
+    };
+    deparse_definitions(client, v, &mut snapshot, now).await?;
+    Ok(snapshot)
+}
+
+/// Fills in the text of the indexes a finding may quote ([`crate::audit::deparse`]), without
+/// ever waiting behind a lock: relations held (or awaited) in ACCESS EXCLUSIVE mode are left out
+/// and their indexes marked unread with the holder; the rest are deparsed in batches inside a
+/// savepoint with a short lock_timeout, rolled back afterwards so the ACCESS SHARE locks the
+/// deparsing takes are released at once (100,000 expression indexes never hold 100,000 locks).
+/// A lock that appears between reading pg_locks and deparsing fails the batch within the
+/// timeout: the locks are read again and the batch retried without the newly locked relations.
+async fn deparse_definitions(
+    client: &tokio_postgres::Client,
+    version_num: u32,
+    snapshot: &mut NodeSnapshot,
+    now: f64,
+) -> Result<(), CatalogError> {
+    let wanted = crate::audit::deparse::indexes_to_deparse(snapshot);
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let position: HashMap<u32, usize> = snapshot
+        .indexes
+        .iter()
+        .enumerate()
+        .map(|(i, index)| (index.oid, i))
+        .collect();
+    let mut locks = read_locks(client, version_num, now).await?;
+    for batch in wanted.chunks(DEPARSE_BATCH) {
+        let mut attempt = 0;
+        loop {
+            let mut todo: Vec<u32> = Vec::new();
+            for oid in batch {
+                let index = &mut snapshot.indexes[position[oid]];
+                match locks
+                    .get(&index.table_oid)
+                    .or_else(|| locks.get(&index.oid))
+                {
+                    Some(holder) => index.unread = Some(holder.clone()),
+                    None => todo.push(*oid),
+                }
+            }
+            if todo.is_empty() {
+                break;
+            }
+            match deparse_batch(client, version_num, &todo).await {
+                Ok(rows) => {
+                    for row in rows {
+                        let Some(&i) = position.get(&row.index_oid) else {
+                            continue;
+                        };
+                        apply_definitions(&mut snapshot.indexes[i], row);
+                    }
+                    break;
+                }
+                Err(DeparseError::LockTimeout) if attempt < DEPARSE_RETRIES => {
+                    attempt += 1;
+                    locks = read_locks(client, version_num, now).await?;
+                }
+                Err(DeparseError::LockTimeout) => {
+                    // Locks that come and go faster than the audit can look: give up on this
+                    // batch's text, not on the audit.
+                    for oid in &todo {
+                        let index = &mut snapshot.indexes[position[oid]];
+                        index.unread = Some(LockHolder {
+                            relation_oid: index.table_oid,
+                            ..LockHolder::default()
+                        });
+                    }
+                    break;
+                }
+                Err(DeparseError::Failed(e)) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Relations another session or a prepared transaction holds or awaits in ACCESS EXCLUSIVE
+/// mode, by oid; a holder is preferred to a waiter when both exist.
+async fn read_locks(
+    client: &tokio_postgres::Client,
+    version_num: u32,
+    now: f64,
+) -> Result<HashMap<u32, LockHolder>, CatalogError> {
+    let rows = run(client, "locks", LOCKS_SQL, version_num, &[], |r| {
+        const W: &str = "locks";
+        Ok(LockHolder {
+            relation_oid: oid(r, W, "relation_oid")?,
+            pid: get(r, W, "pid")?,
+            gid: get(r, W, "gid")?,
+            granted: flag(r, W, "granted")?,
+            since: time(r, W, "since_epoch", now)?,
+        })
     })
+    .await?;
+    let mut locks: HashMap<u32, LockHolder> = HashMap::new();
+    for holder in rows {
+        match locks.get(&holder.relation_oid) {
+            Some(known) if known.granted || !holder.granted => {}
+            _ => {
+                locks.insert(holder.relation_oid, holder);
+            }
+        }
+    }
+    Ok(locks)
+}
+
+struct Definitions {
+    index_oid: u32,
+    expressions: Vec<Option<String>>,
+    predicate: Option<String>,
+    definition: Option<String>,
+}
+
+enum DeparseError {
+    LockTimeout,
+    Failed(CatalogError),
+}
+
+/// One batch deparsed inside a savepoint that is always rolled back: the locks deparsing took
+/// and the short lock_timeout go with it.
+async fn deparse_batch(
+    client: &tokio_postgres::Client,
+    version_num: u32,
+    oids: &[u32],
+) -> Result<Vec<Definitions>, DeparseError> {
+    const W: &str = "index definitions";
+    let failed = |e: tokio_postgres::Error| {
+        DeparseError::Failed(CatalogError::Query {
+            what: W,
+            message: describe(&e),
+        })
+    };
+    client
+        .batch_execute(&format!(
+            "SAVEPOINT pgplan_deparse; SET LOCAL lock_timeout = '{DEPARSE_LOCK_TIMEOUT}'"
+        ))
+        .await
+        .map_err(failed)?;
+    let oids: Vec<u32> = oids.to_vec();
+    let result = run(
+        client,
+        W,
+        INDEX_DEFINITIONS_SQL,
+        version_num,
+        &[(&oids, Type::OID_ARRAY)],
+        |r| {
+            Ok(Definitions {
+                index_oid: oid(r, W, "index_oid")?,
+                expressions: array::<String>(r, W, "expression_definitions")?,
+                predicate: get(r, W, "predicate")?,
+                definition: get(r, W, "definition")?,
+            })
+        },
+    )
+    .await;
+    client
+        .batch_execute("ROLLBACK TO SAVEPOINT pgplan_deparse; RELEASE SAVEPOINT pgplan_deparse")
+        .await
+        .map_err(failed)?;
+    match result {
+        Ok(rows) => Ok(rows),
+        // 55P03 lock_not_available: the lock_timeout above.
+        Err(CatalogError::Query { message, .. }) if message.contains("55P03") => {
+            Err(DeparseError::LockTimeout)
+        }
+        Err(e) => Err(DeparseError::Failed(e)),
+    }
+}
+
+fn apply_definitions(index: &mut Index, row: Definitions) {
+    for (column, text) in index.columns.iter_mut().zip(row.expressions) {
+        if column.attnum == 0
+            && let Some(text) = text
+        {
+            column.definition = text;
+        }
+    }
+    if index.predicate_tree.is_some() {
+        index.predicate = row.predicate;
+    }
+    index.definition = row.definition;
 }
 
 /// What this role cannot see, and which check loses what because of it.
@@ -444,10 +685,11 @@ pub async fn read_stats_window(
     client: &tokio_postgres::Client,
     facts: &ServerFacts,
 ) -> Result<Option<crate::audit::StatsWindow>, CatalogError> {
+    let database_sql = database_statement(facts.version_num, facts.superuser);
     let (now, db) = run(
         client,
         "database statistics",
-        DATABASE_SQL,
+        &database_sql,
         facts.version_num,
         &[],
         database,
@@ -463,9 +705,9 @@ pub async fn read_stats_window(
         epoch_seconds: now - up,
         age_seconds: up,
     });
-    Ok(crate::audit::StatsWindow::from_times(
-        db.stats_reset,
-        db.shared_stats_reset,
+    Ok(crate::audit::StatsWindow::from_evidence(
+        facts.version_num,
+        &db,
         started,
     ))
 }
@@ -493,6 +735,7 @@ fn database(row: &Row) -> Result<(f64, DatabaseInfo), CatalogError> {
             shared_stats_reset: shared,
             frozen_xid_age: get(row, W, "frozen_xid_age")?,
             multixact_age: get(row, W, "multixact_age")?,
+            created: time(row, W, "database_created_epoch", now)?,
         },
     ))
 }
@@ -575,26 +818,35 @@ fn index(row: &Row, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Index
     let opclasses = array::<u32>(row, W, "opclasses")?;
     let collations = array::<u32>(row, W, "collations")?;
     let options = array::<i16>(row, W, "options")?;
-    let expressions = array::<String>(row, W, "expression_definitions")?;
+    let trees = get::<String>(row, W, "expression_trees")?;
+    // indexprs holds one node per expression column, in column order.
+    let mut expressions = trees
+        .as_deref()
+        .map(crate::audit::deparse::list_elements)
+        .unwrap_or_default()
+        .into_iter()
+        .map(crate::audit::deparse::without_locations);
     // indkey covers every column; indclass, indcollation and indoption only the key columns
     // (INCLUDE columns have no operator class). A plain column is named as pg_get_indexdef
-    // would (quoted when needed); an expression comes deparsed from the server.
+    // would (quoted when needed); an expression's text is deparsed later, only if a finding
+    // quotes it.
     let columns = (0..attnums.len())
         .map(|i| {
             let attnum = attnums.get(i).copied().flatten().unwrap_or(0);
-            let definition = if attnum != 0 {
-                names
+            if attnum != 0 {
+                let name = names
                     .get(&(table_oid, attnum))
                     .map(|n| crate::sql::quote_ident(n))
-                    .unwrap_or_else(|| format!("column {attnum}"))
+                    .unwrap_or_else(|| format!("column {attnum}"));
+                (attnum, name, None)
             } else {
-                expressions.get(i).cloned().flatten().unwrap_or_default()
-            };
-            (attnum, definition)
+                (attnum, String::new(), expressions.next())
+            }
         })
         .enumerate()
-        .map(|(i, (attnum, definition))| IndexColumn {
+        .map(|(i, (attnum, definition, expression))| IndexColumn {
             definition,
+            expression,
             attnum,
             opclass: opclasses.get(i).copied().flatten().unwrap_or(0),
             collation: collations.get(i).copied().flatten().unwrap_or(0),
@@ -632,7 +884,9 @@ fn index(row: &Row, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Index
         partition_child: flag(row, W, "partition_child")?,
         columns,
         key_column_count: get::<i32>(row, W, "key_column_count")?.unwrap_or(0).max(0) as usize,
-        predicate: get(row, W, "predicate")?,
+        predicate: None,
+        predicate_tree: get::<String>(row, W, "predicate_tree")?
+            .map(|t| crate::audit::deparse::without_locations(&t)),
         constraint,
         reloptions: array::<String>(row, W, "reloptions")?
             .into_iter()
@@ -645,7 +899,8 @@ fn index(row: &Row, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Index
         tuples_read: get(row, W, "idx_tup_read")?,
         tuples_fetched: get(row, W, "idx_tup_fetch")?,
         last_scan: time(row, W, "last_idx_scan_epoch", now)?,
-        definition: get(row, W, "invalid_definition")?,
+        definition: None,
+        unread: None,
         parent_index_oid: get(row, W, "parent_index_oid")?,
     })
 }
@@ -784,6 +1039,8 @@ mod tests {
         PREPARED_SQL,
         STANDBYS_SQL,
         INDEX_BUILDS_SQL,
+        LOCKS_SQL,
+        INDEX_DEFINITIONS_SQL,
     ];
 
     #[test]
@@ -796,6 +1053,9 @@ mod tests {
         }
         assert!(statement_for(INDEXES_SQL, 160_000).contains("pg_stat_get_lastscan"));
         assert!(statement_for(INDEXES_SQL, 150_000).contains("NULL::timestamptz"));
+        assert!(database_statement(150_000, true).contains("pg_stat_file('base/"));
+        assert!(!database_statement(150_000, false).contains("pg_stat_file('base/"));
+        assert!(!database_statement(180_000, true).contains("{{"));
     }
 
     #[test]

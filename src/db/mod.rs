@@ -2,6 +2,7 @@
 //! server builds `pgplan demo` starts.
 
 pub mod advise;
+pub mod buffercache;
 pub mod catalog;
 pub mod cluster;
 pub mod connect;

@@ -77,10 +77,15 @@ pub fn node_line(n: &NodeSummary) -> String {
     }
     match n.window {
         Some(w) => parts.push(format!(
-            "counting since {} ({}, {})",
+            "counting since {} ({}, {}{})",
             w.since.iso(),
             crate::audit::checks::age_words(w.seconds()),
-            w.source.words()
+            w.source.words(),
+            if w.upper_bound {
+                "; an upper bound: the database may be younger"
+            } else {
+                ""
+            }
         )),
         None => parts.push("counting window unknown".into()),
     }
@@ -147,11 +152,162 @@ fn severity_title(s: Severity) -> &'static str {
     }
 }
 
-/// `pgplan audit` as text.
+/// The findings of each kind, counted by severity, with the largest objects first: what a
+/// person reads first when an audit finds thousands of things. Findings are one per object
+/// (see `audit::one_per_index`), so the counts are distinct objects.
+struct KindSummary<'a> {
+    check: Check,
+    counts: [usize; 3],
+    largest: Vec<&'a Finding>,
+}
+
+/// How many of the largest objects the summary names per kind.
+const SUMMARY_LARGEST: usize = 3;
+
+fn kind_summaries(report: &AuditReport) -> Vec<KindSummary<'_>> {
+    let mut kinds: Vec<KindSummary> = Vec::new();
+    for f in &report.findings {
+        let kind = match kinds.iter_mut().position(|k| k.check == f.check) {
+            Some(i) => &mut kinds[i],
+            None => {
+                kinds.push(KindSummary {
+                    check: f.check,
+                    counts: [0; 3],
+                    largest: Vec::new(),
+                });
+                kinds.last_mut().expect("just pushed")
+            }
+        };
+        let slot = SEVERITIES
+            .iter()
+            .position(|s| *s == f.severity)
+            .unwrap_or(2);
+        kind.counts[slot] += 1;
+        kind.largest.push(f);
+    }
+    for kind in &mut kinds {
+        // Stable: equal sizes keep the report's order.
+        kind.largest
+            .sort_by_key(|f| std::cmp::Reverse(f.object_size_bytes.unwrap_or(-1)));
+        kind.largest.truncate(SUMMARY_LARGEST);
+    }
+    // The kinds with the most severe findings first, then the most numerous.
+    kinds.sort_by(|a, b| b.counts.cmp(&a.counts).then(a.check.cmp(&b.check)));
+    kinds
+}
+
+fn largest_words(report: &AuditReport, kind: &KindSummary) -> String {
+    let total: usize = kind.counts.iter().sum();
+    let mut parts: Vec<String> = kind
+        .largest
+        .iter()
+        .map(|f| match f.object_size_bytes {
+            Some(size) => format!("{} {}", finding_subject(report, f), bytes(size as f64)),
+            None => finding_subject(report, f),
+        })
+        .collect();
+    if total > kind.largest.len() {
+        parts.push(format!(
+            "{} more",
+            count((total - kind.largest.len()) as f64)
+        ));
+    }
+    parts.join(" · ")
+}
+
+fn write_kind_summary(out: &mut dyn Write, report: &AuditReport, paint: &Paint) -> io::Result<()> {
+    let kinds = kind_summaries(report);
+    if kinds.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "{}", paint.bold("By kind (objects, largest first)"))?;
+    let rows: Vec<[String; 6]> = kinds
+        .iter()
+        .map(|k| {
+            let total: usize = k.counts.iter().sum();
+            [
+                k.check.as_str().to_owned(),
+                count(total as f64),
+                count(k.counts[0] as f64),
+                count(k.counts[1] as f64),
+                count(k.counts[2] as f64),
+                largest_words(report, k),
+            ]
+        })
+        .collect();
+    let header = ["kind", "objects", "critical", "warning", "info", "largest"];
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..5).map(width).collect();
+    let line = |cells: [&str; 6]| {
+        format!(
+            "  {:<w0$}  {:>w1$}  {:>w2$}  {:>w3$}  {:>w4$}  {}",
+            cells[0],
+            cells[1],
+            cells[2],
+            cells[3],
+            cells[4],
+            cells[5],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2],
+            w3 = widths[3],
+            w4 = widths[4],
+        )
+    };
+    writeln!(out, "{}", paint.dim(&line(header)))?;
+    for r in &rows {
+        writeln!(
+            out,
+            "{}",
+            line([&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]).trim_end()
+        )?;
+    }
+    writeln!(out)
+}
+
+/// "3,000 info findings not shown (--min-severity warning; --format json has every one)".
+fn hidden_line(report: &AuditReport, min_severity: Severity) -> Option<String> {
+    let hidden: Vec<String> = SEVERITIES
+        .iter()
+        .filter(|s| **s < min_severity)
+        .filter_map(|s| {
+            let n = report.findings.iter().filter(|f| f.severity == *s).count();
+            (n > 0).then(|| format!("{} {}", count(n as f64), s.as_str()))
+        })
+        .collect();
+    if hidden.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{} finding(s) not listed (--min-severity {}); they are in the summary above, and \
+         --format json has every one",
+        hidden.join(" and "),
+        min_severity.as_str()
+    ))
+}
+
+/// `pgplan audit` as text, every finding listed.
 pub fn write_audit_text(
     out: &mut dyn Write,
     report: &AuditReport,
     options: &TextOptions,
+) -> io::Result<()> {
+    write_audit_text_from(out, report, options, Severity::Info)
+}
+
+/// `pgplan audit` as text, listing the findings at least `min_severity` (`--min-severity`);
+/// the summary by kind and the counts still cover every finding.
+pub fn write_audit_text_from(
+    out: &mut dyn Write,
+    report: &AuditReport,
+    options: &TextOptions,
+    min_severity: Severity,
 ) -> io::Result<()> {
     let paint = Paint::new(options.color);
     writeln!(out, "{}", paint.bold("Nodes"))?;
@@ -170,7 +326,7 @@ pub fn write_audit_text(
     if report.findings.is_empty() {
         writeln!(out, "{}", paint.good("No findings."))?;
     }
-    for severity in SEVERITIES {
+    for severity in SEVERITIES.into_iter().filter(|s| *s >= min_severity) {
         let group: Vec<&Finding> = report
             .findings
             .iter()
@@ -184,7 +340,11 @@ pub fn write_audit_text(
             "{}",
             paint.severity(
                 severity,
-                &format!("{} ({})", severity_title(severity), group.len())
+                &format!(
+                    "{} ({})",
+                    severity_title(severity),
+                    count(group.len() as f64)
+                )
             )
         )?;
         for f in group {
@@ -225,6 +385,16 @@ pub fn write_audit_text(
                     writeln!(out, "         {line}")?;
                 }
             }
+            for reason in &f.also {
+                writeln!(
+                    out,
+                    "    {} [{}, {}] {}",
+                    paint.dim("also:"),
+                    reason.check.as_str(),
+                    reason.severity.as_str(),
+                    reason.message
+                )?;
+            }
         }
         writeln!(out)?;
     }
@@ -258,11 +428,25 @@ pub fn write_audit_text(
         }
         writeln!(out)?;
     }
+    write_kind_summary(out, report, &paint)?;
+    if let Some(line) = hidden_line(report, min_severity) {
+        writeln!(out, "{}", paint.dim(&line))?;
+    }
     writeln!(out, "{}", summary_line(report))
 }
 
-/// `pgplan audit --format markdown`.
+/// `pgplan audit --format markdown`, every finding listed.
 pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Result<()> {
+    write_audit_markdown_from(out, report, Severity::Info)
+}
+
+/// `pgplan audit --format markdown`, listing the findings at least `min_severity`; the summary
+/// by kind still covers every finding.
+pub fn write_audit_markdown_from(
+    out: &mut dyn Write,
+    report: &AuditReport,
+    min_severity: Severity,
+) -> io::Result<()> {
     writeln!(out, "## pgplan audit")?;
     writeln!(out)?;
     // The database column only when it tells nodes apart: one database's table stays as it was.
@@ -309,7 +493,32 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
     }
     writeln!(out, "**{}**", summary_line(report))?;
     writeln!(out)?;
-    for severity in SEVERITIES {
+    let kinds = kind_summaries(report);
+    if !kinds.is_empty() {
+        writeln!(
+            out,
+            "| kind | objects | critical | warning | info | largest |"
+        )?;
+        writeln!(out, "|---|---:|---:|---:|---:|---|")?;
+        for k in &kinds {
+            writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} | {} |",
+                k.check.as_str(),
+                count(k.counts.iter().sum::<usize>() as f64),
+                count(k.counts[0] as f64),
+                count(k.counts[1] as f64),
+                count(k.counts[2] as f64),
+                cell(&largest_words(report, k))
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if let Some(line) = hidden_line(report, min_severity) {
+        writeln!(out, "> {line}")?;
+        writeln!(out)?;
+    }
+    for severity in SEVERITIES.into_iter().filter(|s| *s >= min_severity) {
         let group: Vec<&Finding> = report
             .findings
             .iter()
@@ -343,6 +552,15 @@ pub fn write_audit_markdown(out: &mut dyn Write, report: &AuditReport) -> io::Re
                     "  <br>confidence: {} {}",
                     c.level,
                     printable(&c.reasons.join("; "))
+                )?;
+            }
+            for reason in &f.also {
+                writeln!(
+                    out,
+                    "  <br>also `{}` ({}): {}",
+                    reason.check.as_str(),
+                    reason.severity.as_str(),
+                    reason.message.replace('\n', " ")
                 )?;
             }
             if let Some(fix) = &f.fix {
@@ -572,6 +790,7 @@ pub fn prometheus_metric_names() -> Vec<&'static str> {
         "pgplan_audit_findings",
         "pgplan_audit_skipped",
         "pgplan_audit_table_size_bytes",
+        "pgplan_audit_table_size_stale",
         "pgplan_audit_table_live_tuples",
         "pgplan_audit_table_dead_tuples",
         "pgplan_audit_table_mods_since_analyze",
@@ -654,7 +873,7 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
                     .unwrap_or(0);
                 x.add(
                     "pgplan_audit_findings",
-                    "Findings by database, check and severity.",
+                    "Findings by database, check and severity: distinct objects, each under its strongest reason.",
                     &[
                         ("database", database),
                         ("check", check.as_str()),
@@ -693,6 +912,14 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             labels.push((label, f.subject.as_deref().unwrap_or("")));
         }
         x.add(name, help, &labels, 1.0);
+        // An index that is one finding under its strongest reason still has a series for every
+        // kind it is (an exact duplicate is also unused), so each kind's gauge is complete;
+        // pgplan_audit_findings counts it once, under its strongest reason.
+        for reason in &f.also {
+            let (name, help) = finding_metric(reason.check);
+            labels[1] = ("severity", reason.severity.as_str());
+            x.add(name, help, &labels, 1.0);
+        }
     }
     for t in &report.objects.tables {
         let labels = [
@@ -700,14 +927,23 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             ("schema", t.schema.as_str()),
             ("table", t.table.as_str()),
         ];
-        if let Some(v) = t.size_bytes {
+        // A size pg_class is known to be behind on (a table bulk-loaded since its last VACUUM
+        // or ANALYZE reads as a few pages) is not exported as if it were the table's: the
+        // staleness gauge says so instead.
+        if let Some(v) = t.size_bytes.filter(|_| !t.size_stale) {
             x.add(
                 "pgplan_audit_table_size_bytes",
-                "Table size: heap and TOAST, from relpages (as of the last VACUUM or ANALYZE).",
+                "Table size: heap and TOAST, relpages x block size as of the table's last VACUUM, ANALYZE or CREATE INDEX; absent while pgplan_audit_table_size_stale is 1.",
                 &labels,
                 v as f64,
             );
         }
+        x.add(
+            "pgplan_audit_table_size_stale",
+            "1 when pg_class has not measured the table or the counters show more than twice the rows it recorded (pgplan_audit_table_size_bytes is then not exported), else 0.",
+            &labels,
+            if t.size_stale { 1.0 } else { 0.0 },
+        );
         if let Some(v) = t.live_tuples {
             x.add(
                 "pgplan_audit_table_live_tuples",
@@ -1223,5 +1459,96 @@ mod tests {
         whole.nodes.retain(|n| n.error.is_none());
         assert_eq!(whole.exit_code(Severity::Warning), crate::exit::FINDINGS);
         assert_eq!(whole.exit_code(Severity::Critical), crate::exit::SUCCESS);
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+    use crate::audit::checks::fixture::*;
+    use crate::audit::{NodeResult, audit};
+
+    /// A fleet-sized audit in miniature: 40 tables, each with an unused index of its own size
+    /// (so they rank), every tenth also with an exact duplicate nobody scans, and one table
+    /// autovacuum is losing to.
+    fn fleet() -> AuditReport {
+        let mut p = primary();
+        for n in 0..40u32 {
+            let mut t = table(1000 + n, &format!("t{n:02}"));
+            t.table_bytes = Some(i64::from(n + 1) * 8192 * 100);
+            let mut unused = index(
+                10_000 + n,
+                &t,
+                &format!("t{n:02}_note"),
+                vec![col(3, "note")],
+            );
+            unused.scans = Some(0);
+            unused.size_bytes = Some(i64::from(n + 1) * 8192 * 10);
+            if n % 10 == 0 {
+                let mut again = unused.clone();
+                again.oid = 20_000 + n;
+                again.name = format!("t{n:02}_note_again");
+                p.indexes.push(again);
+            }
+            p.indexes.push(unused);
+            if n == 7 {
+                t.reltuples = 10_000.0;
+                t.reloptions = vec!["autovacuum_enabled=false".into()];
+                t.stats.n_dead_tup = Some(15_000);
+                t.stats.n_live_tup = Some(10_000);
+            }
+            p.tables.push(t);
+        }
+        // A window shorter than the minimum statistics age: unused indexes are info.
+        p.database.shared_stats_reset = Some(ts(86_400.0));
+        p.database.created = None;
+        p.database.stats_reset = Some(ts(86_400.0));
+        audit(
+            &[NodeResult {
+                name: "host=db1 dbname=app".into(),
+                outcome: Ok(p),
+            }],
+            &Default::default(),
+        )
+    }
+
+    fn summary_part(text: &str) -> String {
+        let from = text.find("By kind").expect("a summary by kind");
+        text[from..].to_owned()
+    }
+
+    #[test]
+    fn the_text_summary_groups_kinds_with_distinct_objects_largest_first() {
+        let report = fleet();
+        let mut out = Vec::new();
+        write_audit_text(&mut out, &report, &TextOptions::default()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        insta::assert_snapshot!("audit_text_summary_by_kind", summary_part(&text));
+        // 40 unused indexes and 4 duplicates are 44 objects, not 48 findings.
+        assert!(text.ends_with("0 critical, 5 warning, 40 info\n"), "{text}");
+    }
+
+    #[test]
+    fn min_severity_lists_less_and_summarises_everything() {
+        let report = fleet();
+        let mut out = Vec::new();
+        write_audit_text_from(
+            &mut out,
+            &report,
+            &TextOptions::default(),
+            Severity::Warning,
+        )
+        .unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains("\nInfo ("), "{text}");
+        assert!(text.contains("\nWarnings (5)"), "{text}");
+        insta::assert_snapshot!("audit_text_summary_min_warning", summary_part(&text));
+        let mut out = Vec::new();
+        write_audit_markdown_from(&mut out, &report, Severity::Warning).unwrap();
+        let markdown = String::from_utf8(out).unwrap();
+        assert!(!markdown.contains("### Info"), "{markdown}");
+        let from = markdown.find("| kind |").unwrap();
+        let to = markdown[from..].find("\n\n").unwrap() + from;
+        insta::assert_snapshot!("audit_markdown_summary_by_kind", &markdown[from..to]);
     }
 }

@@ -89,8 +89,13 @@ impl From<Figures> for FiguresDoc {
 pub struct MeasurementDoc {
     /// Plans captured: the cold run plus the counted runs (1 for estimates).
     pub runs: usize,
-    /// The first run.
+    /// The first run (truly cold only when `first_run` is "cold").
     pub cold: FiguresDoc,
+    /// "cold": the query's relations were evicted from shared buffers before it (`--cold`);
+    /// "as_cached": it ran on the cache as it was.
+    pub first_run: &'static str,
+    /// With `--cold`: the buffers evicted before the first run.
+    pub evicted_buffers: Option<f64>,
     /// The median of the counted runs.
     pub warm: FiguresDoc,
     /// The fastest and slowest counted run's execution time (null without counted runs): a
@@ -105,6 +110,12 @@ impl MeasurementDoc {
         MeasurementDoc {
             runs: 1 + m.warm.len(),
             cold: m.cold_figures().into(),
+            first_run: if m.evicted_buffers.is_some() {
+                "cold"
+            } else {
+                "as_cached"
+            },
+            evicted_buffers: m.evicted_buffers,
             warm: m.warm_figures().into(),
             warm_execution_ms_spread: m.warm_spread(),
             plan: PlanDoc::new(m.representative()),
@@ -308,8 +319,13 @@ fn mode_line(report: &CompareReport) -> String {
     let r = &report.request;
     match r.mode {
         Mode::Measured => format!(
-            "measured: EXPLAIN (ANALYZE, BUFFERS) · 1 cold run + {} warm run{} per index (warm = median) · \
+            "measured: EXPLAIN (ANALYZE, BUFFERS) · 1 {} + {} warm run{} per index (warm = median) · \
              verdict on pages touched, min gain {}%",
+            if r.cold {
+                "cold run (the query's tables and indexes evicted from shared buffers first)"
+            } else {
+                "first run (on the cache as it was)"
+            },
             r.runs,
             if r.runs == 1 { "" } else { "s" },
             count(r.min_gain_percent)
@@ -430,7 +446,7 @@ struct SummaryRow {
 /// The before/after rows of a candidate: the cold run and the median of the warm runs when
 /// measured (with the warm runs' spread, and "within noise" for a time difference inside it),
 /// the estimated cost otherwise. Text and Markdown show the same rows.
-fn summary_rows(judged: &Judged, mode: Mode) -> Vec<SummaryRow> {
+fn summary_rows(judged: &Judged, mode: Mode, cold: bool) -> Vec<SummaryRow> {
     let row = |label, pair: Pair, figure: Figure, noise: bool| {
         let (fewer, more) = figure.words();
         let change = if figure == Figure::Time {
@@ -455,7 +471,13 @@ fn summary_rows(judged: &Judged, mode: Mode) -> Vec<SummaryRow> {
     if mode == Mode::Measured {
         for (label, (b, a), noise) in [
             (
-                "cold: execution",
+                // Cold only when --cold evicted the query's relations first; otherwise the
+                // first run ran on whatever the cache held.
+                if cold {
+                    "cold: execution"
+                } else {
+                    "first: execution"
+                },
                 &judged.cold,
                 judged.time_within_noise.cold,
             ),
@@ -515,9 +537,10 @@ fn figures_table(
     judged: &Judged,
     options: &TextOptions,
     mode: Mode,
+    cold: bool,
 ) -> io::Result<()> {
     let mut grid = Grid::new(&["", "before", "after", "change"], 1);
-    for row in summary_rows(judged, mode) {
+    for row in summary_rows(judged, mode, cold) {
         let tone = match row.fell {
             Some(true) => Tone::Good,
             Some(false) => Tone::Bad,
@@ -534,13 +557,18 @@ fn figures_table(
 }
 
 /// [`summary_rows`] as a Markdown table.
-fn markdown_figures_table(out: &mut dyn Write, judged: &Judged, mode: Mode) -> io::Result<()> {
+fn markdown_figures_table(
+    out: &mut dyn Write,
+    judged: &Judged,
+    mode: Mode,
+    cold: bool,
+) -> io::Result<()> {
     writeln!(out, "| | before | after | change |")?;
     writeln!(out, "|---|---:|---:|---:|")?;
     // The text table groups rows under "cold:"/"warm:" by indentation; Markdown tables have
     // no such grouping, so each row names its run.
     let mut run = "";
-    for row in summary_rows(judged, mode) {
+    for row in summary_rows(judged, mode, cold) {
         let label = row.label;
         let label = match label.split_once(": ") {
             Some((prefix, rest)) if !label.starts_with(' ') => {
@@ -569,7 +597,11 @@ fn baseline_lines(
     if report.request.mode == Mode::Measured {
         vec![
             format!(
-                "cold: execution {}, pages touched {} ({} read from outside shared buffers)",
+                "{}: execution {}, pages touched {} ({} read from outside shared buffers)",
+                match measurement.evicted_buffers {
+                    Some(n) => format!("cold run ({} buffers evicted first)", count(n)),
+                    None => "first run".to_owned(),
+                },
                 cold.execution_ms.map(ms).unwrap_or_default(),
                 cold.pages_touched.map(count).unwrap_or_default(),
                 cold.shared_read_blocks.map(count).unwrap_or_default()
@@ -791,7 +823,7 @@ pub fn write_text(
             writeln!(out, "  before: {}", report.baseline_label(judged))?;
         }
         writeln!(out)?;
-        figures_table(out, judged, options, r.mode)?;
+        figures_table(out, judged, options, r.mode, r.cold)?;
         writeln!(out)?;
         write_changes(out, &judged.comparison, options)?;
         writeln!(out)?;
@@ -900,7 +932,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
             writeln!(out, "Before: {}.", report.baseline_label(judged))?;
             writeln!(out)?;
         }
-        markdown_figures_table(out, judged, r.mode)?;
+        markdown_figures_table(out, judged, r.mode, r.cold)?;
         writeln!(out)?;
         markdown::write_changes(out, &judged.comparison)?;
         writeln!(out)?;

@@ -36,9 +36,14 @@ pub struct AuditNodeDoc {
     pub database: Option<String>,
     /// Since when its counters have been counting (ISO 8601), on the best evidence available.
     pub stats_since: Option<String>,
-    /// Where `stats_since` comes from: database_reset, statistics_discarded, server_start.
+    /// Where `stats_since` comes from: database_reset (15+), database_counters_started (before
+    /// 15: a reset or the counters' creation), statistics_discarded, database_created,
+    /// server_start.
     pub stats_since_source: Option<&'static str>,
     pub counting_window_seconds: Option<f64>,
+    /// True when the database may be younger than the window (15+, no reset recorded, creation
+    /// time not readable by the role): unused-index findings then stay informational.
+    pub counting_window_upper_bound: Option<bool>,
     /// Why the node could not be read.
     pub error: Option<String>,
     /// Why its figures were left out (a different cluster or database).
@@ -70,6 +75,20 @@ pub struct AuditFindingDoc {
     /// How far an estimate can be trusted (bloat).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confidence: Option<Confidence>,
+    /// The other checks' reasons for the same index (one finding per index, the strongest
+    /// reason first): `check`, `severity`, `message`, `fix`.
+    pub also: Vec<ReasonDoc>,
+    /// The object's size (index or table from `relpages`, a slot's retained WAL), which orders
+    /// findings of a kind; null when not known.
+    pub object_size_bytes: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReasonDoc {
+    pub check: &'static str,
+    pub severity: &'static str,
+    pub message: String,
+    pub fix: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -97,12 +116,9 @@ fn node_doc(n: &NodeSummary) -> AuditNodeDoc {
         server_version: n.server_version.clone(),
         database: n.database.clone(),
         stats_since: n.window.map(|w| w.since.iso()),
-        stats_since_source: n.window.map(|w| match w.source {
-            crate::audit::WindowSource::DatabaseReset => "database_reset",
-            crate::audit::WindowSource::StatisticsDiscarded => "statistics_discarded",
-            crate::audit::WindowSource::ServerStart => "server_start",
-        }),
+        stats_since_source: n.window.map(|w| w.source.as_str()),
         counting_window_seconds: n.window.map(|w| w.seconds()),
+        counting_window_upper_bound: n.window.map(|w| w.upper_bound),
         error: n.error.clone(),
         excluded: n.excluded.clone(),
         privileges_missing: n.privileges_missing.clone(),
@@ -133,6 +149,17 @@ fn finding_doc(f: &Finding) -> AuditFindingDoc {
         node: f.node.clone(),
         usage: f.usage.clone(),
         confidence: f.confidence.clone(),
+        also: f
+            .also
+            .iter()
+            .map(|r| ReasonDoc {
+                check: r.check.as_str(),
+                severity: r.severity.as_str(),
+                message: r.message.clone(),
+                fix: r.fix.clone(),
+            })
+            .collect(),
+        object_size_bytes: f.object_size_bytes,
     }
 }
 

@@ -150,16 +150,34 @@ fn judge(
         Some(o) => format!("TOAST table {name} of {o}"),
         None => name.clone(),
     };
+    // n_live_tup and reltuples are written at different moments (a VACUUM sets both, then
+    // statistics flushed from backends that ran before it land on top), so a share of rows from
+    // the counters alone can be far off: when pg_class disagrees by more than a quarter, both
+    // shares are quoted.
+    let share_words = if from_pg_class {
+        format!(
+            "{:.0}% of its rows by pg_class's row count: live rows are not counted again until a \
+             vacuum or analyze after the statistics reset",
+            share * 100.0
+        )
+    } else if table.reltuples > 0.0
+        && (live_rows - table.reltuples).abs() > 0.25 * live_rows.max(table.reltuples)
+    {
+        let by_class = dead as f64 / (dead as f64 + table.reltuples).max(1.0);
+        format!(
+            "{:.0}% of its rows by the statistics counters ({} live), {:.0}% by pg_class's row \
+             count ({}): the two disagree",
+            share * 100.0,
+            count_words(live_rows),
+            by_class * 100.0,
+            count_words(table.reltuples.round())
+        )
+    } else {
+        format!("{:.0}% of its rows", share * 100.0)
+    };
     let mut message = format!(
-        "{what} has {} dead rows ({:.0}% of its rows{}), {:.1}× its autovacuum trigger of {}",
+        "{what} has {} dead rows ({share_words}), {:.1}× its autovacuum trigger of {}",
         count_words(dead as f64),
-        share * 100.0,
-        if from_pg_class {
-            " by pg_class's row count: live rows are not counted again until a vacuum or \
-             analyze after the statistics reset"
-        } else {
-            ""
-        },
         dead as f64 / trigger.max(1.0),
         count_words(trigger.round()),
     );
@@ -288,6 +306,10 @@ fn no_vacuum_words(ctx: &Context) -> String {
             "; no vacuum recorded since the statistics were reset {} ago",
             age_words(w.seconds())
         ),
+        Some(w) if w.source == WindowSource::DatabaseCountersStarted => format!(
+            "; no vacuum recorded since the database's counters started {} ago",
+            age_words(w.seconds())
+        ),
         Some(w) if w.source == WindowSource::StatisticsDiscarded => format!(
             "; no vacuum recorded since the statistics were discarded {} ago (crash recovery or \
              first start)",
@@ -389,6 +411,41 @@ mod tests {
         assert!(report.findings.iter().any(|f| f.check == Check::XminHorizon
             && f.message.contains("decoder")
             && f.message.contains("catalog xmin horizon")));
+    }
+
+    #[test]
+    fn a_share_of_rows_is_quoted_both_ways_when_the_counters_and_pg_class_disagree() {
+        // A VACUUM set reltuples to 5,000 live rows, then a late statistics flush left
+        // n_live_tup at 10,000: 10,000 dead rows are 50% by the counters, 67% by pg_class.
+        let mut p = primary();
+        let mut t = churn_without_autovacuum(10, "raced");
+        t.reltuples = 5_000.0;
+        t.stats.n_dead_tup = Some(10_000);
+        p.tables.push(t);
+        let report = audit_nodes(vec![("primary", p)]);
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::DeadTuples)
+            .unwrap();
+        assert!(
+            f.message.contains(
+                "(50% of its rows by the statistics counters (10,000 live), 67% by pg_class's \
+                 row count (5,000): the two disagree)"
+            ),
+            "{}",
+            f.message
+        );
+        // When they agree, one share.
+        let mut p = primary();
+        p.tables.push(churn_without_autovacuum(10, "agreed"));
+        let report = audit_nodes(vec![("primary", p)]);
+        let f = report
+            .findings
+            .iter()
+            .find(|f| f.check == Check::DeadTuples)
+            .unwrap();
+        assert!(f.message.contains("(60% of its rows)"), "{}", f.message);
     }
 
     #[test]

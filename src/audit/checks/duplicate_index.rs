@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use crate::audit::snapshot::{Index, IndexColumn};
 use crate::audit::{Check, Context, Finding, Output, Severity};
 
-use super::{count_words, counted, qualified};
+use super::{bytes_words, count_words, counted, qualified};
 
 /// What must match for two indexes to serve the same lookups.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -31,7 +31,7 @@ fn signature<'a>(index: &'a Index, key_count: usize) -> Signature<'a> {
     Signature {
         table_oid: index.table_oid,
         access_method: &index.access_method,
-        predicate: index.predicate.as_deref(),
+        predicate: index.predicate_key(),
         keys: &index.key_columns()[..key_count],
     }
 }
@@ -71,6 +71,15 @@ fn keep_rank(ctx: &Context, index: &Index) -> (u8, bool, usize, i64, std::cmp::R
     )
 }
 
+/// One index to drop, and the index that makes it unnecessary.
+struct Decision<'a> {
+    index: &'a Index,
+    keep: &'a Index,
+    check: Check,
+    /// A strict leading prefix of `keep`'s keys (else the same keys).
+    prefix: bool,
+}
+
 pub fn run(ctx: &Context, out: &mut Output) {
     let indexes: Vec<&Index> = ctx
         .reference
@@ -79,7 +88,9 @@ pub fn run(ctx: &Context, out: &mut Output) {
         .iter()
         .filter(|i| candidate(i))
         .collect();
-    let mut reported: HashSet<u32> = HashSet::new();
+    let mut decisions: Vec<Decision> = Vec::new();
+    // Indexes some decision drops: never chosen as what another one keeps.
+    let mut dropped: HashSet<u32> = HashSet::new();
 
     // Duplicates: identical key signatures.
     let mut groups: HashMap<Signature, Vec<&Index>> = HashMap::new();
@@ -97,6 +108,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
     for mut group in groups {
         group.sort_by_key(|i| std::cmp::Reverse(keep_rank(ctx, i)));
         for (position, index) in group.iter().enumerate() {
+            // The keeper is one that stays: an earlier member another one was not dropped for.
             let keeper = group[..position].iter().find(|keep| {
                 let covered = include_set(index).is_subset(&include_set(keep));
                 // A unique index goes only for one that enforces exactly the same: 15+'s NULLS
@@ -104,19 +116,24 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 // index serves no foreign key and no ON CONFLICT.
                 let uniqueness_kept = !index.unique || index.same_uniqueness(keep);
                 let exclusion_kept = !index.exclusion || keep.exclusion;
-                covered && uniqueness_kept && exclusion_kept
+                !dropped.contains(&keep.oid) && covered && uniqueness_kept && exclusion_kept
             });
             let Some(keep) = keeper else { continue };
-            if !ctx.index_big_enough(index) {
-                continue;
+            // Two protected duplicates are reported with no DROP: the index stays.
+            if !index.is_protected() {
+                dropped.insert(index.oid);
             }
-            reported.insert(index.oid);
             let check = if index.include_columns().len() == keep.include_columns().len() {
                 Check::DuplicateIndex
             } else {
                 Check::RedundantIndex
             };
-            out.findings.push(duplicate(ctx, check, index, keep));
+            decisions.push(Decision {
+                index,
+                keep,
+                check,
+                prefix: false,
+            });
         }
     }
 
@@ -133,10 +150,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
         }
     }
     for index in &indexes {
-        if index.access_method != "btree"
-            || index.is_load_bearing()
-            || reported.contains(&index.oid)
-            || !ctx.index_big_enough(index)
+        if index.access_method != "btree" || index.is_load_bearing() || dropped.contains(&index.oid)
         {
             continue;
         }
@@ -145,13 +159,95 @@ pub fn run(ctx: &Context, out: &mut Output) {
             continue;
         };
         let needed: HashSet<i16> = index.include_columns().iter().map(|c| c.attnum).collect();
+        // A duplicate that goes is never what stays: its keeper has the same keys and covers
+        // its INCLUDE columns, so it is a candidate here too.
         let keep = wider
             .iter()
-            .filter(|w| w.oid != index.oid && needed.is_subset(&stored_columns(w)))
+            .filter(|w| {
+                w.oid != index.oid
+                    && !dropped.contains(&w.oid)
+                    && needed.is_subset(&stored_columns(w))
+            })
             .min_by_key(|w| (w.size_bytes.unwrap_or(i64::MAX), w.oid));
         if let Some(keep) = keep {
-            out.findings.push(redundant_prefix(ctx, index, keep));
+            dropped.insert(index.oid);
+            decisions.push(Decision {
+                index,
+                keep,
+                check: Check::RedundantIndex,
+                prefix: true,
+            });
         }
+    }
+
+    // Decided once for all: an index some decision keeps may itself be dropped by another (a
+    // duplicate's keeper that is a prefix of a wider index, a prefix of a prefix). Each finding
+    // then names the index that finally stays, so applying every fix, in any order, drops
+    // exactly the decided indexes and keeps every lookup served.
+    let replacement: HashMap<u32, &Index> = decisions
+        .iter()
+        .filter(|d| dropped.contains(&d.index.oid))
+        .map(|d| (d.index.oid, d.keep))
+        .collect();
+    let stays = |keep: &'_ Index| -> Option<&Index> {
+        let mut current = replacement.get(&keep.oid).copied()?;
+        // Every step keeps the keys or lengthens them, so this ends; the bound guards a catalog
+        // that loops.
+        for _ in 0..64 {
+            match replacement.get(&current.oid) {
+                Some(next) => current = next,
+                None => break,
+            }
+        }
+        Some(current)
+    };
+    for d in &decisions {
+        if !ctx.index_big_enough(d.index) {
+            continue;
+        }
+        let finally = stays(d.keep);
+        out.findings.push(if d.prefix {
+            redundant_prefix(ctx, d.index, d.keep, finally)
+        } else {
+            duplicate(ctx, d.check, d.index, d.keep, finally)
+        });
+    }
+}
+
+/// Whether the unused check offers `index` for dropping too: no scans on any node (with a
+/// primary audited, where the scans are seen) and nothing depending on it.
+fn unused_too(ctx: &Context, index: &Index) -> bool {
+    ctx.primary.is_some()
+        && !index.is_load_bearing()
+        && !index.partitioned
+        && ctx.total_scans(index) == 0
+}
+
+/// "; B is itself covered by C (a, b), which stays", when the index kept is dropped too.
+fn stays_words(ctx: &Context, keep: &Index, finally: Option<&Index>) -> String {
+    match finally {
+        Some(f) => format!(
+            "; {} is itself covered by {} {}, which {}",
+            keep.name,
+            f.name,
+            key_list(f),
+            if unused_too(ctx, f) {
+                "is not scanned either (a finding of its own)"
+            } else {
+                "stays"
+            }
+        ),
+        None => String::new(),
+    }
+}
+
+/// A column as the report shows it: an expression whose text could not be read (its table
+/// was locked) says so.
+fn column_words(column: &IndexColumn) -> &str {
+    if column.definition.is_empty() {
+        "<not read>"
+    } else {
+        &column.definition
     }
 }
 
@@ -159,7 +255,7 @@ fn key_list(index: &Index) -> String {
     let mut text = index
         .key_columns()
         .iter()
-        .map(|c| c.definition.as_str())
+        .map(column_words)
         .collect::<Vec<_>>()
         .join(", ");
     if !index.include_columns().is_empty() {
@@ -168,7 +264,7 @@ fn key_list(index: &Index) -> String {
             &index
                 .include_columns()
                 .iter()
-                .map(|c| c.definition.as_str())
+                .map(column_words)
                 .collect::<Vec<_>>()
                 .join(", "),
         );
@@ -242,7 +338,13 @@ fn drop_sql(ctx: &Context, index: &Index) -> (Option<String>, Option<String>) {
     (Some(format!("DROP INDEX CONCURRENTLY {name};")), None)
 }
 
-fn duplicate(ctx: &Context, check: Check, index: &Index, keep: &Index) -> Finding {
+fn duplicate(
+    ctx: &Context,
+    check: Check,
+    index: &Index,
+    keep: &Index,
+    finally: Option<&Index>,
+) -> Finding {
     let what = if check == Check::DuplicateIndex {
         "duplicates"
     } else {
@@ -271,16 +373,40 @@ fn duplicate(ctx: &Context, check: Check, index: &Index, keep: &Index) -> Findin
             .evidence("index_scans", ctx.total_scans(index) as f64)
             .evidence("kept_index_scans", ctx.total_scans(keep) as f64);
     }
-    let mut message = format!(
-        "index {} {} {} on {}: same key columns {}; keep {} because {}",
-        index.name,
-        what,
-        keep.name,
-        qualified(&index.schema, &index.table),
-        key_list(keep),
-        keep.name,
-        why_keep(ctx, keep, index)
-    );
+    let mut message = match finally {
+        // The keeper is scanned nowhere either: the unused check offers it for dropping too, so
+        // "keep it" would contradict that finding. Both can go; nothing used is lost.
+        None if unused_too(ctx, keep) => format!(
+            "index {} {} {} on {}: same key columns {}; {} is not scanned either (it is a \
+             finding of its own), so both can go",
+            index.name,
+            what,
+            keep.name,
+            qualified(&index.schema, &index.table),
+            key_list(keep),
+            keep.name,
+        ),
+        None => format!(
+            "index {} {} {} on {}: same key columns {}; keep {} because {}",
+            index.name,
+            what,
+            keep.name,
+            qualified(&index.schema, &index.table),
+            key_list(keep),
+            keep.name,
+            why_keep(ctx, keep, index)
+        ),
+        Some(_) => format!(
+            "index {} {} {} on {}: same key columns {}{}",
+            index.name,
+            what,
+            keep.name,
+            qualified(&index.schema, &index.table),
+            key_list(keep),
+            stays_words(ctx, keep, finally)
+        ),
+    };
+    let kept = finally.unwrap_or(keep);
     let (fix, note) = drop_sql(ctx, index);
     if let Some(note) = note {
         message.push_str("; ");
@@ -290,26 +416,35 @@ fn duplicate(ctx: &Context, check: Check, index: &Index, keep: &Index) -> Findin
         .on_index(index)
         .evidence("index_size_bytes", index.size_bytes.unwrap_or(0) as f64)
         .evidence("index_scans", ctx.total_scans(index) as f64)
-        .evidence("kept_index_scans", ctx.total_scans(keep) as f64);
+        .evidence("kept_index_scans", ctx.total_scans(kept) as f64);
     finding.fix = fix;
     finding
 }
 
-fn redundant_prefix(ctx: &Context, index: &Index, keep: &Index) -> Finding {
+fn redundant_prefix(
+    ctx: &Context,
+    index: &Index,
+    keep: &Index,
+    finally: Option<&Index>,
+) -> Finding {
     let mut message = format!(
         "index {} {} on {} is redundant: its key columns are a leading prefix of {} {}, which \
-         serves the same lookups",
+         serves the same lookups{}",
         index.name,
         key_list(index),
         qualified(&index.schema, &index.table),
         keep.name,
-        key_list(keep)
+        key_list(keep),
+        stays_words(ctx, keep, finally)
     );
+    let keep = finally.unwrap_or(keep);
     if ctx.total_scans(index) > 0 {
         message.push_str(&format!(
-            "; its {} would move to {} (a wider, somewhat larger index)",
+            "; its {} would move to {}, a wider index ({} against this one's {})",
             counted(ctx.total_scans(index) as f64, "scan", "scans"),
-            keep.name
+            keep.name,
+            bytes_words(keep.size_bytes.unwrap_or(0) as f64),
+            bytes_words(index.size_bytes.unwrap_or(0) as f64),
         ));
     }
     let (fix, note) = drop_sql(ctx, index);
@@ -339,6 +474,100 @@ mod tests {
             .filter(|f| f.check == check)
             .map(|f| (f.index.clone().unwrap(), f.fix.clone()))
             .collect()
+    }
+
+    /// Every finding of both kinds, as (index dropped, message), over one or more reasons.
+    fn decided(report: &crate::audit::AuditReport) -> Vec<(String, String, Option<String>)> {
+        report
+            .findings
+            .iter()
+            .flat_map(|f| {
+                let mut all = vec![(f.check, f.message.clone(), f.fix.clone())];
+                all.extend(
+                    f.also
+                        .iter()
+                        .map(|r| (r.check, r.message.clone(), r.fix.clone())),
+                );
+                all.into_iter()
+                    .filter(|(c, _, _)| matches!(c, Check::DuplicateIndex | Check::RedundantIndex))
+                    .map(|(_, m, x)| (f.index.clone().unwrap(), m, x))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn duplicate_and_redundant_advice_is_decided_once_per_group() {
+        // t_a and t_a_again are duplicates (keep t_a, the older); t_a is a prefix of t_a_b,
+        // which is a prefix of t_a_b_c. Every index but t_a_b_c goes, and every finding names
+        // t_a_b_c as what stays: no finding keeps what another drops.
+        let mut p = primary();
+        let t = table(10, "t");
+        let a = index(100, &t, "t_a", vec![col(2, "a")]);
+        let a_again = index(101, &t, "t_a_again", vec![col(2, "a")]);
+        let mut a_b = index(102, &t, "t_a_b", vec![col(2, "a"), col(3, "b")]);
+        a_b.size_bytes = Some(1 << 20);
+        let mut a_b_c = index(
+            103,
+            &t,
+            "t_a_b_c",
+            vec![col(2, "a"), col(3, "b"), col(4, "c")],
+        );
+        a_b_c.size_bytes = Some(9 << 20);
+        p.indexes = vec![a, a_again, a_b, a_b_c];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        let decisions = decided(&report);
+        let dropped: Vec<&str> = decisions.iter().map(|(i, _, _)| i.as_str()).collect();
+        let mut sorted = dropped.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, ["t_a", "t_a_again", "t_a_b"], "{decisions:#?}");
+        for (index, message, fix) in &decisions {
+            assert_eq!(
+                fix.as_deref(),
+                Some(format!("DROP INDEX CONCURRENTLY public.{index};").as_str())
+            );
+            for gone in &dropped {
+                assert!(!message.contains(&format!("keep {gone} ")), "{message}");
+            }
+            if index != "t_a_b" {
+                assert!(
+                    message.contains("is itself covered by t_a_b_c (a, b, c), which stays"),
+                    "{message}"
+                );
+            }
+        }
+        // Applying every fix leaves t_a_b_c; applying them again finds nothing more to drop.
+        let mut after = primary();
+        let t = table(10, "t");
+        after.indexes = vec![index(
+            103,
+            &t,
+            "t_a_b_c",
+            vec![col(2, "a"), col(3, "b"), col(4, "c")],
+        )];
+        after.tables.push(t);
+        assert!(decided(&audit_nodes(vec![("p", after)])).is_empty());
+    }
+
+    #[test]
+    fn a_scanned_redundant_index_gives_the_sizes() {
+        let mut p = primary();
+        let t = table(10, "t");
+        let mut narrow = index(100, &t, "t_a", vec![col(2, "a")]);
+        narrow.size_bytes = Some(2 << 20);
+        let mut wide = index(101, &t, "t_a_b", vec![col(2, "a"), col(3, "b")]);
+        wide.size_bytes = Some(9 << 20);
+        p.indexes = vec![narrow, wide];
+        p.tables.push(t);
+        let report = audit_nodes(vec![("p", p)]);
+        let (_, message, _) = &decided(&report)[0];
+        assert!(
+            message.contains(
+                "its 5 scans would move to t_a_b, a wider index (9.0 MB against this one's 2.0 MB)"
+            ),
+            "{message}"
+        );
     }
 
     #[test]

@@ -287,6 +287,9 @@ mod tests {
         let mut packed = index(101, &t, "t_packed", vec![col(1, "id")]);
         packed.relpages = 280;
         packed.unique = true;
+        // Another operator class, so the two are not duplicates (a duplicate would be one
+        // finding under that stronger reason, with its bloat as another reason).
+        packed.columns[0].opclass = 3035;
         p.columns = vec![int_column(&t, 1, "id")];
         p.indexes = vec![sparse, packed];
         p.tables = vec![t];

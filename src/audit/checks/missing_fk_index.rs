@@ -15,7 +15,8 @@ pub const WARN_MIN_PAGES: i64 = 1000;
 /// An index serves the foreign key's lookups when its leading key columns are exactly the
 /// foreign key's columns, in any order, and it is not partial.
 pub fn serves(index: &Index, fk: &ForeignKey) -> bool {
-    if !index.valid || index.predicate.is_some() || fk.attnums.len() > index.key_column_count {
+    if !index.valid || index.predicate_key().is_some() || fk.attnums.len() > index.key_column_count
+    {
         return false;
     }
     let mut lead: Vec<i16> = index.key_columns()[..fk.attnums.len()]

@@ -236,6 +236,8 @@ pub mod fixture {
                 shared_stats_reset: Some(ts(60.0 * 86_400.0)),
                 frozen_xid_age: Some(1000),
                 multixact_age: Some(1),
+                // Older than the statistics: the window is the server's, and known to be.
+                created: Some(ts(365.0 * 86_400.0)),
                 ..Default::default()
             },
             ..Default::default()
@@ -291,6 +293,7 @@ pub mod fixture {
     pub fn col(attnum: i16, name: &str) -> IndexColumn {
         IndexColumn {
             definition: name.into(),
+            expression: None,
             attnum,
             opclass: 1978,
             collation: 0,
@@ -321,6 +324,7 @@ pub mod fixture {
             columns,
             key_column_count: keys,
             predicate: None,
+            predicate_tree: None,
             constraint: None,
             reloptions: vec![],
             relpages: 300,
@@ -331,6 +335,7 @@ pub mod fixture {
             tuples_fetched: Some(5),
             last_scan: None,
             definition: None,
+            unread: None,
             parent_index_oid: None,
         }
     }

@@ -18,6 +18,11 @@ use super::{age_words, bytes_words, counted, qualified};
 /// least this old, is reported as no longer used.
 pub const NOT_SCANNED_LATELY_MIN_SECONDS: f64 = 86_400.0;
 
+/// The table's inserts and non-HOT updates over the counting window: each writes an entry into
+/// every index of the table, this one included once it existed.
+pub const WRITES_EVIDENCE: &str = "table_inserts_and_non_hot_updates_in_window";
+pub const WRITES_PER_DAY_EVIDENCE: &str = "table_inserts_and_non_hot_updates_per_day";
+
 pub fn run(ctx: &Context, out: &mut Output) {
     if ctx.primary.is_none() {
         // A standby-only audit cannot see the primary's scans, so "unused" would be a guess.
@@ -142,14 +147,31 @@ fn summed_usage(ctx: &Context, leaves: &[&Index]) -> Vec<Option<Usage>> {
     summed
 }
 
-/// The foreign key whose referencing columns this index's leading columns cover (in any order):
-/// deletes and key updates on the referenced table look rows up through it.
+/// The foreign key whose referencing columns this index's leading columns cover (in any order)
+/// and no other index of the table that stays does: deletes and key updates on the referenced
+/// table look rows up through it. Where another valid index that is scanned or load-bearing (so
+/// not itself offered for dropping as unused) serves the key too, dropping this one costs those
+/// lookups nothing; two unused indexes on the key both keep the caveat, so following every fix
+/// never leaves the key without an index unawares.
 fn supported_foreign_key<'a>(ctx: &Context<'a>, index: &Index) -> Option<&'a str> {
+    let others = ctx
+        .indexes_by_table
+        .get(&index.table_oid)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
     ctx.reference
         .snapshot
         .foreign_keys
         .iter()
-        .find(|fk| fk.table_oid == index.table_oid && super::missing_fk_index::serves(index, fk))
+        .find(|fk| {
+            fk.table_oid == index.table_oid
+                && super::missing_fk_index::serves(index, fk)
+                && !others.iter().any(|o| {
+                    o.oid != index.oid
+                        && super::missing_fk_index::serves(o, fk)
+                        && (o.is_load_bearing() || ctx.total_scans(o) > 0)
+                })
+        })
         .map(|fk| fk.name.as_str())
 }
 
@@ -201,19 +223,21 @@ fn base_finding(ctx: &Context, target: &Target, severity: Severity, message: Str
         .evidence("index_size_bytes", target.size_bytes as f64)
         .evidence("nodes_not_read", ctx.nodes_not_read.len() as f64)
         .fix(fix);
-    // What the index costs: every insert and every non-HOT update writes an entry into it.
+    // What the index costs: every insert and every non-HOT update writes an entry into it. The
+    // counters are the table's since counting started, which may predate the index (nothing
+    // records when an index was created): the name says exactly that.
     if let Some(table) = ctx.primary_table(&index.schema, &index.table) {
         let s = &table.stats;
         let writes =
             s.n_tup_ins.unwrap_or(0) + s.n_tup_upd.unwrap_or(0) - s.n_tup_hot_upd.unwrap_or(0);
-        finding = finding.evidence("table_index_writes", writes.max(0) as f64);
+        finding = finding.evidence(WRITES_EVIDENCE, writes.max(0) as f64);
         // A rate over a window shorter than an hour (a restart a minute ago, a bulk load just
         // after it) would claim billions of writes a day from seconds of counting.
         if let Some(w) = ctx.primary.and_then(|p| p.window)
             && w.seconds() >= 3_600.0
         {
             finding = finding.evidence(
-                "table_index_writes_per_day",
+                WRITES_PER_DAY_EVIDENCE,
                 writes.max(0) as f64 * 86_400.0 / w.seconds(),
             );
         }
@@ -261,6 +285,14 @@ fn never_scanned(
             severity = Severity::Info;
             message.push_str("; how long the counters have been counting is unknown");
         }
+    }
+    if let Some(node) = ctx.window_upper_bound() {
+        severity = Severity::Info;
+        message.push_str(&format!(
+            "; {node}'s window is an upper bound: no statistics reset is recorded for the \
+             database and this role cannot read when it was created, so it may have counted \
+             for less"
+        ));
     }
     if ctx.standbys_not_audited > 0 {
         message.push_str(&format!(
@@ -416,7 +448,7 @@ mod tests {
         assert_eq!(f.severity, Severity::Info);
         assert!(f.message.contains("minimum statistics age"));
         assert_eq!(f.evidence_value("counting_window_seconds"), Some(3600.0));
-        assert!(f.evidence_value("table_index_writes_per_day").is_some());
+        assert!(f.evidence_value(WRITES_PER_DAY_EVIDENCE).is_some());
     }
 
     /// A write rate from seconds of counting would be extrapolated into nonsense.
@@ -431,8 +463,8 @@ mod tests {
             .find(|f| f.index.as_deref() == Some("orders_note"))
             .unwrap();
         assert_eq!(f.evidence_value("counting_window_seconds"), Some(60.0));
-        assert!(f.evidence_value("table_index_writes").is_some());
-        assert_eq!(f.evidence_value("table_index_writes_per_day"), None);
+        assert!(f.evidence_value(WRITES_EVIDENCE).is_some());
+        assert_eq!(f.evidence_value(WRITES_PER_DAY_EVIDENCE), None);
     }
 
     #[test]
@@ -459,6 +491,100 @@ mod tests {
             .unwrap();
         assert_eq!(f.severity, Severity::Info);
         assert!(f.message.contains("orders_note_fk"));
+    }
+
+    #[test]
+    fn the_foreign_key_caveat_needs_no_other_index_that_stays_to_serve_the_key() {
+        let fk = ForeignKey {
+            name: "orders_note_fk".into(),
+            table_oid: 10,
+            schema: "public".into(),
+            table: "orders".into(),
+            referenced_table_oid: 11,
+            referenced_schema: "public".into(),
+            referenced_table: "notes".into(),
+            attnums: vec![3],
+            column_names: vec!["note".into()],
+            referenced_index_oid: 0,
+            inherited: false,
+        };
+        let with_second = |scans: i64| {
+            let (mut p, _) = cluster();
+            p.standbys.clear();
+            p.foreign_keys.push(fk.clone());
+            let t = p.tables[0].clone();
+            let mut second = index(
+                103,
+                &t,
+                "orders_note_created",
+                vec![col(3, "note"), col(4, "c")],
+            );
+            second.scans = Some(scans);
+            p.indexes.push(second);
+            audit_nodes(vec![("primary", p)])
+        };
+        // Another index that is scanned serves the key: no caveat, a plain warning.
+        let report = with_second(7);
+        let f = of(&report)
+            .into_iter()
+            .find(|f| f.index.as_deref() == Some("orders_note"))
+            .unwrap();
+        assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+        assert!(!f.message.contains("foreign key"), "{}", f.message);
+        // Both unused: each keeps the caveat, so dropping both is never advised unawares.
+        let report = with_second(0);
+        for name in ["orders_note", "orders_note_created"] {
+            let f = of(&report)
+                .into_iter()
+                .find(|f| f.index.as_deref() == Some(name))
+                .unwrap();
+            assert_eq!(f.severity, Severity::Info, "{}", f.message);
+            assert!(f.message.contains("orders_note_fk"), "{}", f.message);
+        }
+    }
+
+    #[test]
+    fn the_write_evidence_is_named_for_what_it_counts() {
+        assert_eq!(
+            WRITES_EVIDENCE,
+            "table_inserts_and_non_hot_updates_in_window"
+        );
+        let (mut p, _) = cluster();
+        p.standbys.clear();
+        p.tables[0].stats.n_tup_ins = Some(500_000);
+        p.tables[0].stats.n_tup_upd = Some(30);
+        p.tables[0].stats.n_tup_hot_upd = Some(10);
+        let report = audit_nodes(vec![("primary", p)]);
+        let f = of(&report)[0];
+        assert_eq!(f.evidence_value(WRITES_EVIDENCE), Some(500_020.0));
+    }
+
+    #[test]
+    fn a_window_that_is_only_an_upper_bound_keeps_unused_indexes_informational() {
+        let (mut p, _) = cluster();
+        p.standbys.clear();
+        // 15+, no reset recorded, creation time unknown: the server-wide time is all there is.
+        p.server.version_num = 160_004;
+        p.database.stats_reset = None;
+        p.database.created = None;
+        let report = audit_nodes(vec![("primary", p.clone())]);
+        let f = of(&report)[0];
+        assert_eq!(f.severity, Severity::Info, "{}", f.message);
+        assert!(
+            f.message.contains("window is an upper bound"),
+            "{}",
+            f.message
+        );
+        // Knowing when the database was created (30 days ago, after the server-wide reset)
+        // lifts it, and starts the window.
+        p.database.created = Some(ts(30.0 * 86_400.0));
+        let report = audit_nodes(vec![("primary", p)]);
+        let f = of(&report)[0];
+        assert_eq!(f.severity, Severity::Warning, "{}", f.message);
+        assert_eq!(
+            report.nodes[0].window.map(|w| w.source),
+            Some(crate::audit::WindowSource::DatabaseCreated)
+        );
     }
 
     #[test]

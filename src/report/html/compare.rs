@@ -29,7 +29,12 @@ pub fn compare_body(report: &CompareReport) -> String {
             "estimates only: verdict on the estimated cost".to_owned()
         } else {
             format!(
-                "EXPLAIN (ANALYZE, BUFFERS), 1 cold run + {} warm run(s) per index (warm = median) · verdict on pages touched",
+                "EXPLAIN (ANALYZE, BUFFERS), 1 {} + {} warm run(s) per index (warm = median) · verdict on pages touched",
+                if report.request.cold {
+                    "cold run (the query's tables and indexes evicted from shared buffers first)"
+                } else {
+                    "first run (on the cache as it was)"
+                },
                 report.request.runs
             )
         },
@@ -98,7 +103,7 @@ pub fn compare_body(report: &CompareReport) -> String {
             "<p class=\"meta\">judged against {}</p>",
             escape(&report.baseline_label(judged))
         );
-        figures_table(&mut html, judged.cold, judged.warm);
+        figures_table(&mut html, judged.cold, judged.warm, report.request.cold);
         // Each candidate's anchors are its own.
         comparison_body(
             &mut html,
@@ -217,11 +222,18 @@ type FigureRow = (
     &'static str,
 );
 
-fn figures_table(html: &mut String, cold: (Figures, Figures), warm: (Figures, Figures)) {
+/// `evicted`: the first run was truly cold (`--cold`); otherwise it is the first run.
+fn figures_table(
+    html: &mut String,
+    cold: (Figures, Figures),
+    warm: (Figures, Figures),
+    evicted: bool,
+) {
     html.push_str(
         "<table class=\"figures\"><thead><tr><th></th><th></th><th class=\"num\">before</th><th class=\"num\">after</th><th class=\"num\">change</th></tr></thead><tbody>\n",
     );
-    for (run, (b, a)) in [("cold", cold), ("warm", warm)] {
+    let first = if evicted { "cold" } else { "first" };
+    for (run, (b, a)) in [(first, cold), ("warm", warm)] {
         let rows: [FigureRow; 4] = [
             (
                 "execution",
