@@ -18,7 +18,7 @@ use pgplan::plan::{Analysis, diff, parse_plan};
 #[allow(dead_code)] // the whole-command benchmark uses the long-condition plan
 mod synthetic;
 
-use synthetic::plan_pair;
+use synthetic::{plan_pair, text_plan};
 
 const SIZES: [usize; 3] = [1_000, 10_000, 100_000];
 
@@ -53,6 +53,36 @@ fn benches(c: &mut Criterion) {
         );
     }
 
+    // The TEXT form of each "before" plan reads as the same tree with the same figures.
+    let texts: Vec<(usize, String)> = pairs.iter().map(|(n, _, _)| (*n, text_plan(*n))).collect();
+    for ((n, before, _), (_, text)) in pairs.iter().zip(&texts) {
+        let json = parse_plan(before).unwrap();
+        let from_text = parse_plan(text).expect("the text plan reads");
+        assert_eq!(json.nodes.len(), from_text.nodes.len(), "{n} nodes");
+        for (j, t) in json.nodes.iter().zip(&from_text.nodes) {
+            assert_eq!(
+                (
+                    j.parent,
+                    &j.node_type,
+                    j.plan_rows,
+                    j.actual.map(|a| a.rows)
+                ),
+                (
+                    t.parent,
+                    &t.node_type,
+                    t.plan_rows,
+                    t.actual.map(|a| a.rows)
+                )
+            );
+            assert_eq!(j.buffers, t.buffers);
+        }
+        eprintln!(
+            "{n} nodes: TEXT {:.1} MB (JSON {:.1} MB)",
+            text.len() as f64 / 1e6,
+            before.len() as f64 / 1e6
+        );
+    }
+
     let configure = |group: &mut criterion::BenchmarkGroup<'_, _>, n: usize| {
         // The 100k plans take a large fraction of a second per read: ten samples are plenty.
         if n >= 100_000 {
@@ -82,6 +112,17 @@ fn benches(c: &mut Criterion) {
         group.throughput(Throughput::Bytes(before.len() as u64));
         group.bench_with_input(BenchmarkId::from_parameter(n), before, |b, json| {
             b.iter(|| parse_plan(black_box(json)).unwrap())
+        });
+    }
+    group.finish();
+
+    // Reading the same plan from TEXT: the goal is at most 2× reading its JSON ("parse").
+    let mut group = c.benchmark_group("parse_text");
+    for (n, text) in &texts {
+        configure(&mut group, *n);
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_with_input(BenchmarkId::from_parameter(n), text, |b, text| {
+            b.iter(|| parse_plan(black_box(text)).unwrap())
         });
     }
     group.finish();

@@ -14,7 +14,8 @@
 //! length.
 //!
 //! `cargo bench --bench plan_command`; `PGPLAN_BENCH_SIZES=1000,10000` and
-//! `PGPLAN_BENCH_ROUNDS=3` narrow it.
+//! `PGPLAN_BENCH_ROUNDS=3` narrow it; `PGPLAN_BENCH_WRITE_PLANS=DIR` writes the plans there and
+//! stops, to profile a command by hand.
 
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -28,6 +29,10 @@ const PGPLAN: &str = env!("CARGO_BIN_EXE_pgplan");
 
 /// Set to make this binary the floor process instead of the benchmark.
 const FLOOR: &str = "PGPLAN_BENCH_VALUE_FLOOR";
+
+/// Lengths of the long Filter, in characters: around the 65,535 where a table crate's 16-bit
+/// widths gave out.
+const LONG_CONDITIONS: [usize; 5] = [16_000, 64_000, 70_000, 128_000, 256_000];
 
 /// Where a command's report goes.
 #[derive(Clone, Copy, PartialEq)]
@@ -49,6 +54,8 @@ impl Sink {
 #[derive(Clone, Copy)]
 struct Run {
     seconds: f64,
+    /// User plus system CPU time: on a shared machine, wall time also counts waiting for a core.
+    cpu_seconds: f64,
     peak_bytes: u64,
     output_bytes: u64,
 }
@@ -74,6 +81,20 @@ fn main() {
         .ok()
         .map(|r| r.parse().expect("a number of rounds"))
         .unwrap_or(5);
+    // To profile one command by hand: write the plans and stop.
+    if let Some(dir) = std::env::var_os("PGPLAN_BENCH_WRITE_PLANS") {
+        let dir = PathBuf::from(dir);
+        for &n in &sizes {
+            let (before, after) = synthetic::plan_pair(n);
+            std::fs::write(dir.join(format!("before-{n}.json")), before).unwrap();
+            std::fs::write(dir.join(format!("after-{n}.json")), after).unwrap();
+        }
+        for chars in LONG_CONDITIONS {
+            let plan = synthetic::long_condition_plan(chars);
+            std::fs::write(dir.join(format!("long-{chars}.json")), plan).unwrap();
+        }
+        return;
+    }
     let explainsql = explainsql();
     let dir = tempfile::tempdir().expect("a temporary directory");
     eprintln!(
@@ -152,13 +173,19 @@ fn main() {
         for (case, (pgplan, floor, esql)) in cases.iter().zip(&results) {
             let p = median(pgplan.iter().map(|r| r.seconds));
             let f = median(floor.iter().map(|r| r.seconds));
+            let p_cpu = median(pgplan.iter().map(|r| r.cpu_seconds));
+            let f_cpu = median(floor.iter().map(|r| r.cpu_seconds));
             let peak = median(pgplan.iter().map(|r| r.peak_bytes as f64));
             let report = pgplan[0].output_bytes as f64;
             let (esql_s, esql_ratio) = if esql.is_empty() {
                 ("—".to_owned(), "—".to_owned())
             } else {
                 let e = median(esql.iter().map(|r| r.seconds));
-                (seconds(e), format!("**{:.1}×**", e / p))
+                let e_cpu = median(esql.iter().map(|r| r.cpu_seconds));
+                (
+                    format!("{} ({} CPU)", seconds(e), seconds(e_cpu)),
+                    format!("**{:.1}×** ({:.1}× CPU)", e / p, e_cpu / p_cpu),
+                )
             };
             if case.command.starts_with("explain") {
                 explain_s.insert((case.command.replace("explain", ""), case.sink.name()), p);
@@ -173,12 +200,15 @@ fn main() {
                 );
             }
             println!(
-                "| {n} | {input_mb:.1} MB | `{}` | {} | {} | {} | **{:.2}×** | {esql_s} | {esql_ratio} | {:.0} MB | {:.1} MB |",
+                "| {n} | {input_mb:.1} MB | `{}` | {} | {} ({} CPU) | {} ({} CPU) | **{:.2}×** ({:.2}× CPU) | {esql_s} | {esql_ratio} | {:.0} MB | {:.1} MB |",
                 case.command,
                 case.sink.name(),
                 seconds(f),
+                seconds(f_cpu),
                 seconds(p),
+                seconds(p_cpu),
                 p / f,
+                p_cpu / f_cpu,
                 peak / 1e6,
                 report / 1e6,
             );
@@ -190,7 +220,7 @@ fn main() {
     println!();
     println!("| Filter length | explain text to a file | per 1,000 characters | ExplainSQL |");
     println!("|---:|---:|---:|---:|");
-    for chars in [16_000, 64_000, 70_000, 128_000, 256_000] {
+    for chars in LONG_CONDITIONS {
         let path = dir.path().join(format!("long-{chars}.json"));
         std::fs::write(&path, synthetic::long_condition_plan(chars)).unwrap();
         let p = path.to_str().unwrap();
@@ -280,8 +310,10 @@ fn run(program: &Path, args: &[String], env: &[(&str, &str)], sink: Sink, file: 
         "{} {args:?} wrote nothing",
         program.display()
     );
+    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Run {
         seconds,
+        cpu_seconds: cpu(usage.ru_utime) + cpu(usage.ru_stime),
         // ru_maxrss is in kilobytes on Linux.
         peak_bytes: usage.ru_maxrss as u64 * 1024,
         output_bytes,

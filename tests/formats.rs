@@ -597,3 +597,30 @@ fn auto_explain_text_logs_hold_several_plans() {
         );
     }
 }
+
+/// A session pasted with psql's prompt before the statement, and two results in one paste: the
+/// first plan is read unless another is chosen, and the count says there are two.
+#[test]
+fn a_pasted_session_with_prompts_and_two_results() {
+    let dir = formats_dir();
+    let session = read(&dir.join("psql_styles.pg17.psql-session.txt"));
+    let prompted = session.replacen("EXPLAIN (VERBOSE)", "fixtures=# EXPLAIN (VERBOSE)", 1);
+    let json = plan_of(&dir.join("psql_styles.pg17.json"));
+    let read_one = read_plan(&prompted, None).unwrap();
+    assert_eq!((read_one.format, read_one.count), (PlanFormat::Text, 1));
+    assert!(differences(&json, &[], &read_one.plan, PlanFormat::Text, 17).is_empty());
+
+    let two = format!(
+        "fixtures=# \\timing on\nTiming is on.\nfixtures=# EXPLAIN (VERBOSE) SELECT …;\n{}Time: 1.234 ms\nfixtures=# EXPLAIN (VERBOSE, FORMAT JSON) SELECT …;\n{}",
+        read(&dir.join("psql_styles.pg17.psql-aligned.txt")),
+        read(&dir.join("psql_styles.pg17.psql-aligned-json.txt"))
+    );
+    let first = read_plan(&two, None).unwrap();
+    assert_eq!(
+        (first.format, first.number, first.count),
+        (PlanFormat::Text, 1, 2)
+    );
+    let second = read_plan(&two, Some(2)).unwrap();
+    assert_eq!((second.format, second.number), (PlanFormat::Json, 2));
+    assert!(differences(&json, &[], &second.plan, PlanFormat::Json, 17).is_empty());
+}

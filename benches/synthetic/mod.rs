@@ -800,6 +800,275 @@ pub fn plan_pair(nodes: usize) -> (String, String) {
     (render(&before, relations), render(&after, relations))
 }
 
+/// The same plan as EXPLAIN (ANALYZE, BUFFERS, VERBOSE) prints it in the TEXT format
+/// (PostgreSQL 18's layout), for the TEXT reader's benchmark.
+fn render_text(root: &Spec, relations: usize) -> String {
+    let mut out = String::with_capacity(root.count() * 700);
+    text_node(&mut out, root, 0, true, relations);
+    out.push_str("Planning:\n  Buffers: shared hit=120 read=3\n  I/O Timings: shared read=0.012\n");
+    out.push_str("Planning Time: 1.234 ms\n");
+    writeln!(out, "Execution Time: {:.3} ms", root.total_ms + 0.5).expect("writing to a String");
+    out
+}
+
+fn text_buffers(out: &mut String, pad: &str, hit: f64, read: f64, temp: f64) {
+    let mut parts = Vec::new();
+    let mut shared = Vec::new();
+    if hit > 0.0 {
+        shared.push(format!("hit={hit}"));
+    }
+    if read > 0.0 {
+        shared.push(format!("read={read}"));
+    }
+    if !shared.is_empty() {
+        parts.push(format!("shared {}", shared.join(" ")));
+    }
+    if temp > 0.0 {
+        parts.push(format!(
+            "temp read={} written={}",
+            (temp / 2.0).floor(),
+            (temp / 2.0).ceil()
+        ));
+    }
+    if !parts.is_empty() {
+        writeln!(out, "{pad}Buffers: {}", parts.join(", ")).expect("writing to a String");
+    }
+    let mut io = Vec::new();
+    if read > 0.0 {
+        io.push(format!("shared read={:.3}", read * 0.004));
+    }
+    if temp > 0.0 {
+        io.push(format!(
+            "temp read={:.3} write={:.3}",
+            temp * 0.002,
+            temp * 0.003
+        ));
+    }
+    if !io.is_empty() {
+        writeln!(out, "{pad}I/O Timings: {}", io.join(", ")).expect("writing to a String");
+    }
+}
+
+fn text_node(out: &mut String, spec: &Spec, col: usize, root: bool, relations: usize) {
+    let mut g = Lcg(spec.seed ^ 0x9e37_79b9);
+    let rel_no = spec.rel % relations;
+    let rel = table(rel_no);
+    let alias = alias(rel_no, spec.alias);
+    let column = COLUMNS[rel_no % COLUMNS.len()];
+    let index = format!(
+        "{rel}_{}_idx",
+        COLUMNS[(rel_no + spec.index) % COLUMNS.len()]
+    );
+    let join_type = ["Inner", "Inner", "Inner", "Left", "Semi", "Anti"][spec.variant % 6];
+    // Properties sit two columns in from the node's name; a child's name follows its `->  `.
+    let pad = if root {
+        " ".repeat(col + 2)
+    } else {
+        out.push_str(&" ".repeat(col));
+        out.push_str("->  ");
+        " ".repeat(col + 6)
+    };
+    if spec.parallel && spec.kind.reads_relation() {
+        out.push_str("Parallel ");
+    }
+    let target = format!("{}.{rel} {alias}", schema(rel_no));
+    match spec.kind {
+        Kind::Aggregate => {
+            out.push_str(["HashAggregate", "GroupAggregate", "Aggregate"][spec.variant % 3])
+        }
+        Kind::HashJoin | Kind::MergeJoin | Kind::NestedLoop => {
+            let base = match spec.kind {
+                Kind::HashJoin => "Hash",
+                Kind::MergeJoin => "Merge",
+                _ => "Nested Loop",
+            };
+            out.push_str(base);
+            if join_type != "Inner" {
+                write!(out, " {join_type} Join").expect("writing to a String");
+            } else if spec.kind != Kind::NestedLoop {
+                out.push_str(" Join");
+            }
+        }
+        Kind::IndexScan | Kind::IndexOnlyScan => {
+            write!(out, "{} using {index} on {target}", spec.kind.name())
+                .expect("writing to a String")
+        }
+        Kind::BitmapIndexScan => {
+            write!(out, "Bitmap Index Scan on {index}").expect("writing to a String")
+        }
+        Kind::SeqScan | Kind::BitmapHeapScan => {
+            write!(out, "{} on {target}", spec.kind.name()).expect("writing to a String")
+        }
+        other => out.push_str(other.name()),
+    }
+    let startup_cost = g.unit() * 100.0;
+    writeln!(
+        out,
+        "  (cost={startup_cost:.2}..{:.2} rows={} width={}) (actual time={:.3}..{:.3} rows={:.2} loops={})",
+        startup_cost + spec.plan_rows * 0.01,
+        spec.plan_rows,
+        4 + g.below(120),
+        spec.total_ms * 0.1,
+        spec.total_ms,
+        spec.rows,
+        spec.loops
+    )
+    .expect("writing to a String");
+    if spec.kind != Kind::BitmapIndexScan && spec.kind != Kind::Append {
+        let outputs: Vec<String> = COLUMNS[..1 + spec.variant % 5]
+            .iter()
+            .map(|c| format!("{alias}.{c}"))
+            .collect();
+        writeln!(out, "{pad}Output: {}", outputs.join(", ")).expect("writing to a String");
+    }
+    let w = |out: &mut String, line: String| {
+        out.push_str(&pad);
+        out.push_str(&line);
+        out.push('\n');
+    };
+    match spec.kind {
+        Kind::SeqScan => {
+            if spec.variant.is_multiple_of(2) {
+                w(out, format!("Filter: ({alias}.{column} = 'shipped'::text)"));
+                let removed = (spec.rows * 9.0).round();
+                if removed > 0.0 {
+                    w(out, format!("Rows Removed by Filter: {removed}"));
+                }
+            }
+        }
+        Kind::IndexScan | Kind::IndexOnlyScan => {
+            w(out, format!("Index Cond: ({alias}.{column} = $1)"));
+            if spec.kind == Kind::IndexOnlyScan {
+                w(
+                    out,
+                    format!("Heap Fetches: {}", g.below(3) * g.below(5_000)),
+                );
+            }
+            w(out, format!("Index Searches: {}", spec.loops));
+        }
+        Kind::BitmapHeapScan => {
+            w(out, format!("Recheck Cond: ({alias}.{column} < 1000)"));
+            let exact = g.below(5_000);
+            let lossy = if g.below(8) == 0 { g.below(900) } else { 0 };
+            w(out, format!("Heap Blocks: exact={exact} lossy={lossy}"));
+        }
+        Kind::BitmapIndexScan => {
+            w(out, format!("Index Cond: ({column} < 1000)"));
+            w(out, "Index Searches: 1".into());
+        }
+        Kind::HashJoin | Kind::NestedLoop | Kind::MergeJoin => {
+            if spec.variant.is_multiple_of(2) {
+                w(out, "Inner Unique: true".into());
+            }
+            let cond = format!("({alias}.{column} = x{}.{column})", spec.alias);
+            match spec.kind {
+                Kind::HashJoin => w(out, format!("Hash Cond: {cond}")),
+                Kind::MergeJoin => w(out, format!("Merge Cond: {cond}")),
+                _ => {
+                    if spec.variant % 4 == 1 {
+                        w(out, format!("Join Filter: {cond}"));
+                        w(
+                            out,
+                            format!("Rows Removed by Join Filter: {}", spec.rows * 3.0),
+                        );
+                    }
+                }
+            }
+        }
+        Kind::Hash => {
+            let batches = if spec.temp > 0.0 { 8 } else { 1 };
+            w(
+                out,
+                format!(
+                    "Buckets: {} (originally 1024)  Batches: {batches}  Memory Usage: {}kB",
+                    1024 << g.below(6),
+                    1 + g.below(4_000)
+                ),
+            );
+        }
+        Kind::Aggregate => {
+            w(out, format!("Group Key: {alias}.{column}"));
+            if spec.variant.is_multiple_of(3) {
+                w(
+                    out,
+                    format!("Batches: 1  Memory Usage: {}kB", 1 + g.below(4_000)),
+                );
+            }
+        }
+        Kind::Sort => {
+            w(out, format!("Sort Key: {alias}.{column} DESC, {alias}.id"));
+            if spec.temp > 0.0 {
+                w(
+                    out,
+                    format!("Sort Method: external merge  Disk: {}kB", spec.temp * 8.0),
+                );
+            } else {
+                w(
+                    out,
+                    format!("Sort Method: quicksort  Memory: {}kB", 25 + g.below(4_000)),
+                );
+            }
+        }
+        Kind::Gather => {
+            w(out, "Workers Planned: 2".into());
+            w(
+                out,
+                format!("Workers Launched: {}", 2 - (g.below(10) == 0) as u32),
+            );
+        }
+        Kind::Memoize => {
+            w(out, format!("Cache Key: {alias}.{column}"));
+            w(out, "Cache Mode: logical".into());
+            w(
+                out,
+                format!(
+                    "Hits: {}  Misses: {}  Evictions: 0  Overflows: 0  Memory Usage: {}kB",
+                    g.below(10_000),
+                    g.below(1_000),
+                    1 + g.below(400)
+                ),
+            );
+        }
+        Kind::Append | Kind::Limit => {}
+    }
+    text_buffers(out, &pad, spec.shared_hit, spec.shared_read, spec.temp);
+    if spec.parallel && spec.kind.reads_relation() {
+        for worker in 0..2 {
+            w(
+                out,
+                format!(
+                    "Worker {worker}:  actual time={:.3}..{:.3} rows={:.2} loops=1",
+                    spec.total_ms * 0.1,
+                    spec.total_ms,
+                    spec.rows
+                ),
+            );
+            let third = |v: f64| (v / 3.0).round();
+            text_buffers(
+                out,
+                &format!("{pad}  "),
+                third(spec.shared_hit),
+                third(spec.shared_read),
+                0.0,
+            );
+        }
+    }
+    for child in &spec.children {
+        text_node(out, child, pad.len(), false, relations);
+    }
+}
+
+/// The "before" plan of `plan_pair(nodes)` in the TEXT format.
+pub fn text_plan(nodes: usize) -> String {
+    let mut g = Lcg(nodes as u64);
+    let body = build(&mut g, nodes - 3, 3, false);
+    let aggregate = Spec::new(Kind::Aggregate, &mut g, vec![body]);
+    let sort = Spec::new(Kind::Sort, &mut g, vec![aggregate]);
+    let mut before = Spec::new(Kind::Limit, &mut g, vec![sort]);
+    before.measure(1.0);
+    render_text(&before, relation_pool(nodes))
+}
+
 /// A plan of one sequential scan whose `Filter` is about `chars` characters long: a long `OR`
 /// list as PostgreSQL prints one (`((t.id = 1000000) OR (t.id = 1000007) OR ...)`), to time
 /// rendering a very wide cell.

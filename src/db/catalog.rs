@@ -170,9 +170,10 @@ pub async fn read_snapshot(
     ];
     let setting_names: Vec<String> = SETTING_NAMES.iter().map(|s| s.to_string()).collect();
 
-    // Catalog reads gain nothing from parallel workers: each one is a backend started per
-    // statement, whose start-up costs the server more CPU than the scan it shares (measured on
-    // 10,000 tables; see the audit_scale benchmark). Transaction-local, like every setting.
+    // No parallel workers for the catalog reads: each worker is a process started per
+    // statement, whose start-up and extra CPU a cron job's few catalog scans rarely repay in
+    // wall time (the audit_scale benchmark runs the largest statements both ways).
+    // Transaction-local, like every setting.
     let no_parallel = async {
         client
             .batch_execute("SET LOCAL max_parallel_workers_per_gather = 0")

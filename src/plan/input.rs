@@ -124,6 +124,13 @@ fn candidates(text: &str) -> Vec<Candidate<'_>> {
     if let Some(body) = csv_body(text) {
         return body_candidate(Cow::Owned(body)).into_iter().collect();
     }
+    if let Some(body) = quoted_lines(text)
+        && let Some(start) = plan_start(&body)
+    {
+        return body_candidate(Cow::Owned(body[start..].to_owned()))
+            .into_iter()
+            .collect();
+    }
     if let Some(start) = plan_start(text) {
         return body_candidate(Cow::Borrowed(&text[start..]))
             .into_iter()
@@ -312,7 +319,8 @@ fn psql_tables(text: &str) -> Vec<String> {
                 }
                 end += 1;
             }
-            tables.push(table_values(&lines[start..end], framed));
+            let rule_width = lines[i + 1].trim_end().chars().count();
+            tables.push(table_values(&lines[start..end], framed, rule_width));
             i = end;
             continue;
         }
@@ -324,7 +332,7 @@ fn psql_tables(text: &str) -> Vec<String> {
 /// Undoes the cell layout: the frame's bars (border 2), the one-space margin (border 1), `+` and
 /// `↵` at the end of a value that continues on the next line, and the `.`/`…` marks of a line
 /// wrapped at the terminal's width (`\pset format wrapped`), which join without a line break.
-fn table_values(rows: &[&str], framed: bool) -> String {
+fn table_values(rows: &[&str], framed: bool, rule_width: usize) -> String {
     // Border 1 leaves a margin of one space (or a wrap mark) before every value; border 0 none:
     // a plan's root line then starts in the first column.
     let margin = framed
@@ -333,6 +341,9 @@ fn table_values(rows: &[&str], framed: bool) -> String {
             .all(|r| r.is_empty() || r.starts_with([' ', '.', '…']));
     let mut out = String::with_capacity(rows.iter().map(|r| r.len() + 1).sum());
     let mut pending_wrap = false;
+    // With a margin, the right margin's column holds the marks: a line that reaches it ends
+    // in one (`content+` on the widest line, with no space before the mark).
+    let mark_column = rule_width.saturating_sub(if framed { 3 } else { 1 });
     for row in rows {
         let mut cell: &str = row;
         if framed {
@@ -361,12 +372,16 @@ fn table_values(rows: &[&str], framed: bool) -> String {
                 out.pop();
             }
         }
+        let at_margin = margin && cell.chars().count() == mark_column;
         let content = cell.trim_end();
         let (content, continued) = match content.strip_suffix('↵') {
             Some(rest) => (rest.trim_end(), true),
             None => match content.strip_suffix(" +") {
                 Some(rest) => (rest.trim_end(), true),
-                None => (content, false),
+                None => match content.strip_suffix('+') {
+                    Some(rest) if at_margin => (rest, true),
+                    _ => (content, false),
+                },
             },
         };
         out.push_str(content);
@@ -393,6 +408,11 @@ fn expanded_records(lines: &[&str], i: &mut usize) -> Option<String> {
         if line.trim().is_empty() {
             break;
         }
+        // `\pset border 2`: a bar at each end of the record's lines.
+        let line = match line.trim_end().strip_prefix(BARS) {
+            Some(inner) => inner.strip_suffix(BARS).unwrap_or(inner),
+            None => line,
+        };
         let Some(at) = find_bar(line) else {
             break;
         };
@@ -482,16 +502,49 @@ fn plan_start(text: &str) -> Option<usize> {
     for line in text.split_inclusive('\n') {
         let t = line.trim_end();
         let content = t.trim_start();
-        if bare_format(content).is_some()
-            && (content.starts_with(['[', '{', '<', '-']) || t.len() == content.len())
-        {
-            // A JSON or XML document or the YAML list may be indented; a TEXT plan's root line
-            // starts its line.
-            return Some(at + (line.len() - line.trim_start().len()));
+        if bare_format(content).is_some() {
+            // The root may be indented: a psql table copied without its header keeps the
+            // one-space margin; the TEXT reader measures indentation from the root.
+            let indent = line.len() - line.trim_start().len();
+            let start = if content.starts_with(['[', '{', '<', '-']) {
+                at + indent
+            } else {
+                at
+            };
+            return Some(start);
         }
         at += line.len();
     }
     None
+}
+
+/// A plan copied out of a GUI client or a spreadsheet, each line in double (or single) quotes:
+/// the quotes removed, doubled quotes undone.
+fn quoted_lines(text: &str) -> Option<String> {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let quote = lines
+        .first()?
+        .chars()
+        .next()
+        .filter(|c| matches!(c, '"' | '\''))?;
+    let all_quoted = lines
+        .iter()
+        .all(|l| l.len() >= 2 && l.starts_with(quote) && l.ends_with(quote));
+    if !all_quoted {
+        return None;
+    }
+    let doubled: String = [quote, quote].iter().collect();
+    let single = quote.to_string();
+    let mut out = String::with_capacity(text.len());
+    for line in lines {
+        out.push_str(&line[1..line.len() - 1].replace(&doubled, &single));
+        out.push('\n');
+    }
+    Some(out)
 }
 
 /// What input that holds no plan looks like, for the error.
@@ -569,7 +622,7 @@ mod tests {
             ".ed_at",
         ];
         assert_eq!(
-            table_values(&rows, false),
+            table_values(&rows, false, 40),
             "Sort  (cost=1.00..2.00 rows=1 width=4)\n  Output: o.id, o.created_at\n"
         );
     }

@@ -219,8 +219,21 @@ fn bad(line: usize, detail: impl Into<String>) -> PlanError {
     PlanError::BadLine {
         format: "TEXT",
         line,
-        detail: detail.into(),
+        detail: one_line(&detail.into()),
     }
+}
+
+/// An error's detail on one line: the input it quotes may hold any character.
+pub(super) fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_debug().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 fn leading_spaces(line: &str) -> usize {
@@ -1627,6 +1640,14 @@ fn kilobytes(value: &str) -> &str {
 /// A line of `Key: value` pairs two spaces apart: sort, hash, hash aggregate, memoize, storage
 /// and planner memory details.
 fn pairs(map: &mut Map<String, Value>, content: &str, line: usize) -> Result<(), PlanError> {
+    // Before 13, `Sort Method:  quicksort` had two spaces after the colon.
+    let normalized;
+    let content = if content.contains(":  ") {
+        normalized = content.replace(":  ", ": ");
+        normalized.as_str()
+    } else {
+        content
+    };
     let mut first_key = None;
     for part in content.split("  ").filter(|p| !p.is_empty()) {
         let Some((key, value)) = part.split_once(": ") else {
@@ -1758,15 +1779,17 @@ fn settings(value: &str) -> Map<String, Value> {
                 end = Some((at, ""));
                 break;
             }
-            if let Some(next) = tail.strip_prefix(", ")
-                && next.split_once(" = '").is_some_and(|(n, _)| {
-                    !n.is_empty()
-                        && n.bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.')
-                })
-            {
-                end = Some((at, next));
-                break;
+            // Only the next name's own characters are looked at, so that a value full of
+            // quotes and commas stays linear to read.
+            if let Some(next) = tail.strip_prefix(", ") {
+                let name_len = next
+                    .bytes()
+                    .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.')
+                    .count();
+                if name_len > 0 && next[name_len..].starts_with(" = '") {
+                    end = Some((at, next));
+                    break;
+                }
             }
             search = at + 1;
         }
@@ -1917,6 +1940,88 @@ mod tests {
         assert_eq!(root.buffers.unwrap().shared_hit_blocks, 3.0);
         assert_eq!(root.buffers.unwrap().temp_read_blocks, 0.0);
         assert_eq!(plan.execution_ms, Some(0.2));
+    }
+
+    #[test]
+    fn jit_in_workers_and_in_the_summary() {
+        // The layout explain.c gives a worker's JIT block (PostgreSQL 13+, VERBOSE): inside the
+        // worker's lines, with the worker's buffers after it.
+        let text = "\
+Gather  (cost=1000.00..2000.00 rows=10 width=4) (actual time=10.000..20.000 rows=10 loops=1)
+  Workers Planned: 1
+  Workers Launched: 1
+  Buffers: shared hit=10
+  ->  Parallel Seq Scan on public.t  (cost=0.00..900.00 rows=5 width=4) (actual time=5.000..9.000 rows=5 loops=2)
+        Output: a
+        Buffers: shared hit=10
+        Worker 0:  actual time=4.000..8.000 rows=4 loops=1
+          JIT:
+            Functions: 3
+            Options: Inlining false, Optimization false, Expressions true, Deforming true
+            Timing: Generation 0.300 ms (Deform 0.100 ms), Inlining 0.000 ms, Optimization 0.200 ms, Emission 2.000 ms, Total 2.500 ms
+          Buffers: shared hit=4
+Planning Time: 0.100 ms
+JIT:
+  Functions: 6
+  Options: Inlining false, Optimization false, Expressions true, Deforming true
+  Timing: Generation 0.600 ms, Inlining 0.000 ms, Optimization 0.400 ms, Emission 4.000 ms, Total 5.000 ms
+Execution Time: 21.000 ms
+";
+        let plan = parse_text(text).unwrap();
+        let scan = &plan.nodes[1];
+        let worker = &scan.extra["Workers"][0];
+        assert_eq!(worker["Worker Number"], 0);
+        assert_eq!(worker["JIT"]["Functions"], 3);
+        assert_eq!(worker["JIT"]["Options"]["Deforming"], true);
+        assert_eq!(worker["JIT"]["Timing"]["Generation"]["Deform"], 0.1);
+        assert_eq!(worker["Shared Hit Blocks"], 4);
+        assert_eq!(plan.extra["JIT"]["Functions"], 6);
+        assert_eq!(plan.extra["JIT"]["Timing"]["Total"], 5.0);
+        assert_eq!(plan.execution_ms, Some(21.0));
+    }
+
+    #[test]
+    fn subplans_ctes_and_relationships() {
+        let text = "\
+Nested Loop Left Join  (cost=1.00..9.00 rows=1 width=4)
+  Join Filter: (a.x = b.x)
+  InitPlan 1 (returns $0)
+    ->  Result  (cost=0.00..0.01 rows=1 width=4)
+  ->  Seq Scan on a  (cost=0.00..1.00 rows=1 width=4)
+        Filter: (y = $0)
+  ->  Append  (cost=0.00..2.00 rows=2 width=4)
+        ->  Seq Scan on b1 b_1  (cost=0.00..1.00 rows=1 width=4)
+        ->  Seq Scan on b2 b_2  (cost=0.00..1.00 rows=1 width=4)
+  SubPlan 2
+    ->  Result  (cost=0.00..0.01 rows=1 width=4)
+";
+        let plan = parse_text(text).unwrap();
+        let kinds: Vec<(&str, Option<&str>, Option<&str>)> = plan
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.node_type.as_str(),
+                    n.parent_relationship.as_deref(),
+                    n.subplan_name.as_deref(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                ("Nested Loop", None, None),
+                ("Result", Some("InitPlan"), Some("InitPlan 1 (returns $0)")),
+                ("Seq Scan", Some("Outer"), None),
+                ("Append", Some("Inner"), None),
+                ("Seq Scan", Some("Member"), None),
+                ("Seq Scan", Some("Member"), None),
+                ("Result", Some("SubPlan"), Some("SubPlan 2")),
+            ]
+        );
+        assert_eq!(plan.nodes[0].join_type.as_deref(), Some("Left"));
+        assert_eq!(plan.nodes[4].alias.as_deref(), Some("b_1"));
+        assert_eq!(plan.nodes[4].relation_name.as_deref(), Some("b1"));
     }
 
     #[test]

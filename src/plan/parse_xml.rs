@@ -43,7 +43,7 @@ fn bad(line: usize, detail: impl Into<String>) -> PlanError {
     PlanError::BadLine {
         format: "XML",
         line,
-        detail: detail.into(),
+        detail: super::parse_text::one_line(&detail.into()),
     }
 }
 

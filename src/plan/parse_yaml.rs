@@ -56,7 +56,7 @@ fn bad(line: usize, detail: impl Into<String>) -> PlanError {
     PlanError::BadLine {
         format: "YAML",
         line,
-        detail: detail.into(),
+        detail: super::parse_text::one_line(&detail.into()),
     }
 }
 

@@ -15,7 +15,7 @@ use super::format::{bytes, change, count, ms, printable};
 use super::text::{
     Figure, Grid, Tone, cell, new_table, write_changes, write_findings, write_table, write_tree,
 };
-use super::wire::{DiffDoc, FindingDoc, PairDoc, PlanDoc};
+use super::wire::{DiffDoc, FindingDoc, PairDoc, PlanDoc, count_opt};
 use super::{Paint, TextOptions, markdown};
 
 /// `pgplan compare --format json`.
@@ -64,9 +64,13 @@ pub struct QueryDoc {
 pub struct FiguresDoc {
     pub execution_ms: Option<f64>,
     pub planning_ms: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub shared_hit_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub shared_read_blocks: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub pages_touched: Option<f64>,
+    #[serde(serialize_with = "count_opt")]
     pub temp_blocks: Option<f64>,
     pub total_cost: Option<f64>,
 }
@@ -171,6 +175,7 @@ pub struct CandidateDoc {
     pub verdict: Option<&'static str>,
     /// 1 for the best; null when the candidate failed.
     pub rank: Option<usize>,
+    #[serde(serialize_with = "count_opt")]
     pub index_size_bytes: Option<f64>,
     /// CREATE INDEX (or DROP INDEX) wall time; null for hypothetical indexes.
     pub build_ms: Option<f64>,

@@ -28,7 +28,8 @@ fn count<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
     }
 }
 
-fn count_opt<S: Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+/// [`count`] of a figure that may be missing (null).
+pub fn count_opt<S: Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
     match value {
         Some(v) => count(v, s),
         None => s.serialize_none(),
