@@ -600,10 +600,11 @@ pub fn write_text(
         for q in j.queries.iter().filter(|q| q.judgement.regression) {
             writeln!(
                 out,
-                "  {} {} is worse with this index: {}",
+                "  {} {} is worse with this index: pages {}, time {}",
                 paint.bad("Regression:"),
                 q.figures.id,
-                query_pages(q)
+                query_pages(q),
+                query_time(q)
             )?;
         }
         writeln!(out)?;

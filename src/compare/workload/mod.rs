@@ -234,7 +234,8 @@ pub fn judge(
                     .find(|(t, _)| t == &activity.table)
                     .and_then(|(_, p)| *p);
                 let entry_cost = match (probe_before, run.write_probe) {
-                    (Some(b), Some(a)) => EntryCost {
+                    // An entry always writes WAL: no difference means the probe measured noise.
+                    (Some(b), Some(a)) if a.wal_bytes > b.wal_bytes => EntryCost {
                         pages_written: (a.pages_written - b.pages_written).max(0.0),
                         wal_bytes: (a.wal_bytes - b.wal_bytes).max(0.0),
                         estimated: false,

@@ -82,7 +82,10 @@ pub fn judge_workload(
             } else {
                 (q.cost_before, q.cost_after)
             };
-            let slower = q.measured && !q.time_within_noise && grows(q.ms_before, q.ms_after);
+            // A plan that does not use the index is the baseline's plan: a time difference
+            // there is the machine's, never the index's.
+            let slower =
+                q.measured && q.used && !q.time_within_noise && grows(q.ms_before, q.ms_after);
             QueryJudgement {
                 id: q.id.clone(),
                 verdict: verdict(q.used, before, after, min_gain_percent),
@@ -212,6 +215,13 @@ mod tests {
         assert!(v.net_pages_saved_per_day < 0.0);
         let unused = judge_workload(&[q("x", 1.0, false, 5.0, 5.0)], &[], 10.0);
         assert_eq!(unused.verdict, Verdict::Unused);
+        // Slower outside noise, but on the baseline's own plan: no regression.
+        let mut slow = q("x", 1.0, false, 5.0, 5.0);
+        slow.time_within_noise = false;
+        slow.ms_after = Some(2.0);
+        assert!(!judge_workload(&[slow.clone()], &[], 10.0).queries[0].regression);
+        slow.used = true;
+        assert!(judge_workload(&[slow], &[], 10.0).queries[0].regression);
     }
 
     #[test]
