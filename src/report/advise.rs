@@ -76,6 +76,7 @@ pub struct CandidateDoc {
 pub struct RecommendationDoc {
     #[serde(flatten)]
     pub candidate: CandidateDoc,
+    #[serde(serialize_with = "crate::report::wire::count")]
     pub size_bytes: f64,
     pub build_ms: Option<f64>,
     pub read_pages_saved_per_day: f64,
@@ -91,7 +92,10 @@ pub struct RecommendationDoc {
 #[derive(Debug, Serialize)]
 pub struct ServedDoc {
     pub id: String,
+    /// Pages per call, averaged over the query's samples: an integer when whole.
+    #[serde(serialize_with = "crate::report::wire::count")]
     pub pages_before: f64,
+    #[serde(serialize_with = "crate::report::wire::count")]
     pub pages_after: f64,
     pub ms_before: Option<f64>,
     pub ms_after: Option<f64>,
@@ -116,6 +120,7 @@ pub struct RejectedDoc {
     /// unused, does_not_pay, writes_exceed_savings, over_max_indexes, over_max_size.
     pub reason: &'static str,
     pub explanation: String,
+    #[serde(serialize_with = "crate::report::wire::count")]
     pub size_bytes: f64,
     pub read_pages_saved_per_day: f64,
     pub write_pages_added_per_day: f64,

@@ -19,7 +19,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// `int64`, serde's `u64`) can take them as they are. A whole number beyond 2^64 (a row
 /// estimate may reach 1e100) has no integer type to go to and is written in exponent form, as is
 /// a fraction (none is expected).
-fn count<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
+pub fn count<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
     let v = *value;
     if v.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&v) {
         s.serialize_u64(v as u64)

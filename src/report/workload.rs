@@ -89,7 +89,9 @@ pub struct SampleFiguresDoc {
 #[derive(Debug, Serialize)]
 pub struct FiguresDoc {
     pub execution_ms: Option<f64>,
+    #[serde(serialize_with = "crate::report::wire::count_opt")]
     pub pages_touched: Option<f64>,
+    #[serde(serialize_with = "crate::report::wire::count_opt")]
     pub shared_read_blocks: Option<f64>,
     pub total_cost: Option<f64>,
 }
@@ -109,6 +111,7 @@ impl From<Figures> for FiguresDoc {
 pub struct WorkloadCandidateDoc {
     pub index_sql: String,
     pub index_name: String,
+    #[serde(serialize_with = "crate::report::wire::count_opt")]
     pub index_size_bytes: Option<f64>,
     pub build_ms: Option<f64>,
     /// The position in `baselines` this candidate was judged against.
@@ -139,7 +142,10 @@ pub struct CandidateQueryDoc {
     pub verdict: &'static str,
     pub used: bool,
     /// Mean over the samples of the median warm pages touched; null for an estimated query.
+    /// Pages per call, averaged over the query's samples: an integer when whole.
+    #[serde(serialize_with = "crate::report::wire::count_opt")]
     pub pages_before: Option<f64>,
+    #[serde(serialize_with = "crate::report::wire::count_opt")]
     pub pages_after: Option<f64>,
     pub execution_ms_before: Option<f64>,
     pub execution_ms_after: Option<f64>,
