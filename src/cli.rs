@@ -78,7 +78,7 @@ pub struct CompletionsArgs {
 
 #[derive(Debug, Args)]
 pub struct ManArgs {
-    /// Write pgplan.1 and one pgplan-<command>.1 per command into DIR instead of printing
+    /// Write pgplan.1 and one pgplan-COMMAND.1 per command into DIR instead of printing
     /// pgplan.1.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,

@@ -1041,7 +1041,7 @@ fn index_reason_rank(check: Check) -> Option<u8> {
 
 /// One finding per index: when several checks report the same index (an exact duplicate is
 /// also unused, with the same DROP), the strongest reason — most severe, then by
-/// [`index_reason_rank`] — is the finding, and the others become its `also` reasons; their
+/// `index_reason_rank` — is the finding, and the others become its `also` reasons; their
 /// evidence figures are added where the finding lacks them, and an unused index's per-node
 /// usage and a bloat estimate's confidence are kept. Every other finding passes through unchanged, in order.
 pub fn one_per_index(mut findings: Vec<Finding>) -> Vec<Finding> {

@@ -1,6 +1,6 @@
 //! The pure side of `pgplan explain -d`: the validated request (one query of an allowed kind,
 //! a value for each parameter), and what only a live server knows, added to the plan's
-//! findings ([`enrich`]).
+//! findings ([`mod@enrich`]).
 
 pub mod enrich;
 
