@@ -424,7 +424,9 @@ async fn assert_left_nothing(db: &TestDb, before: &[String]) {
         panic!("{n} pgplan sessions are still there a minute later");
     }
     let locks = db
-        .value("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'pgplan'")
+        // This database's pgplan sessions only: the other tests of this binary run pgplan
+        // against their own databases on the same server at the same time.
+        .value("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'pgplan' AND a.datname = current_database()")
         .await
         .unwrap();
     assert_eq!(locks, "0", "locks held");

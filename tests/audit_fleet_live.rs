@@ -134,7 +134,7 @@ async fn a_table_locked_by_a_prepared_transaction_is_skipped_and_the_rest_audite
         let leftover = db
             .value(
                 "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid \
-                 WHERE a.application_name = 'pgplan'",
+                 WHERE a.application_name = 'pgplan' AND a.datname = current_database()",
             )
             .await;
         assert_eq!(leftover.as_deref(), Some("0"));
