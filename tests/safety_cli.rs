@@ -114,7 +114,14 @@ fn a_file_the_user_may_not_write_is_not_replaced_even_in_a_shared_directory() {
     let query = dir.path().join("q.sql");
     std::fs::write(&query, "SELECT 1").unwrap();
     std::fs::set_permissions(&query, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = Command::new(bin())
+    // The unprivileged user may not be able to reach the build directory (a checkout under a
+    // 0700 directory): run a copy of the binary from a directory anyone can enter.
+    let bin_dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(bin_dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let unprivileged_bin = bin_dir.path().join("pgplan");
+    std::fs::copy(bin(), &unprivileged_bin).unwrap();
+    std::fs::set_permissions(&unprivileged_bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = Command::new(&unprivileged_bin)
         .uid(uid)
         .gid(gid)
         .env("NO_COLOR", "1")
