@@ -82,6 +82,18 @@ async fn functions_whose_effects_outlive_the_rollback_are_refused() {
     for_each_version("safety_refusals", |major| async move {
         let db = TestDb::create(major, "safety_refusals").await;
         db.run(SETUP).await;
+        if major < 15 {
+            // Before 15 the statistics collector stamps a database's stats_reset when it first
+            // hears of the database, a moment after its first activity: wait for that stamp, so
+            // only a real reset can change it.
+            db.wait_for(
+                "SELECT stats_reset IS NOT NULL FROM pg_stat_database WHERE datname = current_database()",
+                |v| v == "t",
+                std::time::Duration::from_secs(30),
+            )
+            .await
+            .expect("the collector never recorded the database");
+        }
         let dir = tempfile::tempdir().unwrap();
         let before = lasting_state(&db).await;
         let index = ["--index", "CREATE INDEX ON t (v)", "--runs", "1"];
@@ -157,7 +169,7 @@ async fn functions_whose_effects_outlive_the_rollback_are_refused() {
                 stderr(&out),
                 format!(
                     "pgplan: the query failed in the baseline run: running the query (baseline, \
-                     cold run): ERROR: cannot execute {function}() in a read-only transaction \
+                     first run): ERROR: cannot execute {function}() in a read-only transaction \
                      (SQLSTATE 25006)\nhint: pgplan runs the query in a read-only transaction, and \
                      something it calls writes (a function, or a sequence's nextval); pass \
                      --allow-writes to run it in a read-write transaction that is still rolled \

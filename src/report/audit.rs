@@ -202,8 +202,13 @@ fn largest_words(report: &AuditReport, kind: &KindSummary) -> String {
         .largest
         .iter()
         .map(|f| match f.object_size_bytes {
-            Some(size) => format!("{} {}", finding_subject(report, f), bytes(size as f64)),
-            None => finding_subject(report, f),
+            // Catalog names may hold control characters: escaped like every other name printed.
+            Some(size) => format!(
+                "{} {}",
+                printable(&finding_subject(report, f)),
+                bytes(size as f64)
+            ),
+            None => printable(&finding_subject(report, f)),
         })
         .collect();
     if total > kind.largest.len() {
