@@ -58,11 +58,11 @@ const WORKLOAD: [(&str, &str); 3] = [
 /// `pgplan demo --format json`: the compare report, the workload report and the audit that
 /// follows them.
 #[derive(Debug, serde::Serialize)]
-pub struct DemoDoc {
+pub struct DemoDoc<'a> {
     pub schema_version: u32,
     pub compare: render::CompareDoc,
     pub workload: crate::report::workload::WorkloadDoc,
-    pub audit: AuditDoc,
+    pub audit: AuditDoc<'a>,
 }
 
 fn step(message: &str) {
