@@ -319,12 +319,12 @@ fn main() {
         for _ in 0..ROUNDS {
             let started = Instant::now();
             for n in &names {
-                read(&cluster, n).await;
+                read(cluster, n).await;
             }
             sequential.push(started.elapsed());
             let started = Instant::now();
             let nodes =
-                futures_util::future::join_all(names.iter().map(|n| read(&cluster, n))).await;
+                futures_util::future::join_all(names.iter().map(|n| read(cluster, n))).await;
             concurrent.push(started.elapsed());
             let groups: Vec<DatabaseNodes> = names
                 .iter()

@@ -102,6 +102,8 @@ impl BenchServer {
     }
 
     /// [`BenchServer::pgplan_audit`] with another pgplan binary.
+    // The child is reaped by wait4 below (std's wait does not return the child's own usage).
+    #[allow(clippy::zombie_processes)]
     pub fn audit_with(&self, binary: &str, args: &[&str]) -> Run {
         let server = self.settled_cpu();
         let busy = machine_busy();

@@ -1097,7 +1097,7 @@ pub fn one_per_index(mut findings: Vec<Finding>) -> Vec<Finding> {
             removed[o] = true;
             let f = &mut findings[first];
             for (name, value) in other.evidence {
-                if f.evidence_value(&name).is_none() {
+                if f.evidence_value(name).is_none() {
                     f.evidence.push((name, value));
                 }
             }
