@@ -629,6 +629,7 @@ async fn advise_hypothetical_through_pgbouncer_leaves_no_hypothetical_index() {
         "1",
     ]);
     let text = String::from_utf8(text.stdout).unwrap();
+    eprintln!("{text}");
     assert!(
         text.contains("shortlist ordered by HypoPG estimates (labelled estimated)")
             && text.contains("HypoPG estimated (it only ordered the measuring)"),
