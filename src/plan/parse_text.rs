@@ -443,7 +443,7 @@ impl Reader {
     /// column 1 that is not a summary line says the rest lost one column more than the root:
     /// every indented line is moved one column in.
     fn place_root(&mut self, content: &str, indent: usize) {
-        if self.nodes[0].name_col != 0 || indent % 2 == 0 {
+        if self.nodes[0].name_col != 0 || indent.is_multiple_of(2) {
             return;
         }
         if is_summary_line(content) {
