@@ -233,6 +233,12 @@ async fn facts_read_back_statistics_and_every_shape_of_index() {
         assert_eq!(posix.keys[0].collation.as_deref(), Some("POSIX"));
         let pkey = users.indexes.iter().find(|i| i.name == "users_pkey").unwrap();
         assert!(pkey.unique && pkey.valid);
+        // What keeps an index from being dropped as replaced, read back from the catalog.
+        assert!(pkey.primary && pkey.backs_constraint && !pkey.exclusion && !pkey.replica_identity);
+        assert!(pkey.size_bytes.is_some_and(|b| b >= 8192.0), "PostgreSQL {major}");
+        assert!(pkey.scans.is_some());
+        let plain = users.indexes.iter().find(|i| i.name == "users_lower_email").unwrap();
+        assert!(!plain.primary && !plain.backs_constraint && !plain.unique);
 
         let partial = tickets.indexes.iter().find(|i| i.name == "tickets_open_created").unwrap();
         assert_eq!(partial.predicate.as_deref(), Some("state = 'open'::text"));
@@ -463,7 +469,7 @@ async fn advise_recommends_only_what_it_measured_paying() {
         );
         let doc = advise_json(&out);
         eprintln!("PostgreSQL {major}: {doc:#}");
-        assert_eq!(doc["schema_version"], 1);
+        assert_eq!(doc["schema_version"], 2);
         assert_eq!(out.status.code(), Some(1), "--fail-if-advice with advice");
         let rec = &doc["recommended"];
         // Per query, the definitions an expert would accept; the measured one must serve it.
@@ -656,6 +662,102 @@ async fn a_candidate_that_fails_to_build_is_named_and_leaves_nothing_behind() {
         );
         drop(holder);
         assert_left_nothing(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_recommendation_names_the_existing_index_it_replaces() {
+    for_each_version("advise_replaces", |major| async move {
+        let db = prepared(major, "advise_replaces").await;
+        db.run(
+            "CREATE INDEX tickets_account_idx ON tickets (account_id);
+             CREATE TABLE wallets (id integer PRIMARY KEY);
+             ANALYZE tickets;",
+        )
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("newest_tickets.sql"),
+            "-- calls: 20000\nSELECT id, created_at FROM tickets WHERE account_id = 17 ORDER BY created_at DESC LIMIT 20\n",
+        )
+        .unwrap();
+        let before = server_state(&db).await;
+        let out = advise_cmd(
+            &db,
+            &["--workload", dir.path().to_str().unwrap(), "--runs", "1", "--format", "json"],
+        );
+        let doc = advise_json(&out);
+        let rec = doc["recommended"].as_array().unwrap();
+        let r = rec
+            .iter()
+            .find(|r| {
+                r["definition"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("ON public.tickets (account_id, created_at DESC)")
+            })
+            .unwrap_or_else(|| panic!("PostgreSQL {major}: {doc:#}"));
+        let q = &r["queries"][0];
+        assert!(
+            q["pages_after"].as_f64().unwrap() < q["pages_before"].as_f64().unwrap(),
+            "PostgreSQL {major}: {q:#}"
+        );
+        let replaces = r["replaces"].as_array().unwrap();
+        assert_eq!(replaces.len(), 1, "PostgreSQL {major}: {r:#}");
+        let x = &replaces[0];
+        assert_eq!(x["index"], "tickets_account_idx");
+        assert_eq!(
+            x["statement"],
+            "DROP INDEX CONCURRENTLY public.tickets_account_idx;"
+        );
+        assert!(x["evidence"].as_str().unwrap().contains("lead"), "{x:#}");
+        assert!(x["size_bytes"].as_f64().unwrap() > 0.0);
+        // The baseline's plan scanned it; with the recommendation built, none did.
+        assert_eq!(x["used_before"], serde_json::json!(["newest_tickets.sql"]), "{x:#}");
+        assert_eq!(x["used_after"], serde_json::json!([]), "{x:#}");
+        // The primary key leads nothing here and is never offered.
+        assert!(rec.iter().all(|r| r["replaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x["index"] != "tickets_pkey")));
+        let text = advise_cmd(&db, &["--workload", dir.path().to_str().unwrap(), "--runs", "1"]);
+        let text = String::from_utf8(text.stdout).unwrap();
+        assert!(
+            text.contains("replaces public.tickets_account_idx")
+                && text.contains("then: DROP INDEX CONCURRENTLY public.tickets_account_idx;"),
+            "PostgreSQL {major}:\n{text}"
+        );
+        assert_left_nothing(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hypothetical_without_hypopg_says_what_is_missing_and_how_to_install_it() {
+    for_each_version("advise_no_hypopg", |major| async move {
+        let db = TestDb::create(major, "advise_no_hypopg").await;
+        db.run("CREATE TABLE t (id integer PRIMARY KEY, v integer); INSERT INTO t SELECT i, i % 100 FROM generate_series(1, 1000) i; ANALYZE t;")
+            .await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("q.sql"), "SELECT id FROM t WHERE v = 7\n").unwrap();
+        let out = advise_cmd(
+            &db,
+            &["--workload", dir.path().to_str().unwrap(), "--hypothetical"],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "PostgreSQL {major}: {err}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            err.contains("--hypothetical shortlists the candidates with HypoPG's estimates: HypoPG is not available on this server")
+                && err.contains(&format!("postgresql-{major}-hypopg"))
+                && err.contains(&format!("CREATE EXTENSION hypopg in database {}", db.name))
+                && err.contains("or drop --hypothetical"),
+            "PostgreSQL {major}: {err}"
+        );
         db.drop_db().await;
     })
     .await;
