@@ -26,6 +26,8 @@ pub fn read_chosen_plan(arg: &str, choice: Option<usize>) -> Result<(String, Ana
         name
     };
     let read = read_plan(&content, choice).map_err(|e| anyhow::anyhow!("{title}: {e}"))?;
+    // The text is not needed once read, and can be as large as the plan made of it.
+    drop(content);
     if read.count > 1 {
         eprintln!(
             "pgplan: {title} holds {} plans; this is plan {} (choose another with --plan N)",
