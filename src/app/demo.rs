@@ -58,9 +58,9 @@ const WORKLOAD: [(&str, &str); 3] = [
 /// `pgplan demo --format json`: the compare report, the workload report and the audit that
 /// follows them.
 #[derive(Debug, serde::Serialize)]
-pub struct DemoDoc {
+pub struct DemoDoc<'a> {
     pub schema_version: u32,
-    pub compare: render::CompareDoc,
+    pub compare: render::CompareDoc<'a>,
     pub workload: crate::report::workload::WorkloadDoc,
     pub audit: AuditDoc,
 }
@@ -253,7 +253,8 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
         Format::Json => write_json(
             &mut out,
             &DemoDoc {
-                schema_version: crate::report::wire::SCHEMA_VERSION,
+                // The demo document holds a compare document, and changes with it.
+                schema_version: crate::report::workload::COMPARE_SCHEMA_VERSION,
                 compare: render::CompareDoc::new(&report),
                 workload: crate::report::workload::WorkloadDoc::new(&workload),
                 audit: audit_doc(&audit_report),
