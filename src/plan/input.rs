@@ -47,6 +47,23 @@ pub fn read_plan(input: &str, choice: Option<usize>) -> Result<ReadPlan, PlanErr
     if text.trim().is_empty() {
         return Err(PlanError::Empty);
     }
+    // The common case first: the JSON as the server sent it, read straight away. Valid JSON
+    // cannot carry psql's decorations (no line of it ends in `+`, `|`, `)` or a box-drawing
+    // mark: those stand inside strings, which cannot hold a line break), so when it reads, the
+    // search below would have found this one plan; looking for them first cost a scan of every
+    // line of a large plan. Anything that does not read is looked at as before.
+    let json = text.trim();
+    if choice.is_none_or(|n| n == 1)
+        && json.starts_with(['[', '{'])
+        && let Ok(plan) = parse::parse_json_body(json)
+    {
+        return Ok(ReadPlan {
+            plan,
+            format: PlanFormat::Json,
+            number: 1,
+            count: 1,
+        });
+    }
     let candidates = candidates(text);
     if candidates.is_empty() {
         return Err(PlanError::NoPlan {
