@@ -11,7 +11,9 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 use crate::plan::{Analysis, Comparison, Finding};
 
 use super::format::{change, count, ms, printable};
-use super::tree::{TreeRow, figures, labelled, rows, totals_parts, unified_diff};
+use super::tree::{
+    TreeRow, figures, labelled, rows, rows_without_details, totals_parts, unified_diff,
+};
 use super::{Paint, TextOptions};
 
 /// The compare and advise reports' tables, wrapped to the terminal if there is one (comfy-table:
@@ -461,7 +463,7 @@ fn one_line(text: &str) -> String {
 /// The plan as plain lines for the textual diff: structure and the figures that matter, without
 /// timings (which differ on every run and would make every line a change).
 pub fn diff_lines(analysis: &Analysis) -> Vec<String> {
-    rows(analysis)
+    rows_without_details(analysis)
         .into_iter()
         .map(|row| {
             let mut line = labelled(&row);

@@ -27,6 +27,15 @@ pub struct TreeRow {
 
 /// The rows of `analysis`'s plan in pre-order.
 pub fn rows(analysis: &Analysis) -> Vec<TreeRow> {
+    rows_with(analysis, true)
+}
+
+/// The rows without their detail lines, which the textual diff does not show.
+pub fn rows_without_details(analysis: &Analysis) -> Vec<TreeRow> {
+    rows_with(analysis, false)
+}
+
+fn rows_with(analysis: &Analysis, with_details: bool) -> Vec<TreeRow> {
     let plan = &analysis.plan;
     let mut rows = Vec::with_capacity(plan.nodes.len());
     // For each depth, whether the ancestor at that depth still has siblings to come (draw a bar).
@@ -66,10 +75,14 @@ pub fn rows(analysis: &Analysis) -> Vec<TreeRow> {
             detail_prefix,
             label: printable(&node_label(node)),
             subplan: subplan_name(node).map(|s| printable(&s)),
-            details: details(node, analysis, id)
-                .iter()
-                .map(|d| printable(d))
-                .collect(),
+            details: if with_details {
+                details(node, analysis, id)
+                    .iter()
+                    .map(|d| printable(d))
+                    .collect()
+            } else {
+                Vec::new()
+            },
             findings: std::mem::take(&mut finding_numbers[id]),
         });
     }
