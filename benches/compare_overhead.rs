@@ -72,76 +72,38 @@ async fn main() {
         "PostgreSQL {} · story compare, 3 candidates, 1 cold + 3 warm runs each",
         binaries.version
     );
-    println!(
-        "{:>4} {:>12} {:>14} {:>12} {:>8}",
-        "run", "wall ms", "server ms", "connect ms", "ratio"
-    );
-    let mut ratios = Vec::new();
-    for iteration in 1..=5 {
-        // Connection set-up, as pgplan makes it (including its facts query), timed on its own.
-        let started = Instant::now();
-        let conn = connect(&params, &ConnectOptions::default(), |_, _, _| {})
-            .await
-            .unwrap();
-        let connect_ms = started.elapsed().as_secs_f64() * 1000.0;
-        drop(conn);
-
-        let plans = tempfile::tempdir().unwrap();
-        let mut command = Command::new(PGPLAN);
-        command
-            .args(["compare", "-d", &conninfo, "demo/query.sql", "--runs", "3"])
-            .args(["--format", "json", "--save-plans"])
-            .arg(plans.path());
-        for candidate in CANDIDATES {
-            command.args(["--index", candidate]);
-        }
-        let started = Instant::now();
-        let out = command.output().expect("pgplan runs");
-        let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
-        assert!(
-            out.status.success(),
-            "pgplan compare failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        let builds_ms: f64 = report["candidates"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|c| c["build_ms"].as_f64())
-            .sum();
-        let server = server_ms_of_saved_plans(plans.path()) + builds_ms;
-        let ratio = wall_ms / (server + connect_ms);
-        ratios.push(ratio);
-        println!("{iteration:>4} {wall_ms:>12.1} {server:>14.1} {connect_ms:>12.1} {ratio:>8.3}");
-    }
-    ratios.sort_by(f64::total_cmp);
-    println!(
-        "median ratio: {:.3} (goal ≤ 1.10)",
-        ratios[ratios.len() / 2]
-    );
-
+    overhead(&params, &conninfo, &["demo/query.sql"]).await;
     println!();
     println!(
         "PostgreSQL {} · workload compare (demo/workload: 3 queries, 5 samples), 3 candidates built once each, 1 cold + 3 warm runs per sample",
         binaries.version
     );
+    overhead(&params, &conninfo, &["--workload", "demo/workload"]).await;
+}
+
+/// Five runs of `pgplan compare <source> --index …` (the three candidates, three warm runs),
+/// each timed against what the server reported doing plus a connection set-up timed on its own
+/// just before; prints every run and the median ratio.
+async fn overhead(params: &pgplan::db::conninfo::ConnParams, conninfo: &str, source: &[&str]) {
     println!(
         "{:>4} {:>12} {:>14} {:>12} {:>8} {:>8}",
         "run", "wall ms", "server ms", "connect ms", "builds", "ratio"
     );
     let mut ratios = Vec::new();
     for iteration in 1..=5 {
+        // Connection set-up, as pgplan makes it (including its facts query), timed on its own.
         let started = Instant::now();
-        let conn = connect(&params, &ConnectOptions::default(), |_, _, _| {})
+        let conn = connect(params, &ConnectOptions::default(), |_, _, _| {})
             .await
             .unwrap();
         let connect_ms = started.elapsed().as_secs_f64() * 1000.0;
         drop(conn);
+
         let plans = tempfile::tempdir().unwrap();
         let mut command = Command::new(PGPLAN);
         command
-            .args(["compare", "-d", &conninfo, "--workload", "demo/workload"])
+            .args(["compare", "-d", conninfo])
+            .args(source)
             .args(["--runs", "3", "--format", "json", "--save-plans"])
             .arg(plans.path());
         for candidate in CANDIDATES {
@@ -152,7 +114,8 @@ async fn main() {
         let wall_ms = started.elapsed().as_secs_f64() * 1000.0;
         assert!(
             out.status.success(),
-            "pgplan compare --workload failed: {}",
+            "pgplan compare {} failed: {}",
+            source.join(" "),
             String::from_utf8_lossy(&out.stderr)
         );
         let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

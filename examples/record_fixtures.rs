@@ -13,7 +13,13 @@
 //! -- capture: auto_explain_text             the server log excerpt of auto_explain's TEXT plans (two runs)
 //! -- capture: psql_styles                   the TEXT plan in every psql output style (borders,
 //!                                           line styles, wrapped, expanded, unaligned, CSV, a session)
+//! -- server: jit                            only on a server built with LLVM (see below)
 //! ```
+//!
+//! The server builds of 13 to 18 the recorder uses have no LLVM, so JIT cases (`server: jit`)
+//! are recorded from a second server whose build has `llvmjit.so`: `PGPLAN_JIT_PG_BIN` names
+//! its `bin` directory, else the newest `/usr/lib/postgresql/<major>` that ships `llvmjit.so`
+//! (Debian's and Ubuntu's packages). Its fixtures carry its major version like every other.
 //!
 //! Every case whose options name no FORMAT is also recorded in every format, back to back in the
 //! same transaction on a warm cache, into `fixtures/formats/`: `<case>.pg<major>.json`, then
@@ -44,6 +50,8 @@ struct Case {
     min_version: u32,
     cold: bool,
     captures: Vec<String>,
+    /// Recorded only from the server built with LLVM.
+    jit: bool,
     query: String,
 }
 
@@ -59,6 +67,7 @@ fn parse_case(path: &Path, database: &'static str) -> Case {
         min_version: 13,
         cold: false,
         captures: Vec::new(),
+        jit: false,
         query: String::new(),
     };
     let mut query = Vec::new();
@@ -76,6 +85,10 @@ fn parse_case(path: &Path, database: &'static str) -> Case {
                     }
                     "cold" => case.cold = value == "yes",
                     "capture" => case.captures.push(value),
+                    "server" => {
+                        assert_eq!(value, "jit", "{}: server: jit", path.display());
+                        case.jit = true;
+                    }
                     _ => {}
                 }
             }
@@ -132,36 +145,14 @@ async fn record_case(
     }
     let client = cluster.connect(case.database).await?;
     client.batch_execute("BEGIN").await?;
-    for setting in &case.settings {
-        // A setting an older server does not have (enable_memoize on 13) governs a node type it
-        // does not have either: skip it.
-        let name = setting.split('=').next().unwrap_or_default().trim();
-        let known = client
-            .query("SELECT 1 FROM pg_settings WHERE name = $1", &[&name])
-            .await?;
-        if !known.is_empty() {
-            client
-                .batch_execute(&format!("SET LOCAL {setting}"))
-                .await?;
-        }
-    }
-    if let Some(index) = &case.index {
-        client.batch_execute(index).await?;
-    }
+    prepare(&client, case).await?;
     let sql = explain_sql(case);
     let analyze = case.explain.contains("ANALYZE");
     if analyze && !case.cold {
         client.simple_query(&sql).await?;
     }
-    let messages = client.simple_query(&sql).await?;
+    let lines = rows_of(&client.simple_query(&sql).await?);
     client.batch_execute("ROLLBACK").await?;
-    let lines: Vec<String> = messages
-        .iter()
-        .filter_map(|m| match m {
-            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
-            _ => None,
-        })
-        .collect();
     let ext = if case.explain.contains("FORMAT TEXT") {
         "txt"
     } else {
@@ -192,6 +183,8 @@ async fn prepare(
     case: &Case,
 ) -> Result<(), Box<dyn std::error::Error>> {
     for setting in &case.settings {
+        // A setting an older server does not have (enable_memoize on 13) governs a node type it
+        // does not have either: skip it.
         let name = setting.split('=').next().unwrap_or_default().trim();
         let known = client
             .query("SELECT 1 FROM pg_settings WHERE name = $1", &[&name])
@@ -288,6 +281,7 @@ fn run_psql(
     args: &[&str],
     input: Option<&str>,
 ) -> Result<Vec<u8>, Box<dyn std::error::Error>> {
+    // The case's settings as session defaults: psql -c runs one statement, with no SET LOCAL.
     let options: String = case
         .settings
         .iter()
@@ -333,84 +327,48 @@ fn capture_psql_styles(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let text = format!("EXPLAIN ({}) {}", case.explain, case.query);
     let json = format!("EXPLAIN ({}, FORMAT JSON) {}", case.explain, case.query);
-    let styles: [(&str, &[&str], &str); 16] = [
-        ("aligned", &[], &text),
-        ("border0", &["-P", "border=0"], &text),
-        ("border2", &["-P", "border=2"], &text),
-        (
-            "unicode-border0",
-            &["-P", "linestyle=unicode", "-P", "border=0"],
-            &text,
-        ),
-        ("unicode-border1", &["-P", "linestyle=unicode"], &text),
-        (
-            "unicode-border2",
-            &["-P", "linestyle=unicode", "-P", "border=2"],
-            &text,
-        ),
+    // Each style's psql options: `name=value` is a `\pset` (`-P`), anything else a flag.
+    let styles: [(&str, &str, &str); 16] = [
+        ("aligned", "", &text),
+        ("border0", "border=0", &text),
+        ("border2", "border=2", &text),
+        ("unicode-border0", "linestyle=unicode border=0", &text),
+        ("unicode-border1", "linestyle=unicode", &text),
+        ("unicode-border2", "linestyle=unicode border=2", &text),
         (
             "unicode-double",
-            &[
-                "-P",
-                "linestyle=unicode",
-                "-P",
-                "border=2",
-                "-P",
-                "unicode_border_linestyle=double",
-                "-P",
-                "unicode_column_linestyle=double",
-                "-P",
-                "unicode_header_linestyle=double",
-            ],
+            "linestyle=unicode border=2 unicode_border_linestyle=double \
+             unicode_column_linestyle=double unicode_header_linestyle=double",
             &text,
         ),
-        (
-            "old-ascii",
-            &["-P", "linestyle=old-ascii", "-P", "border=2"],
-            &text,
-        ),
-        (
-            "wrapped",
-            &["-P", "format=wrapped", "-P", "columns=60"],
-            &text,
-        ),
+        ("old-ascii", "linestyle=old-ascii border=2", &text),
+        ("wrapped", "format=wrapped columns=60", &text),
         (
             "unicode-wrapped",
-            &[
-                "-P",
-                "format=wrapped",
-                "-P",
-                "columns=60",
-                "-P",
-                "linestyle=unicode",
-                "-P",
-                "border=2",
-            ],
+            "format=wrapped columns=60 linestyle=unicode border=2",
             &text,
         ),
-        ("expanded", &["-x"], &text),
-        ("unaligned", &["-At"], &text),
-        ("csv", &["--csv"], &text),
-        ("csv-json", &["--csv"], &json),
+        ("expanded", "-x", &text),
+        ("unaligned", "-At", &text),
+        ("csv", "--csv", &text),
+        ("csv-json", "--csv", &json),
         (
             "unicode-double-json",
-            &[
-                "-P",
-                "linestyle=unicode",
-                "-P",
-                "border=2",
-                "-P",
-                "unicode_border_linestyle=double",
-                "-P",
-                "unicode_header_linestyle=double",
-            ],
+            "linestyle=unicode border=2 unicode_border_linestyle=double \
+             unicode_header_linestyle=double",
             &json,
         ),
-        ("aligned-json", &[], &json),
+        ("aligned-json", "", &json),
     ];
     let dir = formats_dir();
-    for (style, args, sql) in styles {
-        let mut all: Vec<&str> = args.to_vec();
+    for (style, options, sql) in styles {
+        let mut all: Vec<&str> = Vec::new();
+        for option in options.split_whitespace() {
+            if option.contains('=') {
+                all.push("-P");
+            }
+            all.push(option);
+        }
         all.extend(["-c", sql]);
         let out = run_psql(cluster, case, &all, None)?;
         let path = dir.join(format!("{}.pg{major}.psql-{style}.txt", case.name));
@@ -439,6 +397,25 @@ fn capture_psql_styles(
     Ok(())
 }
 
+/// auto_explain loaded into the session, logging every statement's plan analyzed with buffers in
+/// `format`, under the case's settings. Session-level SET: auto_explain logs each statement of
+/// the session, outside any one transaction.
+fn auto_explain_session(case: &Case, format: &str, verbose: bool) -> String {
+    let mut sql = format!(
+        "LOAD 'auto_explain';
+         SET auto_explain.log_min_duration = 0;
+         SET auto_explain.log_analyze = on;
+         SET auto_explain.log_buffers = on;
+         SET auto_explain.log_verbose = {};
+         SET auto_explain.log_format = '{format}';",
+        if verbose { "on" } else { "off" }
+    );
+    for setting in &case.settings {
+        sql.push_str(&format!("SET {setting};"));
+    }
+    sql
+}
+
 /// auto_explain's TEXT plans as the server log holds them, with its log_line_prefix: the case
 /// run twice, then a second statement, so one excerpt holds several plans.
 async fn capture_auto_explain_text(
@@ -448,17 +425,9 @@ async fn capture_auto_explain_text(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let before = cluster.log().len();
     let client = cluster.connect(case.database).await?;
-    let mut sql = String::from(
-        "LOAD 'auto_explain';
-         SET auto_explain.log_min_duration = 0;
-         SET auto_explain.log_analyze = on;
-         SET auto_explain.log_buffers = on;
-         SET auto_explain.log_format = 'text';",
-    );
-    for setting in &case.settings {
-        sql.push_str(&format!("SET {setting};"));
-    }
-    client.batch_execute(&sql).await?;
+    client
+        .batch_execute(&auto_explain_session(case, "text", false))
+        .await?;
     client.simple_query(&case.query).await?;
     client.simple_query(&case.query).await?;
     client
@@ -483,29 +452,9 @@ fn capture_psql(
     case: &Case,
     major: u32,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let options: String = case
-        .settings
-        .iter()
-        .map(|s| {
-            let (name, value) = s.split_once('=').unwrap();
-            format!("-c {}={} ", name.trim(), value.trim().trim_matches('\''))
-        })
-        .collect();
-    let out = Command::new("psql")
-        .args(["-X", "-h"])
-        .arg(cluster.socket_dir())
-        .args(["-p", &cluster.port().to_string(), "-U", "postgres", "-d"])
-        .arg(case.database)
-        .arg("-c")
-        .arg(explain_sql(case))
-        .env("PGOPTIONS", options.trim())
-        .env("PAGER", "")
-        .output()?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned().into());
-    }
+    let out = run_psql(cluster, case, &["-c", &explain_sql(case)], None)?;
     let path = case.dir.join(format!("{}.pg{major}.psql.txt", case.name));
-    fs::write(&path, &out.stdout)?;
+    fs::write(&path, out)?;
     println!("  {}", path.display());
     Ok(())
 }
@@ -518,18 +467,9 @@ async fn capture_auto_explain(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let client = cluster.connect(case.database).await?;
     let marker = format!("/* pgplan-fixture {} */", case.name);
-    let mut sql = String::from(
-        "LOAD 'auto_explain';
-         SET auto_explain.log_min_duration = 0;
-         SET auto_explain.log_analyze = on;
-         SET auto_explain.log_buffers = on;
-         SET auto_explain.log_verbose = on;
-         SET auto_explain.log_format = 'json';",
-    );
-    for setting in &case.settings {
-        sql.push_str(&format!("SET {setting};"));
-    }
-    client.batch_execute(&sql).await?;
+    client
+        .batch_execute(&auto_explain_session(case, "json", true))
+        .await?;
     client
         .simple_query(&format!("{marker} {}", case.query))
         .await?;
@@ -579,6 +519,92 @@ fn script_statements(script: &str) -> Vec<String> {
     statements
 }
 
+/// The server with LLVM that records the JIT cases, if this machine has one.
+fn jit_server() -> Result<Option<ServerBinaries>, Box<dyn std::error::Error>> {
+    if let Some(bin) = std::env::var_os("PGPLAN_JIT_PG_BIN") {
+        return Ok(Some(ServerBinaries::at(PathBuf::from(bin))?));
+    }
+    let debian = Path::new("/usr/lib/postgresql");
+    let mut majors: Vec<u32> = fs::read_dir(debian)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    majors.sort_unstable();
+    for major in majors.into_iter().rev() {
+        let dir = debian.join(major.to_string());
+        if dir.join("lib/llvmjit.so").exists() {
+            return Ok(Some(ServerBinaries::at(dir.join("bin"))?));
+        }
+    }
+    Ok(None)
+}
+
+/// Starts a server from `bins`, loads the fixture databases and records `cases` on it.
+async fn record_server(
+    bins: ServerBinaries,
+    cases: &[&Case],
+    formats_only: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    println!("PostgreSQL {} ({})", bins.version, bins.bin_dir.display());
+    let options = ClusterOptions::new(bins)
+        .setting("shared_buffers", "128MB")
+        .setting("max_parallel_workers_per_gather", 2)
+        // JIT cases turn it on for their own transaction (SET LOCAL); the rest run without it.
+        .setting("jit", "off")
+        // Keep autovacuum from changing visibility maps and statistics mid-recording.
+        .setting("autovacuum", "off")
+        // A prefix like production logs carry, for the auto_explain TEXT excerpts.
+        .setting("log_line_prefix", "%m [%p] %q%u@%d ");
+    let mut cluster = Cluster::start(options)?;
+    let major = cluster.major();
+    if cases.iter().any(|c| c.jit) {
+        // pg_jit_available() is false while jit is off, as it is for every other case.
+        let client = cluster.connect("postgres").await?;
+        client.batch_execute("BEGIN; SET LOCAL jit = on").await?;
+        let row = client.query_one("SELECT pg_jit_available()", &[]).await?;
+        client.batch_execute("ROLLBACK").await?;
+        if !row.get::<_, bool>(0) {
+            return Err(format!(
+                "{}: JIT is not available on this server",
+                cluster.binaries().bin_dir.display()
+            )
+            .into());
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (database, script) in [
+        ("fixtures", "fixtures/plans/setup.sql"),
+        ("story", "demo/story.sql"),
+        ("advise", "fixtures/advise/setup.sql"),
+    ] {
+        cluster
+            .execute("postgres", &format!("CREATE DATABASE {database}"))
+            .await?;
+        // One statement at a time: VACUUM refuses the implicit transaction of a multi-statement
+        // query.
+        for statement in script_statements(&fs::read_to_string(root.join(script))?) {
+            cluster.execute(database, &statement).await?;
+        }
+    }
+    for case in cases {
+        if major < case.min_version {
+            continue;
+        }
+        if let Err(e) = record_case(&mut cluster, case, major, formats_only).await {
+            eprintln!(
+                "{} on {major}: {e}\nserver log:\n{}",
+                case.name,
+                cluster.log()
+            );
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -591,57 +617,34 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .position(|a| a == "--cases")
         .map(|i| args[i + 1].split(',').map(str::to_owned).collect());
     let formats_only = args.iter().any(|a| a == "--formats-only");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let setup = fs::read_to_string(root.join("fixtures/plans/setup.sql"))?;
-    let story = fs::read_to_string(root.join("demo/story.sql"))?;
-    let advise = fs::read_to_string(root.join("fixtures/advise/setup.sql"))?;
     let cases = cases();
+    let chosen: Vec<&Case> = cases
+        .iter()
+        .filter(|c| only.as_ref().is_none_or(|only| only.contains(&c.name)))
+        .collect();
+    let (jit, plain): (Vec<&Case>, Vec<&Case>) = chosen.into_iter().partition(|c| c.jit);
 
-    for major in versions {
-        let bins = ServerBinaries::at(binaries_cache_dir().join(major.to_string()).join("bin"))?;
-        println!("PostgreSQL {} ({})", bins.version, bins.bin_dir.display());
-        let options = ClusterOptions::new(bins)
-            .setting("shared_buffers", "128MB")
-            .setting("max_parallel_workers_per_gather", 2)
-            .setting("jit", "off")
-            // Keep autovacuum from changing visibility maps and statistics mid-recording.
-            .setting("autovacuum", "off")
-            // A prefix like production logs carry, for the auto_explain TEXT excerpts.
-            .setting("log_line_prefix", "%m [%p] %q%u@%d ");
-        let mut cluster = Cluster::start(options)?;
-        cluster
-            .execute("postgres", "CREATE DATABASE fixtures")
-            .await?;
-        cluster.execute("postgres", "CREATE DATABASE story").await?;
-        cluster
-            .execute("postgres", "CREATE DATABASE advise")
-            .await?;
-        // One statement at a time: VACUUM refuses the implicit transaction of a multi-statement query.
-        for statement in script_statements(&setup) {
-            cluster.execute("fixtures", &statement).await?;
+    if !plain.is_empty() {
+        for &major in &versions {
+            let dir = binaries_cache_dir().join(major.to_string()).join("bin");
+            record_server(ServerBinaries::at(dir)?, &plain, formats_only).await?;
         }
-        for statement in script_statements(&story) {
-            cluster.execute("story", &statement).await?;
-        }
-        for statement in script_statements(&advise) {
-            cluster.execute("advise", &statement).await?;
-        }
-        for case in &cases {
-            if major < case.min_version {
-                continue;
+    }
+    if !jit.is_empty() {
+        match jit_server()? {
+            Some(bins) if versions.contains(&bins.major) => {
+                record_server(bins, &jit, formats_only).await?
             }
-            if let Some(only) = &only
-                && !only.contains(&case.name)
-            {
-                continue;
-            }
-            if let Err(e) = record_case(&mut cluster, case, major, formats_only).await {
-                eprintln!(
-                    "{} on {major}: {e}\nserver log:\n{}",
-                    case.name,
-                    cluster.log()
+            Some(bins) => println!(
+                "JIT cases skipped: the server with LLVM is PostgreSQL {}",
+                bins.major
+            ),
+            None => {
+                return Err(
+                    "JIT cases need a server built with LLVM: set PGPLAN_JIT_PG_BIN \
+                            to its bin directory"
+                        .into(),
                 );
-                return Err(e);
             }
         }
     }

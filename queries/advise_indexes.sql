@@ -4,7 +4,9 @@
 -- columns first, then INCLUDE columns), opclasses and opclass_defaults (key columns), collations
 -- (key columns: NULL unless the index sets a collation other than its column's, or for an
 -- expression other than the database default), descending and nulls_first (key columns, from
--- indoption), predicate (pg_get_expr), indisunique, indisvalid.
+-- indoption), predicate (pg_get_expr), indisunique, indisvalid, indisprimary, indisexclusion,
+-- indisreplident, backs_constraint (a primary key, unique or exclusion constraint uses it),
+-- size_bytes, scans (idx_scan since the statistics were reset).
 -- Parameters: $1 table oids.
 -- Minimum server version: 13. Readable by any role.
 SELECT i.indrelid AS table_oid,
@@ -35,7 +37,14 @@ SELECT i.indrelid AS table_oid,
              ORDER BY u.k) AS nulls_first,
        pg_get_expr(i.indpred, i.indrelid, true) AS predicate,
        i.indisunique,
-       i.indisvalid
+       i.indisvalid,
+       i.indisprimary,
+       i.indisexclusion,
+       i.indisreplident,
+       EXISTS (SELECT 1 FROM pg_constraint con
+               WHERE con.conindid = i.indexrelid AND con.contype IN ('p', 'u', 'x')) AS backs_constraint,
+       pg_relation_size(i.indexrelid)::float8 AS size_bytes,
+       pg_stat_get_numscans(i.indexrelid)::float8 AS scans
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
 JOIN pg_am am ON am.oid = c.relam

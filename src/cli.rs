@@ -342,6 +342,11 @@ pub struct AdviseArgs {
     /// A query counts as served when its median pages touched drop by at least this percentage.
     #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
     pub min_gain: f64,
+    /// Shortlist the candidates with HypoPG's estimates (the extension must be created in the
+    /// database): ordered by the planner cost they save, those the planner would not choose
+    /// left out. Every recommendation is still measured with the index built.
+    #[arg(long)]
+    pub hypothetical: bool,
     /// Run the workload's writes (each rolled back) and measure a representative write per table.
     #[arg(long)]
     pub allow_writes: bool,

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TestDb, for_each_version, pgplan_bin};
+use common::{TestDb, for_each_version, json_report as json, pgplan_bin, stderr};
 use serde_json::Value;
 
 const SETUP: &str = "
@@ -71,21 +71,6 @@ fn command(db: &TestDb, args: &[&str]) -> Command {
     cmd
 }
 
-fn json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "pgplan failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}):\n{}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
-}
-
 /// Runs a compare whose only candidate must fail (exit 2) and returns that candidate's error.
 fn failed_candidate(db: &TestDb, args: &[&str]) -> String {
     let mut all = args.to_vec();
@@ -97,10 +82,6 @@ fn failed_candidate(db: &TestDb, args: &[&str]) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// What must be the same before and after pgplan ran, whatever happened.
@@ -133,7 +114,7 @@ async fn state(db: &TestDb) -> ServerState {
 /// out, but must already be clean — then waits until the session is gone and compares the
 /// server with `before`: no new relation, no changed row, no prepared transaction.
 async fn assert_nothing_left(db: &TestDb, before: &ServerState) {
-    let (locks, in_transaction) = pgplan_session_holdings(db).await;
+    let (locks, in_transaction) = db.pgplan_holdings().await;
     let detail = db
         .value(
             "SELECT string_agg(format('%s %s %s', pid, state, left(query, 60)), ' | ') \
@@ -146,7 +127,7 @@ async fn assert_nothing_left(db: &TestDb, before: &ServerState) {
         ("0", "0"),
         "after pgplan exited, its sessions still held {locks} relation locks and {in_transaction} open transactions: {detail:?}"
     );
-    wait_until_pgplan_sessions_are_gone(db).await;
+    db.wait_until_pgplan_sessions_are_gone().await;
     assert_server_unchanged(db, before).await;
 }
 
@@ -154,42 +135,10 @@ async fn assert_nothing_left(db: &TestDb, before: &ServerState) {
 /// with client_connection_check_interval, at the end of the running statement on 13): wait for
 /// that, then check the same.
 async fn assert_nothing_left_after_kill(db: &TestDb, before: &ServerState) {
-    wait_until_pgplan_sessions_are_gone(db).await;
-    let (locks, in_transaction) = pgplan_session_holdings(db).await;
+    db.wait_until_pgplan_sessions_are_gone().await;
+    let (locks, in_transaction) = db.pgplan_holdings().await;
     assert_eq!((locks.as_str(), in_transaction.as_str()), ("0", "0"));
     assert_server_unchanged(db, before).await;
-}
-
-/// Relation locks held by pgplan sessions, and pgplan sessions inside a transaction.
-async fn pgplan_session_holdings(db: &TestDb) -> (String, String) {
-    let locks = db
-        .value(
-            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
-             WHERE a.application_name = 'pgplan' AND a.datname = current_database() \
-             AND l.locktype = 'relation'",
-        )
-        .await
-        .unwrap();
-    let in_transaction = db
-        .value(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
-             AND datname = current_database() \
-             AND (state LIKE 'idle in transaction%' OR xact_start IS NOT NULL)",
-        )
-        .await
-        .unwrap();
-    (locks, in_transaction)
-}
-
-async fn wait_until_pgplan_sessions_are_gone(db: &TestDb) {
-    let sql = "SELECT count(*) FROM pg_stat_activity \
-               WHERE application_name = 'pgplan' AND datname = current_database()";
-    if let Err(sessions) = db
-        .wait_for(sql, |n| n == "0", Duration::from_secs(60))
-        .await
-    {
-        panic!("{sessions} pgplan sessions are still there a minute later");
-    }
 }
 
 async fn assert_server_unchanged(db: &TestDb, before: &ServerState) {

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::{TestDb, for_each_version, pgplan_bin};
+use common::{TestDb, for_each_version, pgplan_bin, stderr};
 use serde_json::Value;
 
 fn compare(db: &TestDb, args: &[&str]) -> Output {
@@ -22,10 +22,6 @@ fn compare(db: &TestDb, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("running pgplan")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 fn write_query(dir: &Path, name: &str, sql: &str) -> String {

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::{TestDb, for_each_version, pgplan_bin};
+use common::{TestDb, for_each_version, json_report as json, pgplan_bin, stderr};
 use serde_json::Value;
 
 fn explain(db: &TestDb, args: &[&str]) -> Output {
@@ -21,25 +21,6 @@ fn explain(db: &TestDb, args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("running pgplan")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn json(output: &Output) -> Value {
-    assert!(
-        output.status.success(),
-        "pgplan failed ({}):\n{}",
-        output.status,
-        stderr(output)
-    );
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}):\n{}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })
 }
 
 fn write_query(dir: &Path, name: &str, sql: &str) -> String {
@@ -64,14 +45,7 @@ fn text(value: &Value) -> &str {
 
 /// No pgplan session is left, none holds a lock or a transaction, and the rows are as before.
 async fn assert_nothing_left(db: &TestDb, table: &str, rows_before: &str) {
-    let sessions = "SELECT count(*) FROM pg_stat_activity \
-                    WHERE application_name = 'pgplan' AND datname = current_database()";
-    if let Err(n) = db
-        .wait_for(sessions, |n| n == "0", Duration::from_secs(30))
-        .await
-    {
-        panic!("{n} pgplan sessions are still there");
-    }
+    db.wait_until_pgplan_sessions_are_gone().await;
     assert_eq!(rows(db, table).await, rows_before, "{table}'s rows changed");
     assert_eq!(
         db.value(

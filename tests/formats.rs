@@ -243,6 +243,22 @@ fn node_figures(node: &Node) -> BTreeMap<String, Value> {
     for (k, v) in &node.extra {
         f.insert(format!("extra {k}"), redact(v));
     }
+    // Each worker's JIT block on its own: the rest of a worker's figures depend on how the run
+    // split the rows ("extra Workers" is run-dependent), its compiled functions and options do not.
+    let workers_jit: Vec<Value> = node
+        .extra
+        .get("Workers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|w| {
+            Some(serde_json::json!([
+                w.get("Worker Number")?,
+                redact(w.get("JIT")?)
+            ]))
+        })
+        .collect();
+    f.insert("workers_jit".into(), Value::Array(workers_jit));
     f
 }
 
@@ -623,4 +639,47 @@ fn a_pasted_session_with_prompts_and_two_results() {
     let second = read_plan(&two, Some(2)).unwrap();
     assert_eq!((second.format, second.number), (PlanFormat::Json, 2));
     assert!(differences(&json, &[], &second.plan, PlanFormat::Json, 17).is_empty());
+}
+
+/// JIT, recorded from a server built with LLVM: the plan's JIT summary and each worker's own JIT
+/// block read from TEXT, YAML and XML as the JSON gives them (timings aside), and the check above
+/// does compare them: the recorded plan has both.
+#[test]
+fn jit_and_jit_inside_workers_read_as_their_json() {
+    let dir = formats_dir();
+    let json = plan_of(&dir.join("jit_parallel.pg15.json"));
+    let figures = |plan: &Plan| {
+        let workers: Vec<Value> = plan
+            .nodes
+            .iter()
+            .map(|n| node_figures(n)["workers_jit"].clone())
+            .collect();
+        (redact(&plan.extra["JIT"]), workers)
+    };
+    let expected = figures(&json);
+    assert_eq!(expected.0["Functions"], 27);
+    let in_workers: Vec<&Value> = expected
+        .1
+        .iter()
+        .flat_map(|w| w.as_array().unwrap())
+        .collect();
+    assert_eq!(
+        in_workers.len(),
+        2,
+        "two workers' JIT blocks: {in_workers:?}"
+    );
+    for ext in ["txt", "yaml", "xml"] {
+        let path = dir.join(format!("jit_parallel.pg15.{ext}"));
+        let read = read_plan(&read(&path), None).unwrap();
+        assert_eq!(figures(&read.plan), expected, "{}", path.display());
+        assert!(read.plan.extra["JIT"]["Timing"]["Total"].as_f64().unwrap() > 0.0);
+    }
+    let estimate = plan_of(&dir.join("jit_estimate.pg15.json"));
+    for ext in ["txt", "yaml", "xml"] {
+        let read = read_plan(&read(&dir.join(format!("jit_estimate.pg15.{ext}"))), None).unwrap();
+        assert_eq!(
+            read.plan.extra["JIT"], estimate.extra["JIT"],
+            "jit_estimate.pg15.{ext}"
+        );
+    }
 }

@@ -513,3 +513,142 @@ async fn hypothetical_indexes_never_reach_the_next_client_through_pgbouncer() {
     drop(client);
     drop(bouncer);
 }
+
+/// `advise --hypothetical` through PgBouncer in transaction mode on Debian's PostgreSQL 15 with
+/// HypoPG: the shortlist is HypoPG's (labelled estimated), every recommendation is still
+/// measured with the index built, a candidate HypoPG cannot represent (GIN) is measured as
+/// without it, and no hypothetical index or prepared statement outlives pgplan's transactions
+/// on any pooled server connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn advise_hypothetical_through_pgbouncer_leaves_no_hypothetical_index() {
+    let binaries = common::debian_15_with_hypopg().expect(
+        "Debian's PostgreSQL 15 with HypoPG is needed (apt-get install postgresql-15 \
+         postgresql-15-hypopg; scripts/test.sh installs it)",
+    );
+    let cluster = pgplan::db::cluster::Cluster::start(common::default_options(binaries)).unwrap();
+    let cluster: &'static pgplan::db::cluster::Cluster = Box::leak(Box::new(cluster));
+    cluster
+        .execute("postgres", "CREATE DATABASE pooled_advise")
+        .await
+        .unwrap();
+    let db = TestDb {
+        cluster,
+        name: "pooled_advise".into(),
+    };
+    db.run(
+        "CREATE EXTENSION hypopg;
+         CREATE TABLE tickets (id integer PRIMARY KEY, account_id integer NOT NULL,
+                               created_at timestamptz NOT NULL, body text NOT NULL);
+         INSERT INTO tickets SELECT i, i % 500, timestamptz '2026-01-01' + i * interval '1 minute',
+                                    repeat('x', 80)
+         FROM generate_series(1, 60000) i;
+         CREATE TABLE docs (id integer PRIMARY KEY, attrs jsonb NOT NULL);
+         INSERT INTO docs SELECT i, jsonb_build_object('n', i % 1000, 'pad', repeat('y', 60))
+         FROM generate_series(1, 40000) i;
+         VACUUM (ANALYZE) tickets, docs;",
+    )
+    .await;
+    let bouncer = start_bouncer(&db);
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
+        bouncer.port, db.name
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("newest.sql"),
+        "-- calls: 20000\nSELECT id, created_at FROM tickets WHERE account_id = 17 ORDER BY created_at DESC LIMIT 20\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("by_attr.sql"),
+        "-- calls: 1000\nSELECT id FROM docs WHERE attrs @> '{\"n\": 7}'\n",
+    )
+    .unwrap();
+    let workload = dir.path().to_str().unwrap();
+    let out = run(&[
+        "advise",
+        "-d",
+        &conninfo,
+        "--workload",
+        workload,
+        "--hypothetical",
+        "--runs",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    eprintln!("{doc:#}");
+    assert_eq!(doc["shortlist_estimated"], true);
+    let rec = doc["recommended"].as_array().unwrap();
+    let composite = rec
+        .iter()
+        .find(|r| {
+            r["definition"]
+                .as_str()
+                .unwrap()
+                .starts_with("ON public.tickets (account_id, created_at DESC)")
+        })
+        .unwrap_or_else(|| panic!("the composite index not recommended: {doc:#}"));
+    let estimate = &composite["hypopg_estimate"];
+    assert_eq!(estimate["planner_chose_it"], true, "{composite:#}");
+    assert!(estimate["cost_saved_per_day"].as_f64().unwrap() > 0.0);
+    // Measured, not estimated: the pages of the run with the index built.
+    let q = &composite["queries"][0];
+    assert_eq!(q["id"], "newest.sql");
+    assert!(q["pages_after"].as_f64().unwrap() < q["pages_before"].as_f64().unwrap());
+    assert!(composite["size_bytes"].as_f64().unwrap() > 0.0);
+    assert!(composite["build_ms"].as_f64().is_some());
+    // HypoPG has no GIN: the candidate has no estimate, is said so, and was measured.
+    let gin = rec
+        .iter()
+        .chain(doc["rejected"].as_array().unwrap())
+        .find(|r| r["method"] == "gin")
+        .unwrap_or_else(|| panic!("the GIN candidate was not measured: {doc:#}"));
+    assert!(gin["hypopg_estimate"].is_null(), "{gin:#}");
+    assert!(
+        doc["notes"].as_array().unwrap().iter().any(|n| n["message"]
+            .as_str()
+            .unwrap()
+            .contains("no HypoPG estimate")),
+        "{doc:#}"
+    );
+    let text = run(&[
+        "advise",
+        "-d",
+        &conninfo,
+        "--workload",
+        workload,
+        "--hypothetical",
+        "--runs",
+        "1",
+    ]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    eprintln!("{text}");
+    assert!(
+        text.contains("shortlist ordered by HypoPG estimates (labelled estimated)")
+            && text.contains("HypoPG estimated (it only ordered the measuring)"),
+        "{text}"
+    );
+    let client = pooled_client(&conninfo).await;
+    for _ in 0..10 {
+        let state = pooled_value(
+            &client,
+            "SELECT (SELECT count(*) FROM hypopg_list_indexes) || ' ' || \
+             (SELECT count(*) FROM pg_prepared_statements) || ' ' || \
+             (SELECT count(*) FROM pg_class WHERE relname LIKE '%_idx')",
+        )
+        .await;
+        assert_eq!(
+            state, "0 0 0",
+            "a pooled connection kept HypoPG's or pgplan's state"
+        );
+    }
+    drop(client);
+    drop(bouncer);
+}

@@ -10,7 +10,7 @@ mod common;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TestDb, for_each_version, pgplan_bin};
+use common::{TestDb, for_each_version, pgplan_bin, stderr};
 use serde_json::Value;
 
 const SETUP: &str = "
@@ -48,10 +48,6 @@ fn explain_live(db: &TestDb, dir: &std::path::Path, query: &str) -> Output {
         .unwrap()
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
 /// What a query that was refused or failed must not have changed.
 async fn lasting_state(db: &TestDb) -> String {
     db.value(
@@ -67,14 +63,7 @@ async fn lasting_state(db: &TestDb) -> String {
 }
 
 async fn assert_no_pgplan_session(db: &TestDb) {
-    let sql = "SELECT count(*) FROM pg_stat_activity \
-               WHERE application_name = 'pgplan' AND datname = current_database()";
-    if let Err(n) = db
-        .wait_for(sql, |n| n == "0", Duration::from_secs(30))
-        .await
-    {
-        panic!("{n} pgplan sessions outlived pgplan");
-    }
+    db.wait_until_pgplan_sessions_are_gone().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -359,11 +348,8 @@ async fn sigterm_rolls_back_and_exits_143() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let building = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
-                        AND state = 'active' AND query LIKE 'CREATE INDEX slow_build%'";
-        db.wait_for(building, |n| n == "1", Duration::from_secs(30))
-            .await
-            .expect("the build never started");
+        db.wait_for_pgplan_statement("CREATE INDEX slow_build")
+            .await;
         let started = Instant::now();
         // SAFETY: signalling the child we started.
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };

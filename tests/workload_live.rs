@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{TestDb, for_each_version, pgplan_bin};
+use common::{TestDb, for_each_version, json_report as json, pgplan_bin, stderr};
 use serde_json::Value;
 
 /// `events`: created_at is a permutation of the row order (so an index scan in created_at order
@@ -112,21 +112,6 @@ fn pgplan(db: &TestDb, args: &[&str]) -> Output {
     command(db, args).output().expect("running pgplan")
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "pgplan failed ({}):\n{}",
-        o.status,
-        stderr(o)
-    );
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", String::from_utf8_lossy(&o.stdout)))
-}
-
 fn candidate<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["candidates"]
         .as_array()
@@ -160,13 +145,7 @@ async fn state(db: &TestDb) -> (String, String, String) {
 
 /// After pgplan exited: its sessions gone, holding nothing, the server as before.
 async fn assert_nothing_left(db: &TestDb, before: &(String, String, String)) {
-    let sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' AND datname = current_database()";
-    if let Err(n) = db
-        .wait_for(sql, |n| n == "0", Duration::from_secs(60))
-        .await
-    {
-        panic!("{n} pgplan sessions are still there a minute later");
-    }
+    db.wait_until_pgplan_sessions_are_gone().await;
     assert_eq!(&state(db).await, before, "the server changed");
 }
 
@@ -498,15 +477,7 @@ async fn failures_and_interrupts_leave_nothing_behind() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-        let building = db
-            .wait_for(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
-                 AND query LIKE 'CREATE INDEX%' AND state = 'active'",
-                |n| n == "1",
-                Duration::from_secs(60),
-            )
-            .await;
-        assert!(building.is_ok(), "the build never started");
+        db.wait_for_pgplan_statement("CREATE INDEX").await;
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(130));
@@ -528,15 +499,7 @@ async fn failures_and_interrupts_leave_nothing_behind() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-        let building = db
-            .wait_for(
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
-                 AND query LIKE 'CREATE INDEX%' AND state = 'active'",
-                |n| n == "1",
-                Duration::from_secs(60),
-            )
-            .await;
-        assert!(building.is_ok(), "the build never started");
+        db.wait_for_pgplan_statement("CREATE INDEX").await;
         child.kill().unwrap();
         child.wait().unwrap();
         assert_nothing_left(&db, &before).await;

@@ -160,6 +160,15 @@ pub struct IndexFacts {
     pub unique: bool,
     /// `indisvalid`: an invalid index (a failed CONCURRENTLY build) serves no query.
     pub valid: bool,
+    pub primary: bool,
+    pub exclusion: bool,
+    /// The table's REPLICA IDENTITY USING INDEX: logical replication identifies rows by it.
+    pub replica_identity: bool,
+    /// A primary key, unique or exclusion constraint uses it (`pg_constraint.conindid`).
+    pub backs_constraint: bool,
+    pub size_bytes: Option<f64>,
+    /// `idx_scan` since the statistics were last reset.
+    pub scans: Option<f64>,
 }
 
 /// One key column of an existing index.

@@ -313,7 +313,8 @@ pub struct TableRef {
 /// that needs an extension, a visibility map too stale for an index-only scan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Note {
-    pub query: usize,
+    /// The workload query it concerns; `None` for the whole workload or a candidate.
+    pub query: Option<usize>,
     pub table: Option<String>,
     pub message: String,
 }
@@ -344,7 +345,7 @@ pub fn propose(plans: &[&Plan], facts: &Facts) -> Proposals {
         for access in access::accesses(plan) {
             let Some(table) = facts.table(access.schema.as_deref(), &access.table) else {
                 notes.push(Note {
-                    query,
+                    query: Some(query),
                     table: Some(access.table.clone()),
                     message: format!(
                         "no catalog facts for {} (a partition, a temporary table, or another database's): nothing proposed for it",
@@ -362,9 +363,9 @@ pub fn propose(plans: &[&Plan], facts: &Facts) -> Proposals {
             };
             rules::propose(&input, &mut raw, &mut notes);
         }
-        if considered && raw.len() == before && !notes.iter().any(|n| n.query == query) {
+        if considered && raw.len() == before && !notes.iter().any(|n| n.query == Some(query)) {
             notes.push(Note {
-                query,
+                query: Some(query),
                 table: None,
                 message: "no index proposed: every scan already uses an index that fits, or keeps most of the rows it reads".into(),
             });

@@ -5,6 +5,7 @@
 
 use super::choose::{Measurement, Rejection};
 use super::drops::DropSuggestion;
+use super::shortlist::Estimate;
 use super::{Candidate, Covered, Note};
 
 /// One query of the workload, as the report names it.
@@ -45,8 +46,37 @@ pub struct Recommendation {
     pub hot_updates_lost_per_day: Option<f64>,
     /// Whether any write figure is an estimate rather than a measurement.
     pub write_estimated: bool,
-    /// Existing indexes the planner stopped using for the queries this one serves.
-    pub replaces: Vec<String>,
+    /// Existing indexes it makes redundant ([`super::rules::replaces`]).
+    pub replaces: Vec<Replaced>,
+    /// HypoPG's estimate, with `--hypothetical` (it only ordered the measuring).
+    pub estimate: Option<Estimate>,
+}
+
+/// An existing index a recommendation makes redundant, to drop once the recommendation is
+/// built, with the evidence.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replaced {
+    pub schema: String,
+    pub index: String,
+    /// `DROP INDEX CONCURRENTLY schema.index;`
+    pub statement: String,
+    pub size_bytes: Option<f64>,
+    /// Its `idx_scan` since the statistics were reset.
+    pub scans: Option<f64>,
+    /// Why every scan it serves, the recommendation serves.
+    pub evidence: String,
+    /// Workload queries (positions) whose baseline plan scanned it.
+    pub used_before: Vec<usize>,
+    /// Of those, the ones still scanning it with the recommendation in place.
+    pub used_after: Vec<usize>,
+}
+
+/// A candidate left out of the measuring because, with HypoPG, the planner chose it for none
+/// of its queries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotShortlisted {
+    pub candidate: Candidate,
+    pub estimate: Estimate,
 }
 
 /// A candidate measured and not chosen.
@@ -57,6 +87,8 @@ pub struct RejectedCandidate {
     pub measurement: Measurement,
     /// Names of the chosen indexes that were in place when it was measured.
     pub with_chosen: Vec<String>,
+    /// HypoPG's estimate, with `--hypothetical`.
+    pub estimate: Option<Estimate>,
 }
 
 impl RejectedCandidate {
@@ -104,6 +136,8 @@ pub struct AdviseReport {
     pub recommended: Vec<Recommendation>,
     pub drops: Vec<DropSuggestion>,
     pub rejected: Vec<RejectedCandidate>,
+    /// With HypoPG: candidates not measured because the planner did not choose them.
+    pub not_shortlisted: Vec<NotShortlisted>,
     pub covered: Vec<Covered>,
     pub notes: Vec<Note>,
     /// What the server does not roll back (statistics counters, planner estimates), named.
@@ -148,6 +182,7 @@ pub fn sort_out(
                 .take(r.with_chosen)
                 .map(|(c, _)| c.name.clone())
                 .collect(),
+            estimate: None,
         })
         .collect();
     (chosen, rejected)

@@ -61,7 +61,12 @@ fn with_stats(mut c: ColumnFacts, n_distinct: f64, mcv: &[(&str, f64)], corr: f6
 }
 
 fn pkey(table: &str, column: &str) -> IndexFacts {
-    btree(&format!("{table}_pkey"), &[column])
+    IndexFacts {
+        unique: true,
+        primary: true,
+        backs_constraint: true,
+        ..btree(&format!("{table}_pkey"), &[column])
+    }
 }
 
 fn btree(name: &str, columns: &[&str]) -> IndexFacts {

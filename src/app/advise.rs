@@ -9,7 +9,11 @@ use std::time::Instant;
 use anyhow::{Result, anyhow, bail};
 
 use crate::advise::choose::{self, Chooser, Limits as ChoiceLimits};
-use crate::advise::report::{AdviseReport, Recommendation, ServedQuery, WorkloadQuery, sort_out};
+use crate::advise::report::{
+    AdviseReport, NotShortlisted, Recommendation, Replaced, ServedQuery, WorkloadQuery, sort_out,
+};
+use crate::advise::rules::replaces;
+use crate::advise::shortlist::Estimate;
 use crate::advise::{Candidate, Note, TableRef, drops, propose, shortlist};
 use crate::audit::{AuditOptions, NodeResult, Scope, audit};
 use crate::cli::AdviseArgs;
@@ -18,16 +22,16 @@ use crate::compare::workload::{self as wl, WorkloadMeasurements, judge, workload
 use crate::db::advise::{TableName, read_facts};
 use crate::db::connect::Connection;
 use crate::db::session::Limits;
-use crate::db::workload as dbw;
 use crate::exit;
 use crate::plan::Plan;
 use crate::report::{Format, TextOptions, advise as render};
-use crate::sql::{IndexCandidate, QueryKind, parse_index_candidate, quote_ident};
+use crate::sql::{IndexCandidate, parse_index_candidate, quote_ident};
 
 use super::compare::Progress;
 use super::live::{Interrupt, open, read_audit_snapshot, report_destination, resolve, runtime};
 use super::workload::{
-    EngineOptions, measure_workload, prepare_queries, read_workload_sources, statements_workload,
+    EngineOptions, estimate_hypothetical, lookup_relation, measure_workload, read_workload_sources,
+    relation_names, workload_queries,
 };
 
 /// What one candidate did to one query, as last measured.
@@ -71,6 +75,61 @@ fn plan_of(measurements: &WorkloadMeasurements, q: usize) -> Option<Plan> {
         .iter()
         .find_map(|r| r.as_ref().ok())
         .map(|m| m.representative().plan.clone())
+}
+
+/// The representative plan of query q with candidate i built, in the first pass.
+fn candidate_plan(measurements: &WorkloadMeasurements, i: usize, q: usize) -> Option<Plan> {
+    let run = measurements.candidates.get(i)?.as_ref().ok()?;
+    run.queries
+        .get(q)?
+        .iter()
+        .find_map(|r| r.as_ref().ok())
+        .map(|m| m.representative().plan.clone())
+}
+
+/// The existing indexes `c` makes redundant, with the evidence: the rule's, and which queries
+/// scanned each in the baseline (`baseline[q]`) and still did with `c` built (`with[q]`).
+fn replaced_by(
+    c: &Candidate,
+    facts: &crate::advise::Facts,
+    baseline: &[Plan],
+    with: &[Option<Plan>],
+) -> Vec<Replaced> {
+    let Some(table) = facts.table(Some(&c.schema), &c.table) else {
+        return Vec::new();
+    };
+    let scans = |plan: &Plan, index: &str| {
+        plan.nodes
+            .iter()
+            .any(|n| n.index_name.as_deref() == Some(index))
+    };
+    replaces::replaced(c, table)
+        .into_iter()
+        .map(|e| {
+            let used_before: Vec<usize> = (0..baseline.len())
+                .filter(|&q| scans(&baseline[q], &e.name))
+                .collect();
+            let used_after = used_before
+                .iter()
+                .copied()
+                .filter(|&q| {
+                    with.get(q)
+                        .and_then(Option::as_ref)
+                        .is_some_and(|p| scans(p, &e.name))
+                })
+                .collect();
+            Replaced {
+                schema: c.schema.clone(),
+                index: e.name.clone(),
+                statement: replaces::drop_statement(&c.schema, &e.name),
+                size_bytes: e.size_bytes,
+                scans: e.scans,
+                evidence: replaces::evidence(e, c),
+                used_before,
+                used_after,
+            }
+        })
+        .collect()
 }
 
 /// Judges `measurements` over `queries` (whose positions in the whole workload are `positions`)
@@ -166,8 +225,8 @@ fn supersede(
 
 /// `pgplan advise`.
 pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
-    let statements = args.workload == "pg_stat_statements";
     let (source_name, file_queries) = read_workload_sources(Some(&args.workload), &[])?;
+    let settings = AdviseSettings::of(&args, source_name);
     if args.runs == 0 {
         bail!(
             "--runs must be at least 1 (got 0): the warm figures are the median of the counted runs"
@@ -196,9 +255,7 @@ pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
         run_advise(
             &mut conn,
             &limits,
-            &args,
-            statements,
-            source_name,
+            &settings,
             file_queries,
             started,
             &progress,
@@ -221,38 +278,75 @@ pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
     })
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn run_advise(
+/// What an advise run is asked for, besides its connection and file queries: `pgplan advise`'s
+/// options, and the demo's.
+#[derive(Debug, Clone)]
+pub struct AdviseSettings {
+    /// How the report names the workload.
+    pub source_name: String,
+    /// Read pg_stat_statements' top statements (top, min calls) besides the file queries.
+    pub statements: Option<(u32, u64)>,
+    pub hypothetical: bool,
+    pub budget: std::time::Duration,
+    pub runs: u32,
+    pub min_gain: f64,
+    pub allow_writes: bool,
+    pub allow_lasting_effects: bool,
+    pub max_indexes: Option<usize>,
+    pub max_size: Option<u64>,
+}
+
+impl AdviseSettings {
+    fn of(args: &AdviseArgs, source_name: String) -> Self {
+        AdviseSettings {
+            source_name,
+            statements: (args.workload == "pg_stat_statements")
+                .then_some((args.top, args.min_calls)),
+            hypothetical: args.hypothetical,
+            budget: args.budget,
+            runs: args.runs,
+            min_gain: args.min_gain,
+            allow_writes: args.allow_writes,
+            allow_lasting_effects: args.allow_lasting_effects,
+            max_indexes: args.max_indexes,
+            max_size: args.max_size,
+        }
+    }
+}
+
+/// Advises on a workload over an open connection, `started` being when the run began (the
+/// budget counts from it): `pgplan advise` and the demo's advise step.
+pub async fn run_advise(
     conn: &mut Connection,
     limits: &Limits,
-    args: &AdviseArgs,
-    statements: bool,
-    source_name: String,
+    args: &AdviseSettings,
     file_queries: Vec<wl::SourceQuery>,
     started: Instant,
     progress: &Progress,
 ) -> Result<AdviseReport> {
-    if conn.facts.in_recovery || conn.facts.read_only {
+    let source_name = args.source_name.clone();
+    if args.hypothetical
+        && let Some((problem, fix)) = conn.facts.hypopg_missing()
+    {
         bail!(
-            "{} is read-only (a standby, or default_transaction_read_only): advise builds each \
-             candidate inside a rolled-back transaction.\n\
-             hint: run it against a writable copy",
+            "--hypothetical shortlists the candidates with HypoPG's estimates: {problem} ({}).\n\
+             hint: {fix}; or drop --hypothetical to shortlist by the pages each scan reads today",
             conn.target
         );
     }
     let deadline = started + args.budget;
     let mut notes_text: Vec<String> = Vec::new();
-    let mut sources = file_queries;
-    if statements {
-        let (queries, notes) = statements_workload(conn, limits, args.top, args.min_calls).await?;
-        notes_text.extend(notes);
-        sources.extend(queries);
-    }
-    if sources.is_empty() {
-        bail!("the workload holds no query to measure");
-    }
-    progress.update("choosing parameter values");
-    let queries = prepare_queries(conn, limits, sources, args.allow_writes).await?;
+    let queries = workload_queries(
+        conn,
+        limits,
+        "advise",
+        args.statements,
+        file_queries,
+        args.allow_writes,
+        &mut notes_text,
+        progress,
+    )
+    .await?;
     let engine = EngineOptions {
         runs: args.runs,
         allow_writes: args.allow_writes,
@@ -299,67 +393,101 @@ async fn run_advise(
     let proposals = propose(&plan_refs, &facts);
     let mut notes = proposals.notes.clone();
 
-    // 3. The shortlist: what fits in the budget, most promising first (no estimate decides).
+    // 3. The shortlist: what fits in the budget, most promising first. With --hypothetical,
+    // HypoPG's estimates order it and leave out what the planner would not choose; no
+    // estimate decides a recommendation.
+    let all_specs: Vec<IndexCandidate> = proposals
+        .candidates
+        .iter()
+        .map(index_candidate)
+        .collect::<Result<_>>()?;
+    let estimates: Vec<Option<Estimate>> = if args.hypothetical {
+        // Every query that reads the candidate's table, not only those it was proposed for:
+        // a merged index may serve others.
+        let serves: Vec<Vec<usize>> = proposals
+            .candidates
+            .iter()
+            .map(|c| {
+                (0..plans.len())
+                    .filter(|&q| {
+                        crate::advise::access::accesses(&plans[q]).iter().any(|a| {
+                            a.table == c.table && a.schema.as_deref().is_none_or(|s| s == c.schema)
+                        })
+                    })
+                    .collect()
+            })
+            .collect();
+        let found =
+            estimate_hypothetical(conn, limits, &queries, &all_specs, &serves, progress).await?;
+        found
+            .into_iter()
+            .zip(&proposals.candidates)
+            .map(|(r, c)| match r {
+                Ok(e) => Some(e),
+                Err(e) => {
+                    notes.push(Note {
+                        query: None,
+                        table: Some(c.table.clone()),
+                        message: format!(
+                            "{}: no HypoPG estimate ({e}); shortlisted by the pages its scans read today",
+                            c.name
+                        ),
+                    });
+                    None
+                }
+            })
+            .collect()
+    } else {
+        vec![None; proposals.candidates.len()]
+    };
     let calls: Vec<f64> = queries.iter().map(|q| q.source.calls_per_day).collect();
     let prospects: Vec<shortlist::Prospect> = proposals
         .candidates
         .iter()
-        .map(|c| shortlist::prospect(c, &plan_refs, &calls))
+        .zip(&estimates)
+        .map(|(c, e)| shortlist::prospect(c, &plan_refs, &calls, e.as_ref()))
         .collect();
     let remaining_ms = deadline
         .saturating_duration_since(Instant::now())
         .as_secs_f64()
         * 1000.0;
     let cap = shortlist::measurable_within(remaining_ms, pass_ms, pass_ms);
-    let order = shortlist::shortlist(&prospects, cap);
-    for (i, c) in proposals.candidates.iter().enumerate() {
-        if !order.contains(&i) {
-            notes.push(Note {
-                query: c.serves.first().map_or(0, |s| s.query),
-                table: Some(c.table.clone()),
-                message: format!(
-                    "{} was proposed but not measured: the --budget leaves room for {cap} candidate(s)",
-                    c.name
-                ),
-            });
-        }
+    let short = shortlist::shortlist(&prospects, cap);
+    for &i in &short.over_budget {
+        let c = &proposals.candidates[i];
+        notes.push(Note {
+            query: None,
+            table: Some(c.table.clone()),
+            message: format!(
+                "{} was proposed but not measured: the --budget leaves room for {cap} candidate(s)",
+                c.name
+            ),
+        });
     }
+    let not_shortlisted: Vec<NotShortlisted> = short
+        .unused_by_planner
+        .iter()
+        .filter_map(|&i| {
+            Some(NotShortlisted {
+                candidate: proposals.candidates[i].clone(),
+                estimate: estimates[i]?,
+            })
+        })
+        .collect();
+    let order = short.measure;
     let shortlisted: Vec<Candidate> = order
         .iter()
         .map(|&i| proposals.candidates[i].clone())
         .collect();
-    let specs: Vec<IndexCandidate> = shortlisted
-        .iter()
-        .map(index_candidate)
-        .collect::<Result<_>>()?;
+    let shortlisted_estimates: Vec<Option<Estimate>> =
+        order.iter().map(|&i| estimates[i]).collect();
+    let specs: Vec<IndexCandidate> = order.iter().map(|&i| all_specs[i].clone()).collect();
 
     // 4. Measure the shortlist: each built once, rolled back, every query measured.
     let measurements =
         measure_workload(conn, limits, &queries, &specs, &[], &engine, progress).await?;
-    let resolved = conn
-        .read_only(limits, async |client| {
-            let mut map = Vec::new();
-            for q in &queries {
-                if let Some((table, _)) = wl::updates::update_target(&q.source.query.text)
-                    && let Some(name) = dbw::relation_name(client, &table).await?
-                {
-                    map.push((table, name));
-                }
-            }
-            for c in &specs {
-                if let Some(name) = dbw::relation_name(client, &c.table).await? {
-                    map.push((c.table.clone(), name));
-                }
-            }
-            Ok(map)
-        })
-        .await?;
-    let lookup = |t: &str| {
-        resolved
-            .iter()
-            .find(|(k, _)| k == t)
-            .map(|(_, v)| v.clone())
-    };
+    let resolved = relation_names(conn, limits, &queries, &specs).await?;
+    let lookup = |t: &str| lookup_relation(&resolved, t);
     let updates = workload_updates(&queries, lookup);
     let positions: Vec<usize> = (0..queries.len()).collect();
     let first = measured_of(
@@ -398,7 +526,7 @@ async fn run_advise(
                 current.push(m);
             }
             Err(e) => notes.push(Note {
-                query: shortlisted[i].serves.first().map_or(0, |s| s.query),
+                query: None,
                 table: Some(shortlisted[i].table.clone()),
                 message: format!("{} could not be measured: {e}", shortlisted[i].name),
             }),
@@ -407,6 +535,19 @@ async fn run_advise(
     let candidates: Vec<Candidate> = measured_ids
         .iter()
         .map(|&i| shortlisted[i].clone())
+        .collect();
+    let candidate_estimates: Vec<Option<Estimate>> = measured_ids
+        .iter()
+        .map(|&i| shortlisted_estimates[i])
+        .collect();
+    // The plans of the first pass, per candidate and query: which existing indexes they scan.
+    let first_pass_plans: Vec<Vec<Option<Plan>>> = measured_ids
+        .iter()
+        .map(|&i| {
+            (0..queries.len())
+                .map(|q| candidate_plan(&measurements, i, q))
+                .collect()
+        })
         .collect();
     let specs: Vec<IndexCandidate> = measured_ids.iter().map(|&i| specs[i].clone()).collect();
 
@@ -518,14 +659,26 @@ async fn run_advise(
             .map(|s| s.name.clone())
             .collect();
         let mut k = 0;
+        let mut removed: Vec<Measured> = Vec::new();
         while k < choice.chosen.len() {
             let i = choice.chosen[k].0;
             if used.contains(&specs[i].name) {
+                // Measured with an index in place that is no longer recommended, on a query
+                // they both touch: its figures against that index are not what it does alone
+                // (a covering index measured 46 → 5 pages over a partial one that took the
+                // query from 3,563 to 46). Reported with its measurement against the baseline.
+                if removed
+                    .iter()
+                    .any(|r| (0..queries.len()).any(|q| r.touches(q) && chosen_at[k].touches(q)))
+                {
+                    chosen_at[k] = initial[i].clone();
+                    choice.chosen[k].1 = initial[i].measurement;
+                }
                 k += 1;
                 continue;
             }
             let (_, measurement) = choice.chosen.remove(k);
-            chosen_at.remove(k);
+            removed.push(chosen_at.remove(k));
             choice.rejected.push(choose::Rejected {
                 candidate: i,
                 reason: choose::Rejection::Superseded,
@@ -538,11 +691,19 @@ async fn run_advise(
             r.with_chosen = r.with_chosen.min(total);
         }
     }
-    let (chosen, rejected) = sort_out(&candidates, &choice);
+    let chosen_ids: Vec<usize> = choice.chosen.iter().map(|(i, _)| *i).collect();
+    let rejected_ids: Vec<usize> = choice.rejected.iter().map(|r| r.candidate).collect();
+    let (chosen, mut rejected) = sort_out(&candidates, &choice);
+    for (r, &i) in rejected.iter_mut().zip(&rejected_ids) {
+        r.estimate = candidate_estimates[i];
+    }
     let recommended: Vec<Recommendation> = chosen
         .into_iter()
         .zip(&chosen_at)
-        .map(|((candidate, measurement), m)| Recommendation {
+        .zip(&chosen_ids)
+        .map(|(((candidate, measurement), m), &i)| Recommendation {
+            replaces: replaced_by(&candidate, &facts, &plans, &first_pass_plans[i]),
+            estimate: candidate_estimates[i],
             candidate,
             measurement,
             build_ms: m.build_ms,
@@ -564,7 +725,6 @@ async fn run_advise(
             wal_bytes_added_per_day: m.wal_bytes_added_per_day,
             hot_updates_lost_per_day: m.hot_updates_lost_per_day,
             write_estimated: m.write_estimated,
-            replaces: Vec::new(),
         })
         .collect();
 
@@ -597,24 +757,18 @@ async fn run_advise(
         );
         drops::unused_indexes(&audited, &table_refs)
     };
-    if !args.allow_writes
-        && let Some(w) = queries
-            .iter()
-            .position(|q| matches!(q.source.query.kind, QueryKind::Write(_)))
-    {
-        notes.push(Note {
-            query: w,
+    // What concerns the workload as a whole comes first, then what concerns one query.
+    let mut all_notes: Vec<Note> = notes_text
+        .into_iter()
+        .map(|message| Note {
+            query: None,
             table: None,
-            message: "not run, with the workload's other writes (--allow-writes runs them, rolled back); their SET lists still count for the HOT updates an index ends".into(),
-        });
-    }
-    for n in notes_text {
-        notes.push(Note {
-            query: 0,
-            table: None,
-            message: n,
-        });
-    }
+            message,
+        })
+        .collect();
+    all_notes.extend(notes);
+    all_notes.sort_by_key(|n| n.query.is_some());
+    let notes = all_notes;
     Ok(AdviseReport {
         server_version: conn.facts.version.clone(),
         database: conn.facts.database.clone(),
@@ -628,10 +782,11 @@ async fn run_advise(
                 estimated: !q.runnable || q.samples.iter().any(|s| s.generic),
             })
             .collect(),
-        shortlist_estimated: false,
+        shortlist_estimated: args.hypothetical,
         recommended,
         drops,
         rejected,
+        not_shortlisted,
         covered: proposals.covered,
         notes,
         not_rolled_back,

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 
+use crate::advise::shortlist::Estimate;
 use crate::cli::CompareArgs;
 use crate::compare::workload::params::{self, ParamSource, ParamUse};
 use crate::compare::workload::{
@@ -440,34 +441,37 @@ async fn write_probe(
          WITH pgplan_row AS (DELETE FROM {table} WHERE ctid = (SELECT ctid FROM {table}{filter} LIMIT 1) RETURNING *) \
          INSERT INTO {table} OVERRIDING SYSTEM VALUE SELECT * FROM pgplan_row"
     );
-    // Twice, keeping the second: the first modification of a page after a checkpoint writes a
-    // full-page image into the WAL, which the first run may pay on one side and not the other.
-    let mut plan = Err(session_error("measuring a representative write", "not run"));
-    for _ in 0..2 {
+    // Three runs, keeping the one that wrote the least WAL. Besides the entries, a run can write
+    // WAL it does not owe to them: the first modification of a page after a checkpoint logs a
+    // full-page image, and a read of a page with dead tuples (a rolled-back UPDATE of the
+    // workload leaves them) may prune it, which is WAL-logged too. Both happen once per page, so
+    // the quietest run is the one that did only the write itself, on either side.
+    let mut quietest: Option<ProbeFigures> = None;
+    for _ in 0..3 {
         run(client, "SAVEPOINT pgplan_probe", "setting a savepoint").await?;
-        plan = explain::explain(client, &sql, "measuring a representative write").await;
+        let plan = explain::explain(client, &sql, "measuring a representative write").await;
         run(
             client,
             "ROLLBACK TO SAVEPOINT pgplan_probe",
             "rolling back the write",
         )
         .await?;
-        if plan.is_err() {
-            break;
+        let Ok(plan) = plan else { return Ok(None) };
+        let Ok(parsed) = parse_plan(&plan) else {
+            return Ok(None);
+        };
+        let root = parsed.root();
+        let (Some(b), Some(wal)) = (root.buffers, root.wal.and_then(|w| w.bytes)) else {
+            return Ok(None);
+        };
+        if quietest.is_none_or(|q| wal < q.wal_bytes) {
+            quietest = Some(ProbeFigures {
+                pages_written: b.shared_dirtied_blocks,
+                wal_bytes: wal,
+            });
         }
     }
-    let Ok(plan) = plan else { return Ok(None) };
-    let Ok(parsed) = parse_plan(&plan) else {
-        return Ok(None);
-    };
-    let root = parsed.root();
-    Ok(match (root.buffers, root.wal.and_then(|w| w.bytes)) {
-        (Some(b), Some(wal)) => Some(ProbeFigures {
-            pages_written: b.shared_dirtied_blocks,
-            wal_bytes: wal,
-        }),
-        _ => None,
-    })
+    Ok(quietest)
 }
 
 /// Settings every measuring transaction starts with.
@@ -1005,6 +1009,90 @@ pub struct WorkloadSettings {
     pub deadline: Option<Instant>,
 }
 
+/// The workload's queries ready to measure, for `command` (`compare --workload`, `advise`):
+/// refuses a read-only server (every candidate is built in a rolled-back transaction), reads
+/// pg_stat_statements' top statements (`statements`: top, min calls) and `file_queries`, and
+/// chooses their parameters' values. What the report should say goes to `warnings`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn workload_queries(
+    conn: &mut Connection,
+    limits: &Limits,
+    command: &str,
+    statements: Option<(u32, u64)>,
+    file_queries: Vec<SourceQuery>,
+    allow_writes: bool,
+    warnings: &mut Vec<String>,
+    progress: &Progress,
+) -> Result<Vec<WorkloadQuery>> {
+    if conn.facts.in_recovery || conn.facts.read_only {
+        bail!(
+            "{} is read-only (a standby, or default_transaction_read_only): {command} \
+             builds each candidate inside a rolled-back transaction.\n\
+             hint: run it against a writable copy",
+            conn.target
+        );
+    }
+    let mut sources = Vec::new();
+    if let Some((top, min_calls)) = statements {
+        let (queries, notes) = statements_workload(conn, limits, top, min_calls).await?;
+        warnings.extend(notes);
+        sources.extend(queries);
+    }
+    sources.extend(file_queries);
+    if sources.is_empty() {
+        bail!("the workload holds no query to measure");
+    }
+    let writes = sources
+        .iter()
+        .filter(|q| matches!(q.query.kind, QueryKind::Write(_)))
+        .count();
+    if writes > 0 && !allow_writes {
+        warnings.push(format!(
+            "{writes} write(s) of the workload were not run (--allow-writes runs them, rolled back); \
+             their SET lists still count for the HOT updates an index ends"
+        ));
+    }
+    progress.update("choosing parameter values");
+    prepare_queries(conn, limits, sources, allow_writes).await
+}
+
+/// The tables the workload's writes and the candidates name, as the catalog names them
+/// (read-only): (as written, as the catalog names it).
+pub(crate) async fn relation_names(
+    conn: &mut Connection,
+    limits: &Limits,
+    queries: &[WorkloadQuery],
+    candidates: &[IndexCandidate],
+) -> Result<Vec<(String, String)>> {
+    let map = conn
+        .read_only(limits, async |client| {
+            let mut map = Vec::new();
+            for q in queries {
+                if let Some((table, _)) = updates::update_target(&q.source.query.text)
+                    && let Some(name) = dbw::relation_name(client, &table).await?
+                {
+                    map.push((table, name));
+                }
+            }
+            for c in candidates {
+                if let Some(name) = dbw::relation_name(client, &c.table).await? {
+                    map.push((c.table.clone(), name));
+                }
+            }
+            Ok(map)
+        })
+        .await?;
+    Ok(map)
+}
+
+/// The catalog's name for `table` as written, from [`relation_names`].
+pub(crate) fn lookup_relation(resolved: &[(String, String)], table: &str) -> Option<String> {
+    resolved
+        .iter()
+        .find(|(k, _)| k == table)
+        .map(|(_, v)| v.clone())
+}
+
 /// Reads, measures and judges a workload on an open connection: `compare --workload` and the
 /// demo's workload story.
 pub async fn run_workload(
@@ -1029,36 +1117,17 @@ pub async fn run_workload(
     }
     let conn = &mut *conn;
     let limits = *limits;
-    if conn.facts.in_recovery || conn.facts.read_only {
-        bail!(
-            "{} is read-only (a standby, or default_transaction_read_only): compare --workload \
-             builds each candidate inside a rolled-back transaction.\n\
-             hint: run it against a writable copy",
-            conn.target
-        );
-    }
-    let mut sources = Vec::new();
-    if let Some((top, min_calls)) = settings.statements {
-        let (queries, notes) = statements_workload(conn, &limits, top, min_calls).await?;
-        warnings.extend(notes);
-        sources.extend(queries);
-    }
-    sources.extend(file_queries);
-    if sources.is_empty() {
-        bail!("the workload holds no query to measure");
-    }
-    let writes = sources
-        .iter()
-        .filter(|q| matches!(q.query.kind, QueryKind::Write(_)))
-        .count();
-    if writes > 0 && !settings.allow_writes {
-        warnings.push(format!(
-        "{writes} write(s) of the workload were not run (--allow-writes runs them, rolled back); \
-         their SET lists still count for the HOT updates an index ends"
-        ));
-    }
-    progress.update("choosing parameter values");
-    let queries = prepare_queries(conn, &limits, sources, settings.allow_writes).await?;
+    let queries = workload_queries(
+        conn,
+        &limits,
+        "compare --workload",
+        settings.statements,
+        file_queries,
+        settings.allow_writes,
+        &mut warnings,
+        progress,
+    )
+    .await?;
     let untracked = conn.facts.superuser;
     if !untracked {
         warnings.push(
@@ -1088,30 +1157,8 @@ pub async fn run_workload(
         let name = display_name(&CandidateSpec::Create(c.clone()), &plan_name, &taken);
         names.push(name);
     }
-    let resolved = conn
-        .read_only(&limits, async |client| {
-            let mut map = Vec::new();
-            for q in &queries {
-                if let Some((table, _)) = updates::update_target(&q.source.query.text)
-                    && let Some(name) = dbw::relation_name(client, &table).await?
-                {
-                    map.push((table, name));
-                }
-            }
-            for c in candidates {
-                if let Some(name) = dbw::relation_name(client, &c.table).await? {
-                    map.push((c.table.clone(), name));
-                }
-            }
-            Ok(map)
-        })
-        .await?;
-    let lookup = |t: &str| {
-        resolved
-            .iter()
-            .find(|(k, _)| k == t)
-            .map(|(_, v)| v.clone())
-    };
+    let resolved = relation_names(conn, &limits, &queries, candidates).await?;
+    let lookup = |t: &str| lookup_relation(&resolved, t);
     let updates = workload_updates(&queries, lookup);
     for estimate in &measurements.estimate_changes {
         warnings.push(format!(
@@ -1229,4 +1276,170 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
     } else {
         exit::SUCCESS
     })
+}
+
+/// The planner's total cost of one sample of `query`, and the names of the indexes its plan
+/// scans, planned (never run) under a savepoint that is rolled back; the prepared statement a
+/// parameterised query needs is prepared and deallocated around every plan, so a cached generic
+/// plan never hides an index created since. `None` when it cannot be planned.
+async fn planned_cost(
+    client: &tokio_postgres::Client,
+    query: &WorkloadQuery,
+    sample: usize,
+) -> Result<Option<(f64, Vec<String>)>, SessionError> {
+    let s = &query.samples[sample];
+    let parameters = query.source.query.max_parameter.unwrap_or(0);
+    run(client, "SAVEPOINT pgplan_plan", "setting a savepoint").await?;
+    let mut prepared = None;
+    let plan = async {
+        let statement = if parameters > 0 {
+            let p = explain::prepare(
+                client,
+                &query.source.query.text,
+                &s.params,
+                s.generic || s.params.len() != parameters as usize,
+                parameters,
+            )
+            .await?;
+            prepared = Some(p.name);
+            p.statement
+        } else {
+            query.source.query.text.clone()
+        };
+        explain::explain(
+            client,
+            &explain_sql(&statement, false),
+            &format!("planning {}", query.source.id),
+        )
+        .await
+    }
+    .await;
+    if client.is_closed() {
+        return Err(session_error("planning", "the connection closed"));
+    }
+    run(
+        client,
+        "ROLLBACK TO SAVEPOINT pgplan_plan",
+        "rolling back the plan",
+    )
+    .await?;
+    if let Some(name) = prepared {
+        explain::deallocate(client, &name).await?;
+    }
+    if stop_requested() {
+        return Err(session_error("planning", "interrupted"));
+    }
+    let Ok(raw) = plan else { return Ok(None) };
+    let Ok(parsed) = parse_plan(&raw) else {
+        return Ok(None);
+    };
+    let Some(cost) = parsed.root().total_cost else {
+        return Ok(None);
+    };
+    let indexes = parsed
+        .nodes
+        .iter()
+        .filter_map(|n| n.index_name.clone())
+        .collect();
+    Ok(Some((cost, indexes)))
+}
+
+/// The planner's cost of every sample of the queries in `which`, `costs[q][s]`.
+async fn planned_costs(
+    client: &tokio_postgres::Client,
+    queries: &[WorkloadQuery],
+    which: impl Iterator<Item = usize>,
+) -> Result<Vec<(usize, Vec<Option<(f64, Vec<String>)>>)>, SessionError> {
+    let mut out = Vec::new();
+    for q in which {
+        let mut per_sample = Vec::new();
+        for s in 0..queries[q].samples.len() {
+            per_sample.push(planned_cost(client, &queries[q], s).await?);
+        }
+        out.push((q, per_sample));
+    }
+    Ok(out)
+}
+
+/// With HypoPG: each candidate created hypothetically (nothing is built: only this backend's
+/// planner sees it), the queries `serves[i]` lists for candidate i planned with it, and the
+/// cost saved per day against the same plans without it. One read-only transaction; every
+/// hypothetical index is dropped again inside it, before the next one is made — HypoPG keeps
+/// them in backend memory, outside any transaction, and a pooled server connection (PgBouncer
+/// in transaction mode) would hand them to the next client's planner. A candidate HypoPG
+/// cannot represent (GIN and GiST: HypoPG 1.3 has btree, brin, hash and bloom) is its error.
+pub async fn estimate_hypothetical(
+    conn: &mut Connection,
+    limits: &Limits,
+    queries: &[WorkloadQuery],
+    candidates: &[IndexCandidate],
+    serves: &[Vec<usize>],
+    progress: &Progress,
+) -> Result<Vec<Result<Estimate, String>>> {
+    let mut wanted: Vec<usize> = serves.iter().flatten().copied().collect();
+    wanted.sort_unstable();
+    wanted.dedup();
+    let result = conn
+        .read_only(limits, async |client| {
+            progress.update("HypoPG: planning the workload without the candidates");
+            let base = planned_costs(client, queries, wanted.iter().copied()).await?;
+            let mut out = Vec::with_capacity(candidates.len());
+            for (i, candidate) in candidates.iter().enumerate() {
+                progress.update(&format!(
+                    "HypoPG: candidate {} of {} ({})",
+                    i + 1,
+                    candidates.len(),
+                    candidate.describe()
+                ));
+                run(client, "SAVEPOINT pgplan_hypo", "setting a savepoint").await?;
+                let created = explain::hypopg_create(client, &candidate.sql).await;
+                let (oid, name) = match created {
+                    Ok(c) => c,
+                    Err(e) => {
+                        run(client, "ROLLBACK TO SAVEPOINT pgplan_hypo", "rolling back").await?;
+                        out.push(Err(e.to_string()));
+                        continue;
+                    }
+                };
+                let measured = async {
+                    let size_bytes = explain::hypopg_size(client, oid).await?;
+                    let with = planned_costs(client, queries, serves[i].iter().copied()).await?;
+                    Ok::<_, SessionError>((size_bytes, with))
+                }
+                .await;
+                if measured.is_err() && !client.is_closed() {
+                    // Back to a usable transaction, so the hypothetical index can be dropped.
+                    let _ = run(client, "ROLLBACK TO SAVEPOINT pgplan_hypo", "rolling back").await;
+                }
+                explain::hypopg_drop(client, oid).await?;
+                let (size_bytes, with) = measured?;
+                let mut saved = 0.0;
+                let mut used = false;
+                for (q, samples) in &with {
+                    let Some((_, before)) = base.iter().find(|(b, _)| b == q) else {
+                        continue;
+                    };
+                    let mut diffs = Vec::new();
+                    for (after, before) in samples.iter().zip(before) {
+                        if let (Some((a, names)), Some((b, _))) = (after, before) {
+                            used |= names.contains(&name);
+                            diffs.push(b - a);
+                        }
+                    }
+                    if !diffs.is_empty() {
+                        saved += diffs.iter().sum::<f64>() / diffs.len() as f64
+                            * queries[*q].source.calls_per_day;
+                    }
+                }
+                out.push(Ok(Estimate {
+                    cost_saved_per_day: saved,
+                    used,
+                    size_bytes,
+                }));
+            }
+            Ok(out)
+        })
+        .await;
+    progress.clear();
+    result.map_err(|e| anyhow!("estimating the candidates with HypoPG: {e}"))
 }

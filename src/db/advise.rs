@@ -137,6 +137,12 @@ pub async fn read_facts(
             predicate: opt(&r, what, "predicate")?,
             unique: req(&r, what, "indisunique")?,
             valid: req(&r, what, "indisvalid")?,
+            primary: req(&r, what, "indisprimary")?,
+            exclusion: req(&r, what, "indisexclusion")?,
+            replica_identity: req(&r, what, "indisreplident")?,
+            backs_constraint: req(&r, what, "backs_constraint")?,
+            size_bytes: opt(&r, what, "size_bytes")?,
+            scans: opt(&r, what, "scans")?,
         });
     }
 

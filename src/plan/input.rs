@@ -121,9 +121,22 @@ fn candidates(text: &str) -> Vec<Candidate<'_>> {
     if let Some(format) = bare_format(trimmed)
         && !has_table_decoration(trimmed)
     {
+        // A TEXT or YAML plan keeps its first line's indentation: psql's one-space margin
+        // stands before every line, and the readers measure columns from the first line's.
+        let body = match format {
+            PlanFormat::Text | PlanFormat::Yaml => {
+                let blank = &text[..text.len() - trimmed.len()];
+                &text[blank.rfind('\n').map_or(0, |at| at + 1)..]
+            }
+            _ => trimmed,
+        };
+        let body = match format {
+            PlanFormat::Text => end_quoted_lines(body).map_or(Cow::Borrowed(body), Cow::Owned),
+            _ => Cow::Borrowed(body),
+        };
         return vec![Candidate {
             format,
-            body: Cow::Borrowed(trimmed),
+            body,
             duration_ms: None,
         }];
     }
@@ -131,27 +144,40 @@ fn candidates(text: &str) -> Vec<Candidate<'_>> {
     if !logged.is_empty() {
         return logged;
     }
-    let tables = psql_tables(text);
+    // Each reading in turn, until one finds a plan: a table whose values are not a plan may
+    // still stand beside one (a session's `SET` reply), CSV-looking lines may be quoted ones.
+    let tables: Vec<Candidate<'_>> = psql_tables(text)
+        .into_iter()
+        .filter_map(|body| body_candidate(Cow::Owned(body)))
+        .collect();
     if !tables.is_empty() {
-        return tables
-            .into_iter()
-            .filter_map(|body| body_candidate(Cow::Owned(body)))
-            .collect();
+        return tables;
     }
-    if let Some(body) = csv_body(text) {
-        return body_candidate(Cow::Owned(body)).into_iter().collect();
+    if let Some(candidate) = csv_body(text).and_then(|body| body_candidate(Cow::Owned(body))) {
+        return vec![candidate];
     }
-    if let Some(body) = quoted_lines(text)
-        && let Some(start) = plan_start(&body)
+    for body in [quoted_lines(text), end_quoted_lines(text)]
+        .into_iter()
+        .flatten()
     {
-        return body_candidate(Cow::Owned(body[start..].to_owned()))
-            .into_iter()
-            .collect();
+        if let Some(start) = plan_start(&body)
+            && let Some(candidate) = body_candidate(Cow::Owned(body[start..].to_owned()))
+        {
+            return vec![candidate];
+        }
     }
     if let Some(start) = plan_start(text) {
-        return body_candidate(Cow::Borrowed(&text[start..]))
-            .into_iter()
-            .collect();
+        let body = &text[start..];
+        // psql's aligned output copied without its header and rule still carries the `+` that
+        // marks a value continued on the next line.
+        let body = if has_table_decoration(body) {
+            let rows: Vec<&str> = body.lines().collect();
+            let width = rows.iter().map(|r| r.chars().count()).max().unwrap_or(0);
+            Cow::Owned(table_values(&rows, false, width + 1))
+        } else {
+            Cow::Borrowed(body)
+        };
+        return body_candidate(body).into_iter().collect();
     }
     Vec::new()
 }
@@ -159,7 +185,17 @@ fn candidates(text: &str) -> Vec<Candidate<'_>> {
 /// The format of a body that starts at its plan.
 fn bare_format(body: &str) -> Option<PlanFormat> {
     let first = body.lines().next().unwrap_or_default().trim_end();
-    if first.starts_with('[') || first.starts_with('{') {
+    // `[` or `{` opening the document, not a prompt like `[14003](2038152)postgres=#` (a
+    // bracket closed and straight away followed by what no JSON has there).
+    let prompt = first.starts_with('[')
+        && first.find(']').is_some_and(|at| {
+            !first[..at].contains('"')
+                && first[at + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| !(c.is_whitespace() || matches!(c, ',' | ']' | '}')))
+        });
+    if (first.starts_with('[') && !prompt) || first.starts_with('{') {
         Some(PlanFormat::Json)
     } else if first.starts_with("<explain") || first.starts_with("<?xml") {
         Some(PlanFormat::Xml)
@@ -337,6 +373,14 @@ fn header_label(line: &str) -> Option<&str> {
     (!label.is_empty() && !label.contains(BARS) && !label.contains("  ")).then_some(label)
 }
 
+/// A column's name followed by nothing but a bar: `QUERY PLAN      |`.
+fn right_bar_label(line: &str) -> Option<&str> {
+    let t = line.trim();
+    let label = t.strip_suffix(BARS)?.trim();
+    (!t.starts_with(BARS) && !label.is_empty() && !label.contains(BARS) && !label.contains("  "))
+        .then_some(label)
+}
+
 /// The values of every single-column table psql printed in the text (a paste may hold a
 /// session: the statement echoed, `SET` and `BEGIN` answered, several results).
 fn psql_tables(text: &str) -> Vec<String> {
@@ -348,9 +392,32 @@ fn psql_tables(text: &str) -> Vec<String> {
             tables.push(records);
             continue;
         }
+        if i + 1 < lines.len() && is_rule(lines[i + 1]) && right_bar_label(lines[i]).is_some() {
+            // A grid with a bar only after each value (DBeaver's text view).
+            let mut end = i + 2;
+            while end < lines.len() && lines[end].trim_end().ends_with(BARS) {
+                end += 1;
+            }
+            let rows: Vec<&str> = lines[i + 2..end]
+                .iter()
+                .map(|l| l.trim_end().strip_suffix(BARS).unwrap_or(l).trim_end())
+                .collect();
+            let mut body = String::new();
+            for row in rows {
+                body.push_str(row);
+                body.push('\n');
+            }
+            tables.push(body);
+            i = end;
+            continue;
+        }
         if i + 1 < lines.len() && is_rule(lines[i + 1]) && header_label(lines[i]).is_some() {
             let framed = lines[i].trim_start().starts_with(BARS);
-            let start = i + 2;
+            // A rule wider than the terminal continues on the next lines.
+            let mut start = i + 2;
+            while start < lines.len() && is_rule(lines[start]) && !framed {
+                start += 1;
+            }
             let mut end = start;
             while end < lines.len() {
                 let l = lines[end];
@@ -491,9 +558,15 @@ fn is_record_header(line: &str) -> bool {
 /// `psql --csv`: a header line, then one value per record, quoted (with doubled quotes) when it
 /// holds a comma, a quote or a line break.
 fn csv_body(text: &str) -> Option<String> {
+    let text = text.trim_start_matches(['\r', '\n']);
     let mut lines = text.lines();
     let header = lines.next()?.trim_end();
-    let rest_start = header.len();
+    // A value copied without the header (a spreadsheet's cell) starts with its quote.
+    let rest_start = if header.starts_with('"') {
+        0
+    } else {
+        header.len()
+    };
     if header.is_empty() || header.starts_with(' ') || header.contains(',') {
         return None;
     }
@@ -587,6 +660,47 @@ fn quoted_lines(text: &str) -> Option<String> {
     Some(out)
 }
 
+/// A plan whose every line ends with a quote, the opening quotes lost with the indentation
+/// when it was copied out of a quoted export: the closing quotes removed (and an opening one
+/// where it stayed), doubled quotes undone, the indentation kept.
+fn end_quoted_lines(text: &str) -> Option<String> {
+    // Most plans end their first line with a parenthesis: one look decides.
+    let mut nonblank = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty());
+    if !nonblank.all(|l| l.ends_with('"')) {
+        return None;
+    }
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    if lines.len() < 2
+        || !lines
+            .iter()
+            .all(|l| l.ends_with('"') && l.trim().len() >= 2)
+    {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    for line in lines {
+        let line = &line[..line.len() - 1];
+        let indent = line.len() - line.trim_start().len();
+        out.push_str(&line[..indent]);
+        let value = &line[indent..];
+        out.push_str(
+            &value
+                .strip_prefix('"')
+                .unwrap_or(value)
+                .replace("\"\"", "\""),
+        );
+        out.push('\n');
+    }
+    Some(out)
+}
+
 /// What input that holds no plan looks like, for the error.
 fn looks_like(text: &str) -> String {
     let lines: Vec<&str> = text
@@ -627,6 +741,18 @@ fn looks_like(text: &str) -> String {
     {
         return "a server log without auto_explain plans (a `duration: … statement:` line only)"
             .into();
+    }
+    // A line with a node's figures whose name is no node PostgreSQL prints.
+    if let Some(line) = lines
+        .iter()
+        .find(|l| !l.starts_with("->") && l.contains("  (cost="))
+    {
+        let name = &line[..line.find("  (cost=").unwrap_or(line.len())];
+        return format!(
+            "a TEXT plan whose node {:?} is not one PostgreSQL prints (a node's name as EXPLAIN \
+             writes it, like \"Seq Scan on t\", comes before its figures)",
+            name.chars().take(60).collect::<String>()
+        );
     }
     if lines
         .iter()
@@ -701,8 +827,68 @@ mod tests {
         assert_eq!(csv_body(csv).unwrap(), "[\n  {\"Plan\": 1}\n]\n");
     }
 
+    const COST: &str = "(cost=0.00..1.00 rows=1 width=4)";
+
+    #[test]
+    fn a_prompt_in_brackets_is_not_json() {
+        let session = format!(
+            "[14003](2038152)postgres@db=# EXPLAIN SELECT 1;\n{COST}\n Result  {COST}\n(1 row)\n"
+        );
+        let read = read_plan(&session, None).unwrap();
+        assert_eq!(read.format, PlanFormat::Text);
+        assert_eq!(read.plan.root().node_type, "Result");
+    }
+
+    #[test]
+    fn quoted_exports() {
+        // CSV-quoted JSON without a header, as a spreadsheet's cell holds it.
+        let json = "\n\"[\n  {\n    \"\"Plan\"\": {\"\"Node Type\"\": \"\"Result\"\"}\n  }\n]\"\n";
+        let read = read_plan(json, None).unwrap();
+        assert_eq!(read.format, PlanFormat::Json);
+        // Every line ends with a quote, the opening ones lost.
+        let text = format!(
+            "Limit  {COST}\"\n  ->  Seq Scan on t  {COST}\"\n        Filter: (a = 'x'::text)\"\n"
+        );
+        let read = read_plan(&text, None).unwrap();
+        assert_eq!(read.plan.nodes.len(), 2);
+        assert_eq!(
+            read.plan.nodes[1].filter.as_deref(),
+            Some("(a = 'x'::text)")
+        );
+    }
+
+    #[test]
+    fn a_grid_with_bars_after_the_values() {
+        let grid = format!(
+            "QUERY PLAN                                   |\n---------------------------------------------+\nLimit  {COST}  |\n  ->  Seq Scan on t  {COST}|\n"
+        );
+        let read = read_plan(&grid, None).unwrap();
+        assert_eq!(read.plan.nodes.len(), 2);
+    }
+
+    #[test]
+    fn a_rule_wider_than_the_terminal_and_marks_without_a_header() {
+        let table = format!(
+            "           QUERY PLAN\n--------------------\n----------\n Result  {COST}\n Planning Time: 0.1 ms\n(2 rows)\n"
+        );
+        assert_eq!(read_plan(&table, None).unwrap().plan.planning_ms, Some(0.1));
+        // psql's aligned XML copied without header and rule: the `+` marks still there.
+        let xml = " <explain>               +\n   <Query>               +\n     <Plan>              +\n       <Node-Type>Result</Node-Type>+\n     </Plan>             +\n   </Query>              +\n </explain>\n(1 row)\n";
+        let read = read_plan(xml, None).unwrap();
+        assert_eq!(read.format, PlanFormat::Xml);
+        assert_eq!(read.plan.root().node_type, "Result");
+        // YAML with psql's margin.
+        let yaml = " - Plan: \n     Node Type: \"Result\"\n     Plan Rows: 1\n   Triggers: \n   Planning Time: 0.1\n";
+        assert_eq!(read_plan(yaml, None).unwrap().plan.planning_ms, Some(0.1));
+    }
+
     #[test]
     fn what_it_looks_like() {
+        assert!(
+            looks_like(&format!("Some Node Type  {COST}\n  ->  Sort  {COST}")).starts_with(
+                "a TEXT plan whose node \"Some Node Type\" is not one PostgreSQL prints"
+            )
+        );
         assert_eq!(looks_like("SELECT 1"), "a SQL query, not its plan");
         assert!(looks_like("ERROR:  relation \"x\" does not exist").starts_with("a psql error"));
         assert!(

@@ -673,7 +673,8 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
                         nesting,
                     })?;
                 }
-                "Planning Time" | "Execution Time" => {
+                // "Total Runtime": the execution time's name before PostgreSQL 9.4.
+                "Planning Time" | "Execution Time" | "Total Runtime" => {
                     let top = NodeLabel {
                         id: None,
                         node_type: "",

@@ -17,12 +17,140 @@ use super::parse::{self, MAX_PLAN_DEPTH, PlanError};
 
 /// Reads a TEXT plan whose decorations (psql's table, a log's prefixes) are already removed.
 pub(super) fn parse_text(body: &str) -> Result<Plan, PlanError> {
+    let body = join_broken_lines(body);
     let mut reader = Reader::default();
-    reader.read(body)?;
+    reader.read(&body)?;
     let depth = reader.max_depth;
     let value = reader.finish();
     // Two levels of JSON nesting per plan level, plus the top-level array and object.
     parse::plan_from_value(value, depth * 2 + 4)
+}
+
+/// Parentheses and single quotes counted along a line: EXPLAIN balances both on every line it
+/// prints (a quote inside a literal is doubled), so a line left open was broken.
+#[derive(Default)]
+struct Balance {
+    depth: usize,
+    quoted: bool,
+}
+
+impl Balance {
+    fn feed(&mut self, text: &str) {
+        for b in text.bytes() {
+            match b {
+                b'\'' => self.quoted = !self.quoted,
+                b'(' if !self.quoted => self.depth += 1,
+                b')' if !self.quoted => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        self.depth > 0 || self.quoted
+    }
+}
+
+/// Lines a terminal or an editor broke at its width (`(actual time=0.5` then `24..0.525 rows=0
+/// loops=1)` on the next line), joined again: a line of the tree that leaves a parenthesis or a
+/// quote open is continued by the lines after it, up to one that starts a node, a property or a
+/// summary line. A break between a figure and the next word (`0.532` / `rows=0`) lost the space
+/// between them with the line's trailing blanks; it is put back.
+fn join_broken_lines(body: &str) -> std::borrow::Cow<'_, str> {
+    let open = |line: &str| {
+        let mut balance = Balance::default();
+        balance.feed(line);
+        balance.is_open() || line.trim_end().ends_with(',')
+    };
+    // A node's name and its figures broken apart (`->  Index Scan using i on t` / `(cost=…`).
+    let figures_alone =
+        |line: &str| matches!(line.trim_start().as_bytes(), [b'(', b'c' | b'a', ..]);
+    // A node's name broken before its figures (`->  Index Scan using i on pgbenc` /
+    // `h_branches  (cost=…`): figures on a line that is not a child's, after the first.
+    let name_broken = |index: usize, line: &str| {
+        index > 0 && !line.trim_start().starts_with("->") && line.contains("  (cost=")
+    };
+    // The common case costs one pass over the bytes: no line is left open.
+    if !body
+        .lines()
+        .enumerate()
+        .any(|(index, line)| open(line) || figures_alone(line) || name_broken(index, line))
+    {
+        return std::borrow::Cow::Borrowed(body);
+    }
+    let lines: Vec<&str> = body.lines().collect();
+    let mut out = String::with_capacity(body.len());
+    let mut tree_started = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i].trim_end();
+        let start = i;
+        out.push_str(line);
+        i += 1;
+        let node = is_node_line(line)
+            || line
+                .trim_start()
+                .strip_prefix("->  ")
+                .is_some_and(is_node_line);
+        tree_started = tree_started || node;
+        if node
+            && figures_start(line.trim_start()) == line.trim_start().len()
+            && let Some(next) = lines.get(i)
+            && !starts_a_line(next.trim_start())
+        {
+            let next = next.trim();
+            if next.starts_with("(cost=") || next.starts_with("(actual ") {
+                out.push_str("  ");
+                out.push_str(next);
+                i += 1;
+            } else if next.contains("  (cost=") {
+                out.push_str(next);
+                i += 1;
+            }
+        }
+        let mut balance = Balance::default();
+        balance.feed(&out[out.rfind('\n').map_or(0, |at| at + 1)..]);
+        // A list property broken after one of its commas (`Output: a,` / ` b`) is open too.
+        while tree_started && (balance.is_open() || out.ends_with(',')) && i < lines.len() {
+            let next = lines[i].trim_end();
+            if next.trim().is_empty() || starts_a_line(next.trim_start()) {
+                break;
+            }
+            let glued = out.as_bytes().last().copied().unwrap_or(b' ');
+            let first = next.as_bytes()[0];
+            if (glued.is_ascii_digit() || glued == b')')
+                && (first.is_ascii_alphabetic() || first == b'(')
+            {
+                out.push(' ');
+            }
+            out.push_str(next);
+            balance.feed(next);
+            i += 1;
+        }
+        out.push('\n');
+        // An empty line for each line joined, so errors still name the input's line numbers.
+        for _ in start + 1..i {
+            out.push('\n');
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Whether a line's content starts a line of EXPLAIN's own (a child node, a `Key: value`
+/// property, a worker, a summary line) rather than continuing a broken one.
+fn starts_a_line(content: &str) -> bool {
+    if content.starts_with("->  ") || is_summary_line(content) || is_node_line(content) {
+        return true;
+    }
+    // `Sort Key: a`, `Worker 0:  actual …`: capitalised words, then a colon.
+    let Some((key, _)) = content.split_once(':') else {
+        return false;
+    };
+    content.starts_with(|c: char| c.is_ascii_uppercase())
+        && !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'-' | b'/'))
 }
 
 /// Whether a line is a plan node's first line (`Seq Scan on t  (cost=...)`, or a bare node name
@@ -205,6 +333,10 @@ struct Reader {
     /// planner's `Memory`, local I/O timings.
     version_17_or_newer: bool,
     version_18: bool,
+    /// Whether the line after the root has said where the root's column is.
+    root_placed: bool,
+    /// Columns added to every indented line after the root (see `place_root`).
+    shift: usize,
 }
 
 struct BlockState(Block);
@@ -242,7 +374,8 @@ fn leading_spaces(line: &str) -> usize {
 
 impl Reader {
     fn read(&mut self, body: &str) -> Result<(), PlanError> {
-        for (index, raw) in body.lines().enumerate() {
+        let mut lines = body.lines().enumerate();
+        while let Some((index, raw)) = lines.next() {
             let number = index + 1;
             let line = raw.trim_end();
             if line.trim().is_empty() {
@@ -256,11 +389,18 @@ impl Reader {
             } else {
                 line
             };
-            let indent = leading_spaces(line);
+            let mut indent = leading_spaces(line);
             let content = &line[indent..];
             if self.nodes.is_empty() {
                 self.before_root(content, indent, number)?;
                 continue;
+            }
+            if !self.root_placed {
+                self.root_placed = true;
+                self.place_root(content, indent);
+            }
+            if indent > 0 {
+                indent += self.shift;
             }
             let base = self.nodes[0].name_col;
             if let Some(rest) = content.strip_prefix("->  ") {
@@ -274,7 +414,15 @@ impl Reader {
                 self.tree_done = true;
                 self.stack.clear();
                 if !self.top_line(content, indent)? {
-                    // Past the plan: what follows is not EXPLAIN's (psql's footer, a prompt).
+                    // Past the plan: what follows is not EXPLAIN's (psql's footer, a prompt)...
+                    // unless the plan goes on below it: then the line broke the tree.
+                    let next = lines.find(|(_, l)| !l.trim().is_empty());
+                    if next.is_some_and(|(_, l)| l.trim_start().starts_with("->  ")) {
+                        return Err(bad(
+                            number,
+                            format!("{:?} belongs to no plan node", short(content)),
+                        ));
+                    }
                     break;
                 }
             } else {
@@ -285,6 +433,26 @@ impl Reader {
             return Err(bad(1, "no plan node found"));
         }
         Ok(())
+    }
+
+    /// EXPLAIN indents every line by an even number of columns from the root's: properties and
+    /// children two in, summary lines (`Planning Time:`) at the root's own. A line after a root
+    /// at column 0 that stands an odd number of columns in says the root lost its indentation
+    /// when it was copied (psql's one-space margin, a `trim()`): its column is put back from
+    /// that line, a summary line standing at it, a property or child two further in. A line at
+    /// column 1 that is not a summary line says the rest lost one column more than the root:
+    /// every indented line is moved one column in.
+    fn place_root(&mut self, content: &str, indent: usize) {
+        if self.nodes[0].name_col != 0 || indent.is_multiple_of(2) {
+            return;
+        }
+        if is_summary_line(content) {
+            self.nodes[0].name_col = indent;
+        } else if indent >= 3 {
+            self.nodes[0].name_col = indent - 2;
+        } else {
+            self.shift = 1;
+        }
     }
 
     /// Lines before the root node: auto_explain's `Query Text:` (which may span lines) and
@@ -347,6 +515,12 @@ impl Reader {
     /// A `->  ` line: a child of the innermost open node whose properties sit at its column.
     fn child(&mut self, rest: &str, indent: usize, number: usize) -> Result<(), PlanError> {
         self.close_to(indent);
+        // A child at or left of the root's own column: EXPLAIN never prints one, but a plan
+        // whose root line was indented further when it was pasted (into a ticket, a test's
+        // source) does; before the summary lines, every such child is the root's.
+        if self.stack.is_empty() && !self.tree_done {
+            self.stack.push(0);
+        }
         let Some(&parent) = self.stack.last() else {
             return Err(bad(number, "a child node that no node above it can hold"));
         };
@@ -568,8 +742,17 @@ impl Reader {
             return Ok(false);
         };
         match key {
-            "Planning Time" | "Execution Time" => {
+            // Before PostgreSQL 10: "Planning time", "Execution time"; before 9.4 the execution
+            // time was "Total runtime" (JSON "Total Runtime").
+            "Planning Time" | "Execution Time" | "Planning time" | "Execution time"
+            | "Total runtime" => {
                 let ms = value.strip_suffix(" ms").unwrap_or(value);
+                let key = match key {
+                    "Planning time" => "Planning Time",
+                    "Execution time" => "Execution Time",
+                    "Total runtime" => "Total Runtime",
+                    key => key,
+                };
                 match number(ms) {
                     Some(n) => {
                         self.top.insert(key.into(), n);
@@ -647,9 +830,13 @@ impl Reader {
             let Some(inner) = rest.strip_prefix('(') else {
                 return Err(bad(number, format!("cannot read {:?}", short(rest))));
             };
-            let close = inner
-                .find(')')
-                .ok_or_else(|| bad(number, "a node's figures lack their closing parenthesis"))?;
+            let close = inner.find(')').ok_or_else(|| {
+                bad(
+                    number,
+                    "a node's figures lack their closing parenthesis: the line is cut off \
+                         (paste the plan whole)",
+                )
+            })?;
             let group = &inner[..close];
             rest = inner[close + 1..].trim_start();
             if let Some(cost) = group.strip_prefix("cost=") {
@@ -1142,6 +1329,13 @@ fn complete_node(
 
 /// Where a node line's figures start: `  (cost=`, ` (actual ` or ` (never executed)`.
 fn figures_start(text: &str) -> usize {
+    // A line broken inside its first figure (`Sort  (cos`, the rest on the next line).
+    if let Some(at) = text.rfind("  (")
+        && "cost=".starts_with(&text[at + 3..])
+        && at + 3 < text.len()
+    {
+        return at;
+    }
     let mut best = text.len();
     for pattern in ["  (cost=", " (actual ", " (never executed)"] {
         if let Some(at) = text.find(pattern)
@@ -1214,6 +1408,12 @@ const JOIN_TYPES: [(&str, &[(&str, &str)]); 7] = [
 ];
 
 /// Whether `rest` may follow a node name: nothing, a target, or figures.
+/// ` alias` after `Subquery Scan`: how PostgreSQL before 9.0 named it, without `on`.
+fn is_bare_alias(rest: &str) -> bool {
+    rest.strip_prefix(' ')
+        .is_some_and(|alias| !alias.is_empty() && identifier(alias).1.is_empty())
+}
+
 fn name_ends(rest: &str) -> bool {
     rest.is_empty()
         || rest.starts_with(" on ")
@@ -1373,7 +1573,7 @@ fn head_of(name: &str) -> Option<Head<'_>> {
     }
     for simple in SIMPLE_NODES {
         if let Some(after) = rest.strip_prefix(simple)
-            && name_ends(after)
+            && (name_ends(after) || (simple == "Subquery Scan" && is_bare_alias(after)))
         {
             let keys: &'static [(&str, &str)] = if simple == "Foreign Scan" {
                 &[("Operation", "Select")]
@@ -1405,6 +1605,10 @@ fn target(
         let (index, after) = identifier(r);
         map.insert("Index Name".into(), Value::String(index));
         rest = after;
+    }
+    if node_type == "Subquery Scan" && is_bare_alias(rest) {
+        map.insert("Alias".into(), Value::String(identifier(&rest[1..]).0));
+        return Ok(());
     }
     let Some(r) = rest.strip_prefix(" on ") else {
         if rest.trim().is_empty() {
@@ -1584,6 +1788,25 @@ pub(super) fn typed(key: &str, value: &str) -> Value {
         return n;
     }
     Value::String(value.to_owned())
+}
+
+/// Whether a line is one of the summary lines EXPLAIN prints after the tree, at the root's
+/// column.
+fn is_summary_line(content: &str) -> bool {
+    matches!(content, "Planning:" | "JIT:")
+        || [
+            "Planning Time: ",
+            "Planning time: ",
+            "Execution Time: ",
+            "Execution time: ",
+            "Total runtime: ",
+            "Settings: ",
+            "Query Identifier: ",
+            "Serialization: ",
+            "Trigger ",
+        ]
+        .iter()
+        .any(|key| content.starts_with(key))
 }
 
 /// `shared hit=1 read=2 dirtied=3 written=4, local …, temp read=5 written=6`.
@@ -1887,6 +2110,124 @@ fn short(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const COST: &str = "(cost=0.00..1.00 rows=1 width=4)";
+    const ACTUAL: &str = "(actual time=0.010..0.020 rows=1 loops=1)";
+
+    fn read(text: &str) -> Plan {
+        crate::plan::read_plan(text, None)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"))
+            .plan
+    }
+
+    #[test]
+    fn a_root_copied_with_psqls_margin_keeps_its_summary_lines() {
+        let plan = read(&format!(
+            " Seq Scan on t  {COST}\n   Filter: (a > 1)\n Planning Time: 0.100 ms\n"
+        ));
+        assert_eq!(plan.root().filter.as_deref(), Some("(a > 1)"));
+        assert_eq!(plan.planning_ms, Some(0.1));
+    }
+
+    #[test]
+    fn a_root_that_lost_its_margin_takes_it_back_from_the_next_line() {
+        // The first line trimmed, the rest as psql printed it.
+        let plan = read(&format!(
+            "Nested Loop  {COST}\n   ->  Seq Scan on a  {COST}\n   ->  Seq Scan on b  {COST}\n Settings: work_mem = '8MB'\n Execution Time: 2.000 ms\n"
+        ));
+        assert_eq!(plan.nodes.len(), 3);
+        assert_eq!(plan.settings, [("work_mem".to_owned(), "8MB".to_owned())]);
+        // A summary line right below the root.
+        let plan = read(&format!(
+            "Seq Scan on t  {COST}\n Settings: work_mem = '8MB'\n Planning Time: 0.5 ms\n"
+        ));
+        assert_eq!(plan.planning_ms, Some(0.5));
+        // Everything below the root one column further out than the root: moved back in.
+        let plan = read(&format!(
+            "Result  {COST}\n CTE c\n   ->  Result  {COST}\n ->  Append  {COST}\n       ->  CTE Scan on c  {COST}\nTotal runtime: 1.500 ms\n"
+        ));
+        assert_eq!(plan.nodes.len(), 4);
+        assert_eq!(plan.nodes[1].subplan_name.as_deref(), Some("CTE c"));
+        assert_eq!(plan.nodes[3].parent, Some(2));
+        assert_eq!(plan.execution_ms, Some(1.5));
+    }
+
+    #[test]
+    fn a_child_left_of_an_indented_root_is_the_roots() {
+        let plan = read(&format!(
+            "     Delete on t  {COST} {ACTUAL}\n     ->  Seq Scan on t  {COST} {ACTUAL}\n   Planning time: 1.000 ms\n   Trigger for constraint fk: time=1.000 calls=2\n   Execution time: 3.000 ms\n"
+        ));
+        assert_eq!(plan.nodes.len(), 2);
+        assert_eq!(plan.nodes[1].parent, Some(0));
+        assert_eq!(
+            (plan.planning_ms, plan.execution_ms),
+            (Some(1.0), Some(3.0))
+        );
+        assert_eq!(plan.triggers.len(), 1);
+        assert_eq!(plan.triggers[0].calls, Some(2.0));
+    }
+
+    #[test]
+    fn lines_broken_at_a_terminals_width_join_again() {
+        let plan = read(
+            " Sort  (cos\nt=1.00..2.00 rows=3 wid\nth=4) (actual time=0.5\n24..0.600\nrows=2 loops=1)\n   Sort Key: a\n   ->  Index Scan using i on some_ta\nble  (cost=0.14..48.64 rows=10 width=364)\n         Index Cond: ((a = 1) AND\n (b = 2))\n         Output: a,\n b\n   ->  Index Scan using j on t\n  (cost=0.1..0.2 rows=1 width=4)\n Planning Time: 0.1 ms\n",
+        );
+        let root = plan.root();
+        assert_eq!((root.startup_cost, root.total_cost), (Some(1.0), Some(2.0)));
+        assert_eq!((root.plan_rows, root.plan_width), (Some(3.0), Some(4.0)));
+        let actual = root.actual.unwrap();
+        assert_eq!(
+            (actual.startup_ms, actual.total_ms),
+            (Some(0.524), Some(0.6))
+        );
+        assert_eq!((actual.rows, actual.loops), (2.0, 1.0));
+        assert_eq!(plan.nodes[1].relation_name.as_deref(), Some("some_table"));
+        assert_eq!(
+            plan.nodes[1].index_cond.as_deref(),
+            Some("((a = 1) AND (b = 2))")
+        );
+        assert_eq!(plan.nodes[1].output, ["a", "b"]);
+        assert_eq!(plan.nodes[2].total_cost, Some(0.2));
+        assert_eq!(plan.planning_ms, Some(0.1));
+    }
+
+    #[test]
+    fn a_line_that_breaks_the_tree_is_an_error_not_the_plans_end() {
+        let err = crate::plan::read_plan(
+            &format!("Nested Loop  {COST}\n   ->  Seq Scan on a  {COST}\nsomething else\n   ->  Seq Scan on b  {COST}\n"),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "line 3 of the TEXT plan: \"something else\" belongs to no plan node"
+        );
+    }
+
+    #[test]
+    fn older_spellings_read_as_todays() {
+        // Before 9.0: `Subquery Scan alias`; before 9.4: `Total runtime`.
+        let plan = read(&format!(
+            "Subquery Scan s  {COST}\n  ->  Seq Scan on t  {COST}\nTotal runtime: 0.500 ms\n"
+        ));
+        assert_eq!(plan.root().node_type, "Subquery Scan");
+        assert_eq!(plan.root().alias.as_deref(), Some("s"));
+        assert_eq!(plan.execution_ms, Some(0.5));
+    }
+
+    #[test]
+    fn a_subtree_without_its_root_is_refused_not_read_as_a_plan() {
+        // Its figures would be taken for the whole plan's.
+        let err = crate::plan::read_plan(
+            &format!("->  Hash Join  {COST}\n      ->  Seq Scan on a  {COST}\n"),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("part of a TEXT plan without its first line")
+        );
+    }
 
     #[test]
     fn node_lines_and_property_lines() {

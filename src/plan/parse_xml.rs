@@ -136,7 +136,16 @@ impl Node {
                         _ if settings => name,
                         _ => key_of(&name),
                     };
-                    let v = child.into_value(&k, settings);
+                    let v = match child.into_value(&k, settings) {
+                        // JIT's Options are flags, and their names are also JIT Timing's
+                        // (`<Inlining>` is a boolean in one, milliseconds in the other).
+                        Value::String(flag)
+                            if key == "Options" && matches!(flag.as_str(), "true" | "false") =>
+                        {
+                            Value::Bool(flag == "true")
+                        }
+                        v => v,
+                    };
                     map.insert(k, v);
                 }
                 Value::Object(map)
@@ -280,5 +289,17 @@ mod tests {
         assert_eq!(plan.root().filter.as_deref(), Some("(a < 1)"));
         assert_eq!(plan.root().plan_rows, Some(1.0));
         assert_eq!(plan.root().output, ["a"]);
+    }
+
+    #[test]
+    fn jit_options_are_flags_and_jit_timings_are_numbers() {
+        let xml = "<explain>\n  <Query>\n    <Plan>\n      <Node-Type>Result</Node-Type>\n    </Plan>\n    <JIT>\n      <Functions>2</Functions>\n      <Options>\n        <Inlining>false</Inlining>\n        <Deforming>true</Deforming>\n      </Options>\n      <Timing>\n        <Inlining>0.000</Inlining>\n        <Total>1.500</Total>\n      </Timing>\n    </JIT>\n  </Query>\n</explain>\n";
+        let plan = parse_xml(xml).unwrap();
+        let jit = &plan.extra["JIT"];
+        assert_eq!(jit["Functions"], 2);
+        assert_eq!(jit["Options"]["Inlining"], false);
+        assert_eq!(jit["Options"]["Deforming"], true);
+        assert_eq!(jit["Timing"]["Inlining"], 0.0);
+        assert_eq!(jit["Timing"]["Total"], 1.5);
     }
 }

@@ -7,7 +7,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::advise::report::{AdviseReport, Recommendation, RejectedCandidate};
+use crate::advise::report::{AdviseReport, Recommendation, RejectedCandidate, Replaced};
+use crate::advise::shortlist::Estimate;
 use crate::advise::{Candidate, Note};
 
 use super::format::{bytes, change, count, ms};
@@ -16,7 +17,9 @@ use super::{Paint, TextOptions, markdown};
 
 /// The version of the advise document. Changing a field's meaning or removing one bumps it;
 /// adding one does not.
-pub const ADVISE_SCHEMA_VERSION: u32 = 1;
+/// 2: `replaces` holds objects (the statement and the evidence), a note's `query_id` is null
+/// for the workload as a whole; `hypopg_estimate` and `not_shortlisted` were added.
+pub const ADVISE_SCHEMA_VERSION: u32 = 2;
 
 /// `pgplan advise --format json`.
 #[derive(Debug, Serialize)]
@@ -31,6 +34,9 @@ pub struct AdviseDoc {
     pub recommended: Vec<RecommendationDoc>,
     pub drops: Vec<DropDoc>,
     pub rejected: Vec<RejectedDoc>,
+    /// With --hypothetical: candidates not measured because, with HypoPG, the planner chose
+    /// them for none of their queries (an estimate).
+    pub not_shortlisted: Vec<NotShortlistedDoc>,
     pub covered: Vec<CoveredDoc>,
     pub notes: Vec<NoteDoc>,
     /// What PostgreSQL does not roll back (statistics counters, planner estimates).
@@ -85,8 +91,44 @@ pub struct RecommendationDoc {
     pub wal_bytes_added_per_day: Option<f64>,
     pub hot_updates_lost_per_day: Option<f64>,
     pub write_estimated: bool,
-    pub replaces: Vec<String>,
+    /// Existing indexes this one makes redundant: drop them once it is built.
+    pub replaces: Vec<ReplacedDoc>,
+    /// With --hypothetical: HypoPG's estimate, which only ordered the measuring.
+    pub hypopg_estimate: Option<EstimateDoc>,
     pub queries: Vec<ServedDoc>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ReplacedDoc {
+    pub schema: String,
+    pub index: String,
+    /// `DROP INDEX CONCURRENTLY ...;`, to run after the recommendation is built.
+    pub statement: String,
+    pub size_bytes: Option<f64>,
+    /// Its idx_scan since the statistics were reset.
+    pub scans: Option<f64>,
+    pub evidence: String,
+    /// Workload queries (ids) whose baseline plan scanned it.
+    pub used_before: Vec<String>,
+    /// Of those, the ones whose plan still scanned it with the recommendation built.
+    pub used_after: Vec<String>,
+}
+
+/// HypoPG's estimate for a candidate: labelled, never a verdict.
+#[derive(Debug, Serialize)]
+pub struct EstimateDoc {
+    /// Planner cost units saved per day (cost before − after, times calls per day).
+    pub cost_saved_per_day: f64,
+    /// Whether any plan chose the hypothetical index.
+    pub planner_chose_it: bool,
+    pub size_bytes: Option<f64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NotShortlistedDoc {
+    #[serde(flatten)]
+    pub candidate: CandidateDoc,
+    pub hypopg_estimate: EstimateDoc,
 }
 
 #[derive(Debug, Serialize)]
@@ -126,6 +168,7 @@ pub struct RejectedDoc {
     pub write_pages_added_per_day: f64,
     pub used: bool,
     pub measured_with: Vec<String>,
+    pub hypopg_estimate: Option<EstimateDoc>,
 }
 
 #[derive(Debug, Serialize)]
@@ -136,7 +179,8 @@ pub struct CoveredDoc {
 
 #[derive(Debug, Serialize)]
 pub struct NoteDoc {
-    pub query_id: String,
+    /// The query it concerns; null for the workload as a whole or a candidate.
+    pub query_id: Option<String>,
     pub table: Option<String>,
     pub message: String,
 }
@@ -146,6 +190,28 @@ fn query_id(report: &AdviseReport, query: usize) -> String {
         .queries
         .get(query)
         .map_or_else(|| format!("#{}", query + 1), |q| q.id.clone())
+}
+
+fn estimate_doc(e: &Estimate) -> EstimateDoc {
+    EstimateDoc {
+        cost_saved_per_day: e.cost_saved_per_day,
+        planner_chose_it: e.used,
+        size_bytes: e.size_bytes,
+    }
+}
+
+fn replaced_doc(report: &AdviseReport, r: &Replaced) -> ReplacedDoc {
+    let ids = |qs: &[usize]| qs.iter().map(|&q| query_id(report, q)).collect();
+    ReplacedDoc {
+        schema: r.schema.clone(),
+        index: r.index.clone(),
+        statement: r.statement.clone(),
+        size_bytes: r.size_bytes,
+        scans: r.scans,
+        evidence: r.evidence.clone(),
+        used_before: ids(&r.used_before),
+        used_after: ids(&r.used_after),
+    }
 }
 
 fn candidate_doc(report: &AdviseReport, c: &Candidate) -> CandidateDoc {
@@ -202,7 +268,8 @@ impl AdviseDoc {
                     wal_bytes_added_per_day: r.wal_bytes_added_per_day,
                     hot_updates_lost_per_day: r.hot_updates_lost_per_day,
                     write_estimated: r.write_estimated,
-                    replaces: r.replaces.clone(),
+                    replaces: r.replaces.iter().map(|x| replaced_doc(report, x)).collect(),
+                    hypopg_estimate: r.estimate.as_ref().map(estimate_doc),
                     queries: r
                         .queries
                         .iter()
@@ -242,6 +309,15 @@ impl AdviseDoc {
                     write_pages_added_per_day: r.measurement.write_pages_added_per_day,
                     used: r.measurement.used,
                     measured_with: r.with_chosen.clone(),
+                    hypopg_estimate: r.estimate.as_ref().map(estimate_doc),
+                })
+                .collect(),
+            not_shortlisted: report
+                .not_shortlisted
+                .iter()
+                .map(|n| NotShortlistedDoc {
+                    candidate: candidate_doc(report, &n.candidate),
+                    hypopg_estimate: estimate_doc(&n.estimate),
                 })
                 .collect(),
             covered: report
@@ -256,7 +332,7 @@ impl AdviseDoc {
                 .notes
                 .iter()
                 .map(|n| NoteDoc {
-                    query_id: query_id(report, n.query),
+                    query_id: n.query.map(|q| query_id(report, q)),
                     table: n.table.clone(),
                     message: n.message.clone(),
                 })
@@ -311,6 +387,60 @@ fn cost_line(r: &Recommendation) -> String {
     s
 }
 
+/// "HypoPG estimated (ordering only): planner cost 1,200 lower a day, chosen by the planner".
+fn estimate_line(e: &Estimate) -> String {
+    let cost = if e.cost_saved_per_day >= 0.0 {
+        format!("planner cost {} lower a day", count(e.cost_saved_per_day))
+    } else {
+        format!("planner cost {} higher a day", count(-e.cost_saved_per_day))
+    };
+    let mut s = format!(
+        "HypoPG estimated (it only ordered the measuring): {cost}, {}",
+        if e.used {
+            "chosen by the planner"
+        } else {
+            "chosen by no plan"
+        }
+    );
+    if let Some(size) = e.size_bytes {
+        s.push_str(&format!(", about {}", bytes(size)));
+    }
+    s
+}
+
+/// "public.tickets_account_id_idx (2.1 MB, 340 scans): its keys ... lead ...; scanned by
+/// q1.sql in the baseline, by none of them with this one built".
+fn replaced_line(report: &AdviseReport, x: &Replaced) -> String {
+    let mut facts = Vec::new();
+    if let Some(b) = x.size_bytes {
+        facts.push(bytes(b));
+    }
+    if let Some(n) = x.scans {
+        facts.push(format!("{} scans", count(n)));
+    }
+    let mut s = format!("{}.{}", x.schema, x.index);
+    if !facts.is_empty() {
+        s.push_str(&format!(" ({})", facts.join(", ")));
+    }
+    s.push_str(&format!(": {}", x.evidence));
+    let ids = |qs: &[usize]| -> Vec<String> { qs.iter().map(|&q| query_id(report, q)).collect() };
+    if !x.used_before.is_empty() {
+        let after = if x.used_after.is_empty() {
+            "by none of them with this one built".to_owned()
+        } else {
+            format!(
+                "still by {} with this one built",
+                ids(&x.used_after).join(", ")
+            )
+        };
+        s.push_str(&format!(
+            "; scanned by {} in the baseline, {after}",
+            ids(&x.used_before).join(", ")
+        ));
+    }
+    s
+}
+
 fn time_cell(before: Option<f64>, after: Option<f64>, noise: bool) -> String {
     match (before, after) {
         (Some(b), Some(a)) if noise => format!("{} → {} (within noise)", ms(b), ms(a)),
@@ -320,7 +450,10 @@ fn time_cell(before: Option<f64>, after: Option<f64>, noise: bool) -> String {
 }
 
 fn note_line(report: &AdviseReport, n: &Note) -> String {
-    format!("{}: {}", query_id(report, n.query), n.message)
+    match n.query {
+        Some(q) => format!("{}: {}", query_id(report, q), n.message),
+        None => n.message.clone(),
+    }
 }
 
 pub fn write_text(
@@ -334,7 +467,9 @@ pub fn write_text(
         writeln!(
             out,
             "{}",
-            paint.dim("shortlist ordered by HypoPG estimates; every figure below is measured")
+            paint.dim(
+                "shortlist ordered by HypoPG estimates (labelled estimated); every recommendation is measured"
+            )
         )?;
     }
     writeln!(out)?;
@@ -361,8 +496,12 @@ pub fn write_text(
             for reason in &r.candidate.reasons {
                 writeln!(out, "    {}", paint.dim(&format!("why: {reason}")))?;
             }
-            if !r.replaces.is_empty() {
-                writeln!(out, "    replaces: {}", r.replaces.join(", "))?;
+            if let Some(e) = &r.estimate {
+                writeln!(out, "    {}", paint.dim(&estimate_line(e)))?;
+            }
+            for x in &r.replaces {
+                writeln!(out, "    replaces {}", replaced_line(report, x))?;
+                writeln!(out, "      then: {}", paint.accent(&x.statement))?;
             }
             let mut table = new_table(&["query", "calls/day", "pages", "change", "time"], options);
             for q in &r.queries {
@@ -411,6 +550,24 @@ pub fn write_text(
         for r in &report.rejected {
             writeln!(out, "  {}", r.candidate.definition())?;
             writeln!(out, "    {}", rejected_line(r))?;
+            if let Some(e) = &r.estimate {
+                writeln!(out, "    {}", paint.dim(&estimate_line(e)))?;
+            }
+        }
+    }
+    if !report.not_shortlisted.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            paint.bold(&format!(
+                "Not measured: the planner did not choose them with HypoPG ({}, estimated)",
+                report.not_shortlisted.len()
+            ))
+        )?;
+        for n in &report.not_shortlisted {
+            writeln!(out, "  {}", n.candidate.definition())?;
+            writeln!(out, "    {}", paint.dim(&estimate_line(&n.estimate)))?;
         }
     }
     if !report.covered.is_empty() {
@@ -475,7 +632,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
     if report.shortlist_estimated {
         writeln!(
             out,
-            "_Shortlist ordered by HypoPG estimates; every figure below is measured._"
+            "_Shortlist ordered by HypoPG estimates (labelled estimated); every recommendation is measured._"
         )?;
         writeln!(out)?;
     }
@@ -495,8 +652,16 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         for reason in &r.candidate.reasons {
             writeln!(out, "- {}", markdown::cell(reason))?;
         }
-        if !r.replaces.is_empty() {
-            writeln!(out, "- replaces: {}", r.replaces.join(", "))?;
+        if let Some(e) = &r.estimate {
+            writeln!(out, "- _{}_", markdown::cell(&estimate_line(e)))?;
+        }
+        for x in &r.replaces {
+            writeln!(
+                out,
+                "- replaces {}; then `{}`",
+                markdown::cell(&replaced_line(report, x)),
+                x.statement
+            )?;
         }
         writeln!(out)?;
         writeln!(
@@ -544,6 +709,22 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
                 "- `{}` — {}",
                 r.candidate.definition(),
                 markdown::cell(&rejected_line(r))
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if !report.not_shortlisted.is_empty() {
+        writeln!(
+            out,
+            "#### Not measured: the planner did not choose them with HypoPG (estimated)"
+        )?;
+        writeln!(out)?;
+        for n in &report.not_shortlisted {
+            writeln!(
+                out,
+                "- `{}` — _{}_",
+                n.candidate.definition(),
+                markdown::cell(&estimate_line(&n.estimate))
             )?;
         }
         writeln!(out)?;
@@ -690,6 +871,7 @@ mod tests {
                     hot_updates_lost_per_day: Some(0.0),
                     write_estimated: true,
                     replaces: Vec::new(),
+                    estimate: None,
                 }
             })
             .collect();
@@ -719,6 +901,7 @@ mod tests {
                 severity: Severity::Warning,
             }],
             rejected,
+            not_shortlisted: Vec::new(),
             covered: proposals.covered,
             notes: proposals.notes,
             not_rolled_back: vec!["pg_stat_user_tables and pg_stat_user_indexes counters".into()],
@@ -766,6 +949,75 @@ mod tests {
             );
             insta::assert_snapshot!("markdown", render(|o| write_markdown(o, &report).unwrap()));
             insta::assert_snapshot!("json", render(|o| write_json(o, &report).unwrap()));
+        });
+    }
+
+    /// With --hypothetical: the shortlist's estimates labelled on what was measured, the
+    /// candidates left unmeasured, an existing index a recommendation replaces, and a note on
+    /// the workload as a whole next to one on a query.
+    #[test]
+    fn estimates_replaced_indexes_and_notes_where_they_belong() {
+        use crate::advise::report::{NotShortlisted, Replaced};
+        use crate::advise::shortlist::Estimate;
+        let mut report = report();
+        report.shortlist_estimated = true;
+        for (i, r) in report.recommended.iter_mut().enumerate() {
+            r.estimate = Some(Estimate {
+                cost_saved_per_day: 9.5e6 / (i + 1) as f64,
+                used: true,
+                size_bytes: Some(4.0e6),
+            });
+        }
+        report.recommended[1].replaces = vec![Replaced {
+            schema: "public".into(),
+            index: "tickets_account_id_idx".into(),
+            statement: "DROP INDEX CONCURRENTLY public.tickets_account_id_idx;".into(),
+            size_bytes: Some(4.4e6),
+            scans: Some(1520.0),
+            evidence: "its keys (account_id) lead tickets_account_id_created_at_idx's with the same operator classes, collations and predicate".into(),
+            used_before: vec![2],
+            used_after: Vec::new(),
+        }];
+        let left_out = report.rejected.remove(1);
+        report.not_shortlisted = vec![NotShortlisted {
+            candidate: left_out.candidate,
+            estimate: Estimate {
+                cost_saved_per_day: 0.0,
+                used: false,
+                size_bytes: Some(2.2e6),
+            },
+        }];
+        report.notes.insert(
+            0,
+            Note {
+                query: None,
+                table: None,
+                message: "pg_stat_statements on PostgreSQL 13 records no reset time".into(),
+            },
+        );
+        let json = render(|o| write_json(o, &report).unwrap());
+        let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(doc["schema_version"], 2);
+        assert_eq!(doc["notes"][0]["query_id"], serde_json::Value::Null);
+        assert!(doc["notes"][1]["query_id"].is_string());
+        assert_eq!(
+            doc["recommended"][1]["replaces"][0]["used_before"][0],
+            "join_key.sql"
+        );
+        assert_eq!(
+            doc["not_shortlisted"][0]["hypopg_estimate"]["planner_chose_it"],
+            false
+        );
+        settings().bind(|| {
+            insta::assert_snapshot!(
+                "hypothetical_text",
+                render(|o| write_text(o, &report, &TextOptions::default()).unwrap())
+            );
+            insta::assert_snapshot!(
+                "hypothetical_markdown",
+                render(|o| write_markdown(o, &report).unwrap())
+            );
+            insta::assert_snapshot!("hypothetical_json", json);
         });
     }
 

@@ -8,7 +8,9 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::compare::workload::{JudgedCandidate, QueryOutcome, Sample, WorkloadReport, WriteCost};
-use crate::compare::{EstimateChange, Figures, Spread, Verdict};
+use crate::compare::{EstimateChange, Spread, Verdict};
+
+use super::compare::FiguresDoc;
 
 use super::format::{bytes, change, count, ms};
 use super::text::{align_numbers, new_table, write_table};
@@ -87,27 +89,6 @@ pub struct SampleFiguresDoc {
     pub warm: Option<FiguresDoc>,
     pub warm_execution_ms_spread: Option<Spread>,
     pub error: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct FiguresDoc {
-    pub execution_ms: Option<f64>,
-    #[serde(serialize_with = "crate::report::wire::count_opt")]
-    pub pages_touched: Option<f64>,
-    #[serde(serialize_with = "crate::report::wire::count_opt")]
-    pub shared_read_blocks: Option<f64>,
-    pub total_cost: Option<f64>,
-}
-
-impl From<Figures> for FiguresDoc {
-    fn from(f: Figures) -> Self {
-        FiguresDoc {
-            execution_ms: f.execution_ms,
-            pages_touched: f.pages_touched,
-            shared_read_blocks: f.shared_read_blocks,
-            total_cost: f.total_cost,
-        }
-    }
 }
 
 #[derive(Debug, Serialize)]

@@ -192,6 +192,58 @@ impl TestDb {
         }
     }
 
+    /// Waits up to a minute until no pgplan session is left in this database (a backend may
+    /// still be on its way out just after pgplan exited); panics with the count otherwise.
+    pub async fn wait_until_pgplan_sessions_are_gone(&self) {
+        let sql = "SELECT count(*) FROM pg_stat_activity \
+                   WHERE application_name = 'pgplan' AND datname = current_database()";
+        if let Err(sessions) = self
+            .wait_for(sql, |n| n == "0", std::time::Duration::from_secs(60))
+            .await
+        {
+            panic!("{sessions} pgplan sessions are still there a minute later");
+        }
+    }
+
+    /// Relation locks held by this database's pgplan sessions, and those of its pgplan sessions
+    /// inside a transaction. Only this database's: other tests run pgplan on the same server.
+    pub async fn pgplan_holdings(&self) -> (String, String) {
+        let locks = self
+            .value(
+                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
+                 WHERE a.application_name = 'pgplan' AND a.datname = current_database() \
+                 AND l.locktype = 'relation'",
+            )
+            .await
+            .unwrap();
+        let in_transaction = self
+            .value(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
+                 AND datname = current_database() \
+                 AND (state LIKE 'idle in transaction%' OR xact_start IS NOT NULL)",
+            )
+            .await
+            .unwrap();
+        (locks, in_transaction)
+    }
+
+    /// Waits up to a minute until one of this database's pgplan sessions is running a
+    /// statement that starts with `prefix` (a slow `CREATE INDEX`, say), so a test can
+    /// interrupt pgplan in the middle of it; panics if it never does.
+    pub async fn wait_for_pgplan_statement(&self, prefix: &str) {
+        let sql = format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
+             AND datname = current_database() AND state = 'active' AND query LIKE '{prefix}%'"
+        );
+        if self
+            .wait_for(&sql, |n| n != "0", std::time::Duration::from_secs(60))
+            .await
+            .is_err()
+        {
+            panic!("pgplan never ran a statement starting with {prefix:?}");
+        }
+    }
+
     /// Drops the database (terminating any session still in it).
     pub async fn drop_db(self) {
         let sql = if self.major() >= 13 {
@@ -206,6 +258,28 @@ impl TestDb {
 /// Path of the built pgplan binary, for tests that run it as a user would.
 pub fn pgplan_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_pgplan"))
+}
+
+/// A finished pgplan's standard error, for assertion messages.
+pub fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A finished pgplan's JSON report; panics with its standard error when it failed and with its
+/// output when that is not JSON.
+pub fn json_report(output: &std::process::Output) -> serde_json::Value {
+    assert!(
+        output.status.success(),
+        "pgplan failed ({}):\n{}",
+        output.status,
+        stderr(output)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}):\n{}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })
 }
 
 /// Runs `f` for every test version concurrently and reports every version that failed, not just

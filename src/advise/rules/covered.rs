@@ -17,11 +17,11 @@ pub fn covering_index<'t>(c: &Candidate, table: &'t TableFacts) -> Option<&'t st
 
 /// An expression as both the plan and pg_get_indexdef print it, read and written back the same
 /// way so that `lower(email)` and `lower((email)::text)`-free spellings compare equal.
-fn normalized(sql: &str) -> String {
+pub(super) fn normalized(sql: &str) -> String {
     expr::read(sql).map_or_else(|| sql.to_owned(), |e| e.unqualified())
 }
 
-fn same_key(existing: &crate::advise::IndexKeyFacts, k: &IndexKey) -> bool {
+pub(super) fn same_key(existing: &crate::advise::IndexKeyFacts, k: &IndexKey) -> bool {
     let opclass_matches = match &k.opclass {
         None => existing.default_opclass,
         Some(op) => &existing.opclass == op,

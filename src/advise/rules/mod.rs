@@ -1,5 +1,6 @@
 //! The proposal rules, one per file, each over one scan and its table's facts, and the two
-//! passes over all candidates: [`merge`] and [`covered`].
+//! passes over all candidates: [`merge`] and [`covered`]; [`replaces`] names the existing
+//! indexes a chosen one makes redundant.
 
 pub mod brin;
 pub mod btree;
@@ -9,6 +10,7 @@ pub mod include;
 pub mod join_key;
 pub mod merge;
 pub mod partial;
+pub mod replaces;
 pub mod trigram;
 
 use super::access::{Access, Condition, Key, Operand, Order, OrderKey, Use};
@@ -50,7 +52,7 @@ impl Input<'_> {
 
     pub fn note(&self, message: String) -> Note {
         Note {
-            query: self.query,
+            query: Some(self.query),
             table: Some(format!("{}.{}", self.table.schema, self.table.name)),
             message,
         }
