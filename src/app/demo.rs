@@ -60,13 +60,13 @@ const WORKLOAD: [(&str, &str); 3] = [
 /// `pgplan demo --format json`: the compare report, the workload report and the audit that
 /// follows them.
 #[derive(Debug, serde::Serialize)]
-pub struct DemoDoc {
+pub struct DemoDoc<'a> {
     pub schema_version: u32,
     pub compare: render::CompareDoc,
     pub workload: crate::report::workload::WorkloadDoc,
     /// `pgplan advise` over the same workload: the indexes it proposes and measures itself.
     pub advise: crate::report::advise::AdviseDoc,
-    pub audit: AuditDoc,
+    pub audit: AuditDoc<'a>,
 }
 
 fn step(message: &str) {
