@@ -66,7 +66,7 @@ pub struct DemoDoc<'a> {
     pub workload: crate::report::workload::WorkloadDoc,
     /// `pgplan advise` over the same workload: the indexes it proposes and measures itself.
     pub advise: crate::report::advise::AdviseDoc,
-    pub audit: AuditDoc,
+    pub audit: AuditDoc<'a>,
 }
 
 fn step(message: &str) {
