@@ -22,7 +22,7 @@ fn the_demo_runs_the_story_and_removes_its_server() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let demo: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(demo["schema_version"], 2);
+    assert_eq!(demo["schema_version"], 3);
     let doc = &demo["compare"];
     assert_eq!(doc["best"], "events_pending_created_at_idx");
     assert_eq!(doc["candidates"].as_array().unwrap().len(), 3);

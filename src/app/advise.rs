@@ -440,6 +440,7 @@ pub async fn run_advise(
     } else {
         vec![None; proposals.candidates.len()]
     };
+    let estimated_any = estimates.iter().any(Option::is_some);
     let calls: Vec<f64> = queries.iter().map(|q| q.source.calls_per_day).collect();
     let prospects: Vec<shortlist::Prospect> = proposals
         .candidates
@@ -782,7 +783,7 @@ pub async fn run_advise(
                 estimated: !q.runnable || q.samples.iter().any(|s| s.generic),
             })
             .collect(),
-        shortlist_estimated: args.hypothetical,
+        shortlist_estimated: estimated_any,
         recommended,
         drops,
         rejected,

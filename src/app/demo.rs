@@ -62,7 +62,7 @@ const WORKLOAD: [(&str, &str); 3] = [
 #[derive(Debug, serde::Serialize)]
 pub struct DemoDoc<'a> {
     pub schema_version: u32,
-    pub compare: render::CompareDoc,
+    pub compare: render::CompareDoc<'a>,
     pub workload: crate::report::workload::WorkloadDoc,
     /// `pgplan advise` over the same workload: the indexes it proposes and measures itself.
     pub advise: crate::report::advise::AdviseDoc,
@@ -283,7 +283,8 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
         Format::Json => write_json(
             &mut out,
             &DemoDoc {
-                schema_version: crate::report::wire::SCHEMA_VERSION,
+                // The demo document holds a compare document, and changes with it.
+                schema_version: crate::report::workload::COMPARE_SCHEMA_VERSION,
                 compare: render::CompareDoc::new(&report),
                 workload: crate::report::workload::WorkloadDoc::new(&workload),
                 advise: crate::report::advise::AdviseDoc::of(&advice),
