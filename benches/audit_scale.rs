@@ -6,7 +6,8 @@
 //!   pg_class` on a fresh connection; and against the CPU floor, (pgplan CPU + server CPU) /
 //!   cores. Server CPU is what the server's processes that exited used (the backend and any
 //!   parallel workers, reaped by the postmaster: its cutime and cstime), so nothing else running
-//!   on the machine counts;
+//!   on the machine counts; pgplan's CPU and peak resident memory are its own (`wait4`), the
+//!   memory also per index;
 //! - in process, the catalog read (`db::catalog::read_snapshot`) and the pure audit
 //!   (`audit::audit`) timed separately, with the heap they allocate, at 10%, 50% and 100% of the
 //!   catalog to show that time and memory grow linearly.
@@ -14,15 +15,17 @@
 //! Run: `cargo bench --bench audit_scale` (PostgreSQL 15 binaries from the fetch cache, or
 //! `PGPLAN_PG_BIN`). Building the catalog takes a few minutes.
 
+mod audit_server;
+
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use pgplan::audit::{AuditOptions, NodeResult, Scope, audit};
-use pgplan::db::cluster::{
-    Cluster, ClusterOptions, PG_BIN_ENV, ServerBinaries, binaries_cache_dir,
+use audit_server::{
+    BenchServer, Run, TABLE_HEADER, load_average, median_cpu_floor, medians, ms, row,
 };
+use pgplan::audit::{AuditOptions, NodeResult, Scope, audit};
+use pgplan::db::cluster::Cluster;
 
 /// Counts live heap bytes and their peak, so memory growth is measured exactly.
 struct Counting;
@@ -49,8 +52,6 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-const PGPLAN: &str = env!("CARGO_BIN_EXE_pgplan");
-
 const SCHEMAS: usize = 10;
 const TABLES_PER_SCHEMA: usize = 1000;
 /// Each table: a primary key and four more indexes, one of them a duplicate.
@@ -58,15 +59,6 @@ const INDEXES_PER_TABLE: usize = 5;
 
 fn mib(bytes: usize) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
-}
-
-fn binaries() -> ServerBinaries {
-    if let Some(dir) = std::env::var_os(PG_BIN_ENV).filter(|v| !v.is_empty()) {
-        return ServerBinaries::at(dir).expect("PGPLAN_PG_BIN holds initdb and postgres");
-    }
-    ServerBinaries::at(binaries_cache_dir().join("15").join("bin")).unwrap_or_else(|e| {
-        panic!("PostgreSQL 15 binaries missing ({e}); run scripts/fetch-postgres.sh 15")
-    })
 }
 
 async fn build_catalog(cluster: &Cluster) {
@@ -105,166 +97,57 @@ async fn build_catalog(cluster: &Cluster) {
     client.batch_execute("ANALYZE").await.unwrap();
 }
 
-/// CPU time of the server's processes that have exited (backends and parallel workers), as
-/// the postmaster has reaped them: `/proc/<postmaster>/stat`'s cutime and cstime, in ticks of
-/// 10 ms.
-fn server_cpu(postmaster: u32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{postmaster}/stat")).unwrap_or_default();
-    let fields: Vec<u64> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .unwrap_or_default()
-        .split_whitespace()
-        .map(|v| v.parse().unwrap_or(0))
-        .collect();
-    let ticks = fields.get(13).copied().unwrap_or(0) + fields.get(14).copied().unwrap_or(0);
-    Duration::from_millis(ticks * 10)
-}
-
-/// The figure once the last run's backends have exited and been reaped: it stops changing.
-fn settled_server_cpu(postmaster: u32) -> Duration {
-    let mut last = server_cpu(postmaster);
-    for _ in 0..50 {
-        std::thread::sleep(Duration::from_millis(20));
-        let now = server_cpu(postmaster);
-        if now == last {
-            return now;
-        }
-        last = now;
-    }
-    last
-}
-
-/// CPU time of waited-for children (user + system): a pgplan run's own CPU is a difference.
-fn children_cpu() -> Duration {
-    // SAFETY: getrusage writes into the struct we pass.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
-#[derive(Clone, Copy)]
-struct Whole {
-    wall: Duration,
-    client_cpu: Duration,
-    server_cpu: Duration,
-}
-
-/// One whole `pgplan audit` of the database, spawn to exit, JSON discarded.
-fn whole_audit(postmaster: u32, conninfo: &str) -> Whole {
-    let server = settled_server_cpu(postmaster);
-    let cpu = children_cpu();
-    let started = Instant::now();
-    let out = Command::new(PGPLAN)
-        .args(["audit", "--format", "json", "-d", conninfo])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("pgplan runs");
-    let wall = started.elapsed();
-    assert!(
-        matches!(out.status.code(), Some(0 | 1)),
-        "pgplan audit failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Whole {
-        wall,
-        client_cpu: children_cpu().saturating_sub(cpu),
-        server_cpu: settled_server_cpu(postmaster).saturating_sub(server),
-    }
-}
-
-/// The floor: what fetching every index's row of `pg_stat_user_indexes ⋈ pg_index ⋈ pg_class`
-/// costs on a fresh connection (connect, query, every row in text as psql gets it).
-async fn floor_query(cluster: &Cluster, postmaster: u32) -> Whole {
-    let server = settled_server_cpu(postmaster);
-    let started = Instant::now();
-    let (client, connection) = cluster
-        .config("postgres")
-        .connect(tokio_postgres::NoTls)
-        .await
-        .expect("connects");
-    let task = tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    let rows = client
-        .simple_query(
-            "SELECT * FROM pg_stat_user_indexes s JOIN pg_index i ON i.indexrelid = s.indexrelid \
-             JOIN pg_class c ON c.oid = s.indexrelid",
-        )
-        .await
-        .expect("floor query");
-    assert!(rows.len() > 50_000);
-    drop(client);
-    let _ = task.await;
-    let wall = started.elapsed();
-    Whole {
-        wall,
-        client_cpu: Duration::ZERO,
-        server_cpu: settled_server_cpu(postmaster).saturating_sub(server),
-    }
-}
-
-fn median<T: Copy>(mut values: Vec<T>, key: impl Fn(&T) -> Duration) -> T {
-    values.sort_by_key(|v| key(v));
-    values[values.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
+async fn floor_query(server: &BenchServer) -> Run {
+    let (run, rows) = audit_server::floor_query(server, &["postgres"]).await;
+    assert!(rows > 50_000);
+    run
 }
 
 /// Interleaved runs of the floor query and the whole audit, so drift hits both alike.
-async fn whole(cluster: &Cluster) {
+async fn whole(server: &BenchServer) {
     const ROUNDS: usize = 5;
-    let postmaster: u32 = std::fs::read_to_string(cluster.data_dir().join("postmaster.pid"))
-        .ok()
-        .and_then(|pid| pid.lines().next().and_then(|l| l.trim().parse().ok()))
-        .expect("postmaster.pid names the postmaster");
-    let conninfo = cluster.conninfo("postgres");
+    let conninfo = server.cluster.conninfo("postgres");
+    let audit_args = ["--format", "json", "-d", conninfo.as_str()];
     // Warm-up: shared buffers and the page cache hold every catalog page.
-    floor_query(cluster, postmaster).await;
-    whole_audit(postmaster, &conninfo);
-    let (mut floors, mut audits) = (Vec::new(), Vec::new());
+    floor_query(server).await;
+    server.pgplan_audit(&audit_args);
+    let before = audit_server::before_binary();
+    let (mut floors, mut audits, mut befores) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        floors.push(floor_query(cluster, postmaster).await);
-        audits.push(whole_audit(postmaster, &conninfo));
+        floors.push(floor_query(server).await);
+        audits.push(server.pgplan_audit(&audit_args));
+        if let Some(binary) = &before {
+            befores.push(server.audit_with(binary, &audit_args));
+        }
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let indexes =
+        SCHEMAS * TABLES_PER_SCHEMA * INDEXES_PER_TABLE + SCHEMAS * (TABLES_PER_SCHEMA / 100) * 4;
     println!(
         "whole audit, median of {ROUNDS} interleaved runs (load average after: {})",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load_average()
     );
     println!();
-    println!("| run | wall ms | pgplan CPU ms | server CPU ms | CPU floor ms |");
-    println!("|---|---:|---:|---:|---:|");
-    let floor = median(floors, |r| r.wall);
-    let audit = median(audits.clone(), |r| r.wall);
-    let cpu_floor = |r: &Whole| (r.client_cpu + r.server_cpu) / cores;
-    for (label, r) in [("floor query", floor), ("pgplan audit", audit)] {
+    println!("{TABLE_HEADER}");
+    let floor = row("floor query", &floors);
+    let audit = row("pgplan audit", &audits);
+    let earlier = (!befores.is_empty()).then(|| row("pgplan audit, before", &befores));
+    println!();
+    let ratios = |label: &str, audit: Run, runs: &[Run]| {
         println!(
-            "| {label} | {:.0} | {:.0} | {:.0} | {:.0} |",
-            ms(r.wall),
-            ms(r.client_cpu),
-            ms(r.server_cpu),
-            ms(cpu_floor(&r))
+            "{label}: wall ÷ floor query **{:.2}** (goal ≤ 1.3); wall ÷ CPU floor **{:.2}**; \
+             server CPU per audit **{:.0} ms**; pgplan CPU {:.0} ms; pgplan peak memory \
+             {:.2} KB per index ({indexes} indexes)",
+            audit.wall.as_secs_f64() / floor.wall.as_secs_f64(),
+            audit.wall.as_secs_f64() / median_cpu_floor(runs).as_secs_f64(),
+            ms(audit.server_cpu),
+            ms(audit.client_cpu),
+            audit.client_peak_bytes as f64 / 1000.0 / indexes as f64,
         );
+    };
+    ratios("pgplan audit", audit, &audits);
+    if let Some(earlier) = earlier {
+        ratios("before", earlier, &befores);
     }
-    let server = median(audits.clone(), |r| r.server_cpu).server_cpu;
-    let audit_cpu_floor = median(audits.iter().map(cpu_floor).collect(), |d| *d);
-    println!();
-    println!(
-        "wall ÷ floor query: **{:.2}** (goal ≤ 1.3); wall ÷ CPU floor: {:.2}; server CPU per \
-         audit: {:.0} ms",
-        audit.wall.as_secs_f64() / floor.wall.as_secs_f64(),
-        audit.wall.as_secs_f64() / audit_cpu_floor.as_secs_f64(),
-        ms(server)
-    );
     println!();
 }
 
@@ -272,12 +155,8 @@ async fn whole(cluster: &Cluster) {
 /// workers and with none (`max_parallel_workers_per_gather = 0`, what the audit sets for its
 /// transaction), each on a fresh connection: whether the workers buy wall time or only cost the
 /// server CPU.
-async fn parallel_workers(cluster: &Cluster) {
+async fn parallel_workers(server: &BenchServer) {
     const ROUNDS: usize = 5;
-    let postmaster: u32 = std::fs::read_to_string(cluster.data_dir().join("postmaster.pid"))
-        .ok()
-        .and_then(|pid| pid.lines().next().and_then(|l| l.trim().parse().ok()))
-        .expect("postmaster.pid names the postmaster");
     let version = 150_000;
     let statements = [
         ("tables", include_str!("../queries/audit_tables.sql")),
@@ -296,8 +175,9 @@ async fn parallel_workers(cluster: &Cluster) {
         for setting in ["default", "0"] {
             let mut runs = Vec::new();
             for _ in 0..ROUNDS {
-                let server = settled_server_cpu(postmaster);
-                let (client, connection) = cluster
+                let server_before = server.settled_cpu();
+                let (client, connection) = server
+                    .cluster
                     .config("postgres")
                     .connect(tokio_postgres::NoTls)
                     .await
@@ -325,21 +205,24 @@ async fn parallel_workers(cluster: &Cluster) {
                 client.batch_execute("COMMIT").await.unwrap();
                 drop(client);
                 let _ = task.await;
-                runs.push(Whole {
+                runs.push(Run {
                     wall,
-                    client_cpu: Duration::ZERO,
-                    server_cpu: settled_server_cpu(postmaster).saturating_sub(server),
+                    server_cpu: server.settled_cpu().saturating_sub(server_before),
+                    ..Run::default()
                 });
             }
-            let wall = median(runs.clone(), |r| r.wall).wall;
-            let cpu = median(runs, |r| r.server_cpu).server_cpu;
+            let Run {
+                wall,
+                server_cpu: cpu,
+                ..
+            } = medians(&runs);
             println!("| {label} | {setting} | {:.0} | {:.0} |", ms(wall), ms(cpu));
         }
     }
     println!();
 }
 
-struct Run {
+struct InProcess {
     label: String,
     tables: usize,
     indexes: usize,
@@ -353,8 +236,8 @@ struct Run {
 
 /// The best of three runs, each on a fresh connection: a new backend starts with cold catalog
 /// caches, as a cron job's does.
-async fn measure(cluster: &Cluster, label: &str, scope: &Scope) -> Run {
-    let mut best: Option<Run> = None;
+async fn measure(cluster: &Cluster, label: &str, scope: &Scope) -> InProcess {
+    let mut best: Option<InProcess> = None;
     for _ in 0..3 {
         let (client, connection) = cluster
             .config("postgres")
@@ -390,7 +273,7 @@ async fn measure(cluster: &Cluster, label: &str, scope: &Scope) -> Run {
         let report = audit(&nodes, &AuditOptions::default());
         let audit_time = started.elapsed();
         let audit_peak = PEAK.load(Ordering::Relaxed) - base;
-        let run = Run {
+        let run = InProcess {
             label: label.to_owned(),
             tables,
             indexes,
@@ -421,15 +304,8 @@ fn main() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let options = ClusterOptions::new(binaries())
-            .setting("fsync", "off")
-            .setting("synchronous_commit", "off")
-            .setting("full_page_writes", "off")
-            .setting("autovacuum", "off")
-            .setting("shared_buffers", "256MB")
-            .setting("max_wal_size", "4GB")
-            .setting("jit", "off");
-        let cluster = Cluster::start(options).expect("server starts");
+        let server = BenchServer::start(&[]);
+        let cluster = &server.cluster;
         eprintln!(
             "building {} tables and {} indexes on PostgreSQL {} ...",
             SCHEMAS * TABLES_PER_SCHEMA,
@@ -437,10 +313,10 @@ fn main() {
             cluster.binaries().version
         );
         let started = Instant::now();
-        build_catalog(&cluster).await;
+        build_catalog(cluster).await;
         eprintln!("built in {:.0} s", started.elapsed().as_secs_f64());
-        whole(&cluster).await;
-        parallel_workers(&cluster).await;
+        whole(&server).await;
+        parallel_workers(&server).await;
 
         let scopes = [
             ("10%", Scope {
@@ -459,7 +335,7 @@ fn main() {
             "audit peak", "findings"
         );
         for (label, scope) in &scopes {
-            let r = measure(&cluster, label, scope).await;
+            let r = measure(cluster, label, scope).await;
             println!(
                 "{:>5} {:>7} {:>8} {:>10.3} {:>10.3} {:>10.3} {:>9.1} MiB {:>8.1} MiB {:>8.1} MiB {:>9}",
                 r.label,

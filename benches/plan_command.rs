@@ -7,12 +7,15 @@
 //!
 //! Plans: the synthetic pairs of `synthetic/` at 1k, 10k and 100k nodes (and the "before" plans
 //! again in the TEXT format, `explain` of each beside `explain` of its JSON), and one-node plans
-//! whose Filter is 16k to 256k characters long, in JSON and in TEXT. Runs are interleaved (each round runs every command
-//! once), medians are reported; peak memory is the child's maximum resident set (`wait4`).
+//! whose Filter is 16k to 256k characters long, in JSON and in TEXT. Runs are interleaved (each
+//! round runs every command once), medians are reported; peak memory is the child's maximum
+//! resident set (`wait4`), for pgplan, the floor and ExplainSQL, beside the budget: the input's
+//! size plus the report's.
 //!
 //! Goals: each command within 1.5× the floor at 10k and 100k nodes, at least 3× faster than
 //! ExplainSQL at every size, `diff` at most 2× two `explain`s, `explain` of a TEXT plan at most
-//! 2× `explain` of its JSON; time linear in the condition's length.
+//! 2× `explain` of its JSON; peak memory at most the input plus the report; time linear in the
+//! condition's length.
 //!
 //! `cargo bench --bench plan_command`; `PGPLAN_BENCH_SIZES=1000,10000` and
 //! `PGPLAN_BENCH_ROUNDS=3` narrow it, `PGPLAN_BENCH_ONLY=text` runs only the TEXT-input and
@@ -101,22 +104,26 @@ fn main() {
     }
     let explainsql = explainsql();
     let dir = tempfile::tempdir().expect("a temporary directory");
-    eprintln!(
-        "pgplan {PGPLAN}\nExplainSQL: {}",
-        explainsql
-            .as_deref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "not found (set PGPLAN_BENCH_EXPLAINSQL)".into())
-    );
+    let explainsql_note = explainsql
+        .as_deref()
+        .map(|p| format!("ExplainSQL: {}", p.display()))
+        .unwrap_or_else(|| {
+            "ExplainSQL: not found, its columns are empty (put `explainsql` on PATH or set \
+             PGPLAN_BENCH_EXPLAINSQL)"
+                .into()
+        });
+    eprintln!("pgplan {PGPLAN}\n{explainsql_note}");
+    println!("{explainsql_note}\n");
 
     // `PGPLAN_BENCH_ONLY=text`: only the TEXT-input and long-condition tables.
     let commands = std::env::var("PGPLAN_BENCH_ONLY").map_or(true, |only| only != "text");
     if commands {
         println!(
-            "| nodes | input | command | to | floor | pgplan | ÷ floor | ExplainSQL | ExplainSQL ÷ pgplan | pgplan peak | report |"
+            "| nodes | input | command | to | floor | pgplan | ÷ floor | ExplainSQL | ExplainSQL ÷ pgplan | pgplan peak | floor peak | ExplainSQL peak | input + report | report |"
         );
-        println!("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+        println!("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     }
+    let mut diff_ratios = Vec::new();
     for &n in sizes.iter().filter(|_| commands) {
         let (before, after) = synthetic::plan_pair(n);
         let before_path = dir.path().join(format!("before-{n}.json"));
@@ -124,6 +131,7 @@ fn main() {
         std::fs::write(&before_path, &before).unwrap();
         std::fs::write(&after_path, &after).unwrap();
         let input_mb = before.len() as f64 / 1e6;
+        let inputs_mb = (before.len() + after.len()) as f64 / 1e6;
         drop((before, after));
         let b = before_path.to_str().unwrap();
         let a = after_path.to_str().unwrap();
@@ -184,31 +192,39 @@ fn main() {
             let p_cpu = median(pgplan.iter().map(|r| r.cpu_seconds));
             let f_cpu = median(floor.iter().map(|r| r.cpu_seconds));
             let peak = median(pgplan.iter().map(|r| r.peak_bytes as f64));
+            let floor_peak = median(floor.iter().map(|r| r.peak_bytes as f64));
             let report = pgplan[0].output_bytes as f64;
-            let (esql_s, esql_ratio) = if esql.is_empty() {
-                ("—".to_owned(), "—".to_owned())
+            let (esql_s, esql_ratio, esql_peak) = if esql.is_empty() {
+                ("—".to_owned(), "—".to_owned(), "—".to_owned())
             } else {
                 let e = median(esql.iter().map(|r| r.seconds));
                 let e_cpu = median(esql.iter().map(|r| r.cpu_seconds));
+                let e_peak = median(esql.iter().map(|r| r.peak_bytes as f64));
                 (
                     format!("{} ({} CPU)", seconds(e), seconds(e_cpu)),
                     format!("**{:.1}×** ({:.1}× CPU)", e / p, e_cpu / p_cpu),
+                    format!("{:.0} MB", e_peak / 1e6),
                 )
+            };
+            let input = if case.command.starts_with("diff") {
+                inputs_mb
+            } else {
+                input_mb
             };
             if case.command.starts_with("explain") {
                 explain_s.insert((case.command.replace("explain", ""), case.sink.name()), p);
             } else if let Some(e) =
                 explain_s.get(&(case.command.replace("diff", ""), case.sink.name()))
             {
-                eprintln!(
-                    "{n} nodes: {} to a {} takes {:.2}× two explains",
+                diff_ratios.push(format!(
+                    "| {n} | `{}` | {} | **{:.2}×** |",
                     case.command,
                     case.sink.name(),
                     p / (2.0 * e)
-                );
+                ));
             }
             println!(
-                "| {n} | {input_mb:.1} MB | `{}` | {} | {} ({} CPU) | {} ({} CPU) | **{:.2}×** ({:.2}× CPU) | {esql_s} | {esql_ratio} | {:.0} MB | {:.1} MB |",
+                "| {n} | {input:.1} MB | `{}` | {} | {} ({} CPU) | {} ({} CPU) | **{:.2}×** ({:.2}× CPU) | {esql_s} | {esql_ratio} | {:.0} MB | {:.0} MB | {esql_peak} | {:.0} MB | {:.1} MB |",
                 case.command,
                 case.sink.name(),
                 seconds(f),
@@ -218,6 +234,8 @@ fn main() {
                 p / f,
                 p_cpu / f_cpu,
                 peak / 1e6,
+                floor_peak / 1e6,
+                input + report / 1e6,
                 report / 1e6,
             );
         }
@@ -225,9 +243,18 @@ fn main() {
         let _ = std::fs::remove_file(&after_path);
     }
 
-    // The same plan read from its TEXT form and from its JSON, the report to a file: reading
+    // Then the same plan read from its TEXT form and from its JSON, the report to a file: reading
     // text costs at most 2× reading JSON. Interleaved rounds, CPU time beside wall time.
     println!();
+    if commands {
+        println!("| nodes | command | to | diff ÷ two explains (wall) |");
+        println!("|---:|---|---|---:|");
+        for line in diff_ratios {
+            println!("{line}");
+        }
+        println!();
+    }
+
     println!(
         "| nodes | TEXT input | `explain` of the JSON | `explain` of the TEXT | TEXT ÷ JSON |"
     );

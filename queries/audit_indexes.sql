@@ -10,9 +10,10 @@
 -- attnums, opclasses, collations, options, expression_trees (indexprs: one node per expression
 -- column, in column order; plain columns' names come from audit_columns.sql), predicate_tree
 -- (indpred), constraint_name, constraint_type, reloptions, relpages, reltuples, size_bytes
--- (relpages × block_size, see audit_tables.sql), idx_scan, idx_tup_read, idx_tup_fetch,
--- last_idx_scan_epoch, parent_index_oid (the partitioned index a partition's index is attached to). The counters
--- come from the pg_stat_get_* functions pg_stat_all_indexes is built on, called directly.
+-- (relpages × block_size, see audit_tables.sql), idx_scan, last_idx_scan_epoch, parent_index_oid
+-- (the partitioned index a partition's index is attached to). The counters come from the
+-- pg_stat_get_* functions pg_stat_all_indexes is built on, called directly, and only those a
+-- check weighs: each call is a statistics lookup per index.
 -- Parameters: as audit_tables.sql ($1 schemas, $2 excluded schemas, $3/$4 tables).
 -- Placeholders filled per version by db::catalog: {{last_idx_scan}}, {{indnullsnotdistinct}}.
 -- Minimum server version: 13. Readable by any role.
@@ -41,8 +42,6 @@ SELECT i.indexrelid AS index_oid,
        c.reltuples::float8 AS reltuples,
        c.relpages::int8 * current_setting('block_size')::int8 AS size_bytes,
        pg_stat_get_numscans(i.indexrelid) AS idx_scan,
-       pg_stat_get_tuples_returned(i.indexrelid) AS idx_tup_read,
-       pg_stat_get_tuples_fetched(i.indexrelid) AS idx_tup_fetch,
        extract(epoch FROM {{last_idx_scan}})::float8 AS last_idx_scan_epoch,
        CASE WHEN c.relispartition THEN
          (SELECT inh.inhparent FROM pg_inherits inh WHERE inh.inhrelid = i.indexrelid LIMIT 1)

@@ -2,14 +2,15 @@
 -- figures, storage options, freeze ages and statistics counters (zeros on a standby).
 -- Returns one row per table: table_oid, schema_name, table_name, kind (r, m, p), persistence,
 -- relpages, reltuples, relallvisible, reloptions, heap_bytes, table_bytes, frozen_xid_age,
--- multixact_age, the counters pg_stat_all_tables shows, and last_* times as epoch seconds.
+-- multixact_age, the pg_stat_all_tables counters the checks weigh (writes, live and dead
+-- tuples, modifications since analyze and inserts since vacuum, analyze counts) and last_* times as
+-- epoch seconds.
 -- Also parent_oid (a partition's parent, from pg_inherits), inherited_statistics (a partitioned
 -- table: whether pg_stats shows the inherited statistics only ANALYZE of the parent writes; null
 -- for other tables), and its TOAST table: toast_oid, toast_name, toast_relpages, toast_reltuples,
 -- toast_reloptions (the toast.* options live there) and the TOAST table's own counters
 -- (toast_n_live_tup, toast_n_dead_tup, toast_n_ins_since_vacuum, toast_last_vacuum_epoch,
--- toast_last_autovacuum_epoch, toast_vacuum_count, toast_autovacuum_count): autovacuum handles a
--- TOAST table as a table of its own.
+-- toast_last_autovacuum_epoch): autovacuum handles a TOAST table as a table of its own.
 -- Sizes are relpages × block_size (heap, plus its TOAST table for table_bytes) as of the last
 -- VACUUM, ANALYZE or CREATE INDEX: pg_relation_size() would open and lock every relation (over
 -- a second for 60,000 relations on a fresh connection, and a wait behind any DDL's lock).
@@ -32,7 +33,6 @@ SELECT c.oid AS table_oid,
          * current_setting('block_size')::int8 AS table_bytes,
        CASE WHEN c.relkind <> 'p' THEN age(c.relfrozenxid)::int8 END AS frozen_xid_age,
        CASE WHEN c.relkind <> 'p' THEN mxid_age(c.relminmxid)::int8 END AS multixact_age,
-       pg_stat_get_numscans(c.oid) AS seq_scan,
        pg_stat_get_tuples_inserted(c.oid) AS n_tup_ins,
        pg_stat_get_tuples_updated(c.oid) AS n_tup_upd,
        pg_stat_get_tuples_hot_updated(c.oid) AS n_tup_hot_upd,
@@ -45,8 +45,6 @@ SELECT c.oid AS table_oid,
        extract(epoch FROM pg_stat_get_last_autovacuum_time(c.oid))::float8 AS last_autovacuum_epoch,
        extract(epoch FROM pg_stat_get_last_analyze_time(c.oid))::float8 AS last_analyze_epoch,
        extract(epoch FROM pg_stat_get_last_autoanalyze_time(c.oid))::float8 AS last_autoanalyze_epoch,
-       pg_stat_get_vacuum_count(c.oid) AS vacuum_count,
-       pg_stat_get_autovacuum_count(c.oid) AS autovacuum_count,
        pg_stat_get_analyze_count(c.oid) AS analyze_count,
        pg_stat_get_autoanalyze_count(c.oid) AS autoanalyze_count,
        CASE WHEN c.relispartition THEN
@@ -65,9 +63,7 @@ SELECT c.oid AS table_oid,
        pg_stat_get_dead_tuples(toast.oid) AS toast_n_dead_tup,
        pg_stat_get_ins_since_vacuum(toast.oid) AS toast_n_ins_since_vacuum,
        extract(epoch FROM pg_stat_get_last_vacuum_time(toast.oid))::float8 AS toast_last_vacuum_epoch,
-       extract(epoch FROM pg_stat_get_last_autovacuum_time(toast.oid))::float8 AS toast_last_autovacuum_epoch,
-       pg_stat_get_vacuum_count(toast.oid) AS toast_vacuum_count,
-       pg_stat_get_autovacuum_count(toast.oid) AS toast_autovacuum_count
+       extract(epoch FROM pg_stat_get_last_autovacuum_time(toast.oid))::float8 AS toast_last_autovacuum_epoch
 FROM pg_class c
 JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_class toast ON toast.oid = c.reltoastrelid

@@ -171,7 +171,7 @@ fn every_input_form_reads_the_same_plan() {
     let from_stdin = run_stdin(&["explain", "--format", "json", "-"], &text);
     assert!(from_stdin.status.success(), "{}", stderr(&from_stdin));
     let doc: serde_json::Value = serde_json::from_slice(&from_stdin.stdout).unwrap();
-    assert_eq!(doc["schema_version"], 2);
+    assert_eq!(doc["schema_version"], 3);
     assert_eq!(doc["nodes"][1]["node_type"], "Index Scan");
     assert_eq!(doc["nodes"][1]["index"], "events_pending_created_at_idx");
 

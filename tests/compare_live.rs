@@ -170,7 +170,7 @@ async fn the_story_partial_index_pays_and_the_others_do_not() {
             "--save-plans", plans.to_str().unwrap(),
         ]);
         let doc = json(&out);
-        assert_eq!(doc["schema_version"], 2);
+        assert_eq!(doc["schema_version"], 3);
         assert_eq!(doc["mode"], "measured");
         assert_eq!(doc["estimated"], false);
         assert_eq!(doc["best"], "pending_recent");
@@ -209,7 +209,7 @@ async fn the_story_partial_index_pays_and_the_others_do_not() {
             .output()
             .unwrap();
         let diff: Value = serde_json::from_slice(&diff.stdout).unwrap();
-        assert!(diff["totals"]["pages_touched"]["ratio"].as_f64().unwrap() < 0.05);
+        assert!(diff["ratios"]["pages_touched"].as_f64().unwrap() < 0.05);
         assert_nothing_left(&db, &before).await;
 
         // The text report names the best candidate and says what it is looking at.
@@ -967,7 +967,7 @@ async fn candidate_names_are_unique_and_never_an_existing_index() {
             "CREATE INDEX CONCURRENTLY ON events (created_at) WHERE status = 'pending'",
             "index_sql is the statement as the user wrote it"
         );
-        assert_eq!(doc["candidates"][1]["diff"]["schema_version"], 2);
+        assert_eq!(doc["candidates"][1]["diff"]["schema_version"], 3);
         assert!(doc["candidates"][1]["diff"]["before"]["nodes"].is_array());
         let saved = std::fs::read_dir(&save).unwrap().count();
         assert_eq!(

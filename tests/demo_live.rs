@@ -22,7 +22,7 @@ fn the_demo_runs_the_story_and_removes_its_server() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let demo: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(demo["schema_version"], 2);
+    assert_eq!(demo["schema_version"], 3);
     let doc = &demo["compare"];
     assert_eq!(doc["best"], "events_pending_created_at_idx");
     assert_eq!(doc["candidates"].as_array().unwrap().len(), 3);
@@ -38,6 +38,33 @@ fn the_demo_runs_the_story_and_removes_its_server() {
     let pages = doc["baseline"]["warm"]["pages_touched"].as_f64().unwrap();
     assert!((8_500.0..10_000.0).contains(&pages), "{pages}");
     assert!(stderr.contains("removed the throwaway server"), "{stderr}");
+    // advise over the same workload proposes the two indexes an expert would, each measured
+    // serving its query, and nothing for the update it did not run.
+    let advice = &demo["advise"];
+    let rec = advice["recommended"].as_array().unwrap();
+    for (definition, query) in [
+        (
+            "ON public.events (status, created_at DESC)",
+            "demo/workload/dashboard.sql",
+        ),
+        (
+            "ON public.events (tenant_id, created_at DESC)",
+            "demo/workload/tenant_feed.sql",
+        ),
+    ] {
+        let r = rec
+            .iter()
+            .find(|r| r["definition"] == definition)
+            .unwrap_or_else(|| panic!("{definition} not recommended: {advice:#}"));
+        let q = &r["queries"][0];
+        assert_eq!(q["id"], query, "{r:#}");
+        assert!(
+            q["pages_after"].as_f64().unwrap() * 10.0 < q["pages_before"].as_f64().unwrap(),
+            "{r:#}"
+        );
+        assert!(r["net_pages_saved_per_day"].as_f64().unwrap() > 0.0);
+    }
+    assert_eq!(rec.len(), 2, "{advice:#}");
     // The demo ends with an audit of its own server: the Friday index is unused.
     let unused = demo["audit"]["findings"]
         .as_array()
@@ -66,6 +93,11 @@ fn the_demo_runs_the_story_and_removes_its_server() {
         "{text}"
     );
     assert!(text.contains("Why"), "{text}");
+    assert!(text.contains("Then advise"), "{text}");
+    assert!(
+        text.contains("CREATE INDEX CONCURRENTLY events_tenant_id_created_at_idx"),
+        "{text}"
+    );
     assert!(text.contains("Then the audit"), "{text}");
     assert!(text.contains("events_status_idx"), "{text}");
 }

@@ -629,6 +629,7 @@ async fn advise_hypothetical_through_pgbouncer_leaves_no_hypothetical_index() {
         "1",
     ]);
     let text = String::from_utf8(text.stdout).unwrap();
+    eprintln!("{text}");
     assert!(
         text.contains("shortlist ordered by HypoPG estimates (labelled estimated)")
             && text.contains("HypoPG estimated (it only ordered the measuring)"),
@@ -649,5 +650,123 @@ async fn advise_hypothetical_through_pgbouncer_leaves_no_hypothetical_index() {
         );
     }
     drop(client);
+    drop(bouncer);
+}
+
+/// Ctrl-C and kill -9 while `advise --hypothetical` plans with a hypothetical index in place.
+/// kill -9 through PgBouncer in transaction mode: PgBouncer closes the server connection of a
+/// client gone mid-transaction, and no pooled server connection's planner sees the index
+/// afterwards. Ctrl-C on a direct connection: cancelled, the index dropped, exit 130. (Not
+/// through PgBouncer: PgBouncer 1.18, Debian 12's, exits with "FATAL ... disconnect_client():
+/// bad client state: 0" when a cancel request's client closes its socket before PgBouncer is
+/// done forwarding it, which is how tokio-postgres sends one; pgbouncer/pgbouncer#801, fixed by
+/// #846.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn advise_hypothetical_interrupted_leaves_no_hypothetical_index() {
+    let binaries = common::debian_15_with_hypopg().expect(
+        "Debian's PostgreSQL 15 with HypoPG is needed (apt-get install postgresql-15 \
+         postgresql-15-hypopg; scripts/test.sh installs it)",
+    );
+    let cluster = pgplan::db::cluster::Cluster::start(common::default_options(binaries)).unwrap();
+    let cluster: &'static pgplan::db::cluster::Cluster = Box::leak(Box::new(cluster));
+    cluster
+        .execute("postgres", "CREATE DATABASE pooled_advise_stop")
+        .await
+        .unwrap();
+    let db = TestDb {
+        cluster,
+        name: "pooled_advise_stop".into(),
+    };
+    // An immutable function of a constant is evaluated while planning: every plan of the query
+    // takes a quarter of a second, so pgplan can be stopped while HypoPG's index is in place.
+    db.run(
+        "CREATE EXTENSION hypopg;
+         CREATE FUNCTION slow_const(integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE
+             AS $$ BEGIN PERFORM pg_sleep(0.25); RETURN $1; END $$;
+         CREATE TABLE tickets (id integer PRIMARY KEY, account_id integer NOT NULL,
+                               created_at timestamptz NOT NULL);
+         INSERT INTO tickets SELECT i, i % 500, timestamptz '2026-01-01' + i * interval '1 minute'
+         FROM generate_series(1, 30000) i;
+         VACUUM (ANALYZE) tickets;",
+    )
+    .await;
+    let bouncer = start_bouncer(&db);
+    let conninfo = format!(
+        "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
+        bouncer.port, db.name
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("newest.sql"),
+        "-- calls: 20000\nSELECT id, created_at FROM tickets WHERE account_id = slow_const(17) ORDER BY created_at DESC LIMIT 20\n",
+    )
+    .unwrap();
+    let workload = dir.path().to_str().unwrap().to_owned();
+    let direct = db.conninfo();
+    let spawn = |conninfo: &str| {
+        Command::new(pgplan_bin())
+            .env("NO_COLOR", "1")
+            .args(["advise", "-d", conninfo, "--hypothetical", "--runs", "1"])
+            .args(["--workload", &workload])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let clean = async || {
+        let client = pooled_client(&conninfo).await;
+        for _ in 0..10 {
+            let state = pooled_value(
+                &client,
+                "SELECT (SELECT count(*) FROM hypopg_list_indexes) || ' ' || \
+                 (SELECT count(*) FROM pg_prepared_statements)",
+            )
+            .await;
+            assert_eq!(
+                state, "0 0",
+                "a pooled connection kept HypoPG's or pgplan's state"
+            );
+        }
+    };
+    // HypoPG's planning is the only EXPLAIN without ANALYZE advise runs for this workload.
+    let planning = "EXPLAIN (VERBOSE, SETTINGS, FORMAT JSON) EXECUTE";
+    let planning_plain = "EXPLAIN (VERBOSE, SETTINGS, FORMAT JSON) SELECT";
+    let wait = async || {
+        let sql = format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+             AND state = 'active' AND (query LIKE '{planning}%' OR query LIKE '{planning_plain}%')"
+        );
+        db.wait_for(&sql, |n| n != "0", Duration::from_secs(120))
+            .await
+            .unwrap_or_else(|_| panic!("pgplan never planned with HypoPG"));
+        // The first plan is the one without any candidate; the next ones have one in place.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    };
+
+    let child = spawn(&direct);
+    wait().await;
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    clean().await;
+
+    let mut child = spawn(&conninfo);
+    wait().await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // PgBouncer notices the client is gone and closes its server connection.
+    db.wait_for(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' AND datname = current_database()",
+        |n| n == "0",
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap_or_else(|n| panic!("{n} pgplan sessions are still there"));
+    clean().await;
     drop(bouncer);
 }

@@ -161,10 +161,10 @@ fn diff_of_the_story_on_every_version() {
                 prepend_module_to_snapshot => false,
                 omit_expression => true,
             }, {
-                // The JSON body (totals and changes); each side's plan is in the explain snapshots.
+                // The JSON body (ratios and changes); each side's plan is in the explain snapshots.
                 insta::assert_json_snapshot!(format!("{name}.json"), serde_json::json!({
                     "schema_version": doc["schema_version"],
-                    "totals": doc["totals"],
+                    "ratios": doc["ratios"],
                     "changes": doc["changes"],
                 }));
             });

@@ -171,7 +171,7 @@ async fn the_workload_decides_with_the_write_side_and_names_regressions() {
                 "json",
             ],
         ));
-        assert_eq!(doc["schema_version"], 2);
+        assert_eq!(doc["schema_version"], 3);
         assert_eq!(doc["mode"], "workload");
         let queries = doc["workload"]["queries"].as_array().unwrap();
         assert_eq!(queries.len(), 5, "{doc:#}");

@@ -1,6 +1,7 @@
 //! `pgplan demo`: a throwaway server, the events story loaded into it, `compare` with three
 //! candidate indexes, explained, the same candidates over a three-query workload with its
-//! writes, an audit of the server; then the server and its files are removed.
+//! writes, `advise` proposing and measuring its own over that workload, an audit of the
+//! server; then the server and its files are removed.
 
 use std::io::{self, Write};
 use std::time::Instant;
@@ -24,6 +25,7 @@ use crate::report::audit::{write_audit_markdown, write_audit_text};
 use crate::report::wire_audit::{AuditDoc, audit_doc};
 use crate::report::{Format, Paint, TextOptions, compare as render, write_json};
 
+use super::advise::{AdviseSettings, run_advise};
 use super::compare::{Progress, run_compare};
 use super::live::{Interrupt, read_audit_snapshot, runtime};
 use super::workload::{WorkloadSettings, run_workload};
@@ -58,11 +60,13 @@ const WORKLOAD: [(&str, &str); 3] = [
 /// `pgplan demo --format json`: the compare report, the workload report and the audit that
 /// follows them.
 #[derive(Debug, serde::Serialize)]
-pub struct DemoDoc {
+pub struct DemoDoc<'a> {
     pub schema_version: u32,
-    pub compare: render::CompareDoc,
+    pub compare: render::CompareDoc<'a>,
     pub workload: crate::report::workload::WorkloadDoc,
-    pub audit: AuditDoc,
+    /// `pgplan advise` over the same workload: the indexes it proposes and measures itself.
+    pub advise: crate::report::advise::AdviseDoc,
+    pub audit: AuditDoc<'a>,
 }
 
 fn step(message: &str) {
@@ -119,7 +123,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
         binaries.bin_dir.display()
     ));
     let interrupt = Interrupt::new();
-    let (report, workload, audit_report, cluster) = runtime()?.block_on(interrupt.run(async {
+    let story = runtime()?.block_on(interrupt.run(async {
         // Started under the interrupt handler: Ctrl-C while initdb runs must not kill pgplan
         // before it can remove the half-made server. On an interrupt the blocking start runs
         // to its end while the runtime shuts down, and the Cluster it returns is dropped, which
@@ -174,7 +178,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
 
         // The workload: the dashboard is one query of three, and one of them writes.
         step("measuring the workload: three queries with each candidate, writes counted");
-        let mut sources = Vec::new();
+        let mut sources: Vec<crate::compare::workload::SourceQuery> = Vec::new();
         for (name, text) in WORKLOAD {
             sources.extend(
                 crate::compare::workload::source::parse_file(
@@ -195,7 +199,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
         let workload = run_workload(
             &mut conn,
             &Limits::compare_defaults(),
-            sources,
+            sources.clone(),
             &candidates,
             &WorkloadSettings {
                 source_name: "demo/workload".into(),
@@ -207,6 +211,30 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
                 allow_lasting_effects: false,
                 deadline: None,
             },
+            &Progress::new(),
+        )
+        .await?;
+
+        // Then advise over the same workload: nobody names a candidate; pgplan proposes them
+        // from the plans and the catalog and measures each one.
+        step("advising on the workload: candidates proposed from the plans, each one measured");
+        let advice = run_advise(
+            &mut conn,
+            &Limits::compare_defaults(),
+            &AdviseSettings {
+                source_name: "demo/workload".into(),
+                statements: None,
+                hypothetical: false,
+                budget: std::time::Duration::from_secs(300),
+                runs: 3,
+                min_gain: 10.0,
+                allow_writes: false,
+                allow_lasting_effects: false,
+                max_indexes: None,
+                max_size: None,
+            },
+            sources,
+            Instant::now(),
             &Progress::new(),
         )
         .await?;
@@ -243,19 +271,23 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
         Ok((
             report,
             workload,
+            advice,
             audit(&nodes, &AuditOptions::default()),
             cluster,
         ))
     }))?;
+    let (report, workload, advice, audit_report, cluster) = story;
 
     let mut out = io::stdout().lock();
     match args.format {
         Format::Json => write_json(
             &mut out,
             &DemoDoc {
-                schema_version: crate::report::wire::SCHEMA_VERSION,
+                // The demo document holds a compare document, and changes with it.
+                schema_version: crate::report::workload::COMPARE_SCHEMA_VERSION,
                 compare: render::CompareDoc::new(&report),
                 workload: crate::report::workload::WorkloadDoc::new(&workload),
+                advise: crate::report::advise::AdviseDoc::of(&advice),
                 audit: audit_doc(&audit_report),
             },
         )?,
@@ -271,6 +303,8 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
             render::write_markdown(&mut out, &report)?;
             writeln!(out)?;
             crate::report::workload::write_markdown(&mut out, &workload)?;
+            writeln!(out)?;
+            crate::report::advise::write_markdown(&mut out, &advice)?;
             writeln!(out)?;
             write_audit_markdown(&mut out, &audit_report)?;
         }
@@ -313,6 +347,19 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
             )?;
             writeln!(out)?;
             crate::report::workload::write_text(&mut out, &workload, options)?;
+            writeln!(out)?;
+            writeln!(out, "{}", paint.bold("Then advise"))?;
+            writeln!(
+                out,
+                "The candidates above were named by hand. pgplan advise names them itself: it read \
+                 the plans of the same three queries (what each scan filters, sorts and keeps) and \
+                 the catalog (statistics, existing indexes), proposed the indexes an expert would \
+                 try, built each one in a rolled-back transaction and measured every query with \
+                 it, then chose the set greedily by pages saved per day per byte, measuring again \
+                 with the chosen ones in place. Nothing below is the planner's estimate."
+            )?;
+            writeln!(out)?;
+            crate::report::advise::write_text(&mut out, &advice, options)?;
             writeln!(out)?;
             writeln!(out, "{}", paint.bold("Then the audit"))?;
             writeln!(

@@ -22,7 +22,11 @@ pub fn read_text(arg: &str, what: &str, limit: u64) -> Result<(String, String)> 
         ("standard input".to_owned(), bytes)
     } else {
         let file = std::fs::File::open(arg).with_context(|| format!("reading {arg}"))?;
-        let bytes = read_bounded(file, limit).with_context(|| format!("reading {arg}"))?;
+        // Room for the whole file at once (a plan can be hundreds of megabytes): growing the
+        // buffer by doubling would leave up to half of it allocated for nothing.
+        let size = file.metadata().map_or(0, |m| m.len()).min(limit);
+        let bytes = read_bounded_sized(file, limit, size as usize)
+            .with_context(|| format!("reading {arg}"))?;
         (arg.to_owned(), bytes)
     };
     let Some(bytes) = bytes else {
@@ -52,7 +56,16 @@ fn limit_text(limit: u64) -> String {
 /// At most `limit` bytes, or `None` when there is more: reading stops one byte past the limit,
 /// so an endless input (`/dev/zero`) cannot exhaust memory.
 fn read_bounded(reader: impl Read, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
-    let mut bytes = Vec::new();
+    read_bounded_sized(reader, limit, 0)
+}
+
+/// [`read_bounded`] into a buffer made for `expected` bytes (and one more, to see the end).
+fn read_bounded_sized(
+    reader: impl Read,
+    limit: u64,
+    expected: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::with_capacity(expected.saturating_add(1));
     reader.take(limit + 1).read_to_end(&mut bytes)?;
     Ok((bytes.len() as u64 <= limit).then_some(bytes))
 }

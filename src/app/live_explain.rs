@@ -174,7 +174,7 @@ pub async fn run_live_explain(
 #[derive(Serialize)]
 struct LiveExplainDoc<'a> {
     #[serde(flatten)]
-    explain: wire::ExplainDoc,
+    explain: wire::ExplainDoc<'a>,
     server_version: &'a str,
     query: QueryDoc<'a>,
     /// Index scans the run counted in `pg_stat_user_indexes` (not undone by the rollback).

@@ -26,6 +26,8 @@ pub fn read_chosen_plan(arg: &str, choice: Option<usize>) -> Result<(String, Ana
         name
     };
     let read = read_plan(&content, choice).map_err(|e| anyhow::anyhow!("{title}: {e}"))?;
+    // The text is not needed once read, and can be as large as the plan made of it.
+    drop(content);
     if read.count > 1 {
         eprintln!(
             "pgplan: {title} holds {} plans; this is plan {} (choose another with --plan N)",
@@ -60,6 +62,7 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
     out.flush()?;
     let threshold: Option<Severity> = args.fail_on.map(Into::into);
     let crossed = threshold.is_some_and(|t| analysis.findings.iter().any(|f| f.severity >= t));
+    leave_to_exit(analysis);
     Ok(if crossed {
         exit::FINDINGS
     } else {
@@ -83,10 +86,19 @@ pub fn diff(args: DiffArgs, options: &TextOptions) -> Result<u8> {
         Format::Html => html::write_diff(&mut out, titles, &comparison)?,
     }
     out.flush()?;
-    Ok(match args.fail_on_regression {
+    let code = match args.fail_on_regression {
         Some(percent) if regressed(&comparison, percent) => exit::FINDINGS,
         _ => exit::SUCCESS,
-    })
+    };
+    leave_to_exit(comparison);
+    Ok(code)
+}
+
+/// Lets the process's exit free what a command read, all at once, instead of one allocation at a
+/// time: a large plan is millions of them (each node's strings, its unmodelled keys), freed one
+/// by one just before the exit that frees everything anyway.
+fn leave_to_exit<T>(value: T) {
+    std::mem::forget(value);
 }
 
 /// Standard output with a buffer of its own: a report is written in pieces of a line or less,

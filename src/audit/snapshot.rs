@@ -213,7 +213,6 @@ pub struct ToastTable {
 /// `pg_stat_all_tables`: zeros (or nulls) on a standby, which counts none of this.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TableStats {
-    pub seq_scan: Option<i64>,
     pub n_tup_ins: Option<i64>,
     pub n_tup_upd: Option<i64>,
     pub n_tup_hot_upd: Option<i64>,
@@ -227,8 +226,6 @@ pub struct TableStats {
     pub last_autovacuum: Option<Timestamp>,
     pub last_analyze: Option<Timestamp>,
     pub last_autoanalyze: Option<Timestamp>,
-    pub vacuum_count: Option<i64>,
-    pub autovacuum_count: Option<i64>,
     pub analyze_count: Option<i64>,
     pub autoanalyze_count: Option<i64>,
 }
@@ -379,8 +376,6 @@ pub struct Index {
     pub size_bytes: Option<i64>,
     /// `idx_scan` on this node (each node counts only its own scans).
     pub scans: Option<i64>,
-    pub tuples_read: Option<i64>,
-    pub tuples_fetched: Option<i64>,
     /// `last_idx_scan`, 16+.
     pub last_scan: Option<Timestamp>,
     /// `pg_get_indexdef`, read only for invalid indexes (to rebuild them).

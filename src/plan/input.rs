@@ -47,6 +47,23 @@ pub fn read_plan(input: &str, choice: Option<usize>) -> Result<ReadPlan, PlanErr
     if text.trim().is_empty() {
         return Err(PlanError::Empty);
     }
+    // The common case first: the JSON as the server sent it, read straight away. Valid JSON
+    // cannot carry psql's decorations (no line of it ends in `+`, `|`, `)` or a box-drawing
+    // mark: those stand inside strings, which cannot hold a line break), so when it reads, the
+    // search below would have found this one plan; looking for them first cost a scan of every
+    // line of a large plan. Anything that does not read is looked at as before.
+    let json = text.trim();
+    if choice.is_none_or(|n| n == 1)
+        && json.starts_with(['[', '{'])
+        && let Ok(plan) = parse::parse_json_body(json)
+    {
+        return Ok(ReadPlan {
+            plan,
+            format: PlanFormat::Json,
+            number: 1,
+            count: 1,
+        });
+    }
     let candidates = candidates(text);
     if candidates.is_empty() {
         return Err(PlanError::NoPlan {
@@ -208,9 +225,32 @@ fn body_candidate(body: Cow<'_, str>) -> Option<Candidate<'_>> {
 /// Whether a body that starts like a plan still carries psql's marks: a JSON line ending in a
 /// continuation mark, or a `(N rows)` footer.
 fn has_table_decoration(text: &str) -> bool {
-    text.lines().any(|l| {
-        let t = l.trim_end();
-        t.ends_with(" +") || t.ends_with('↵') || t.ends_with(['|', '│', '║']) || is_footer(t)
+    lines_ending_in(text, [b'+', b'|', b')'])
+        .any(|t| t.ends_with(" +") || t.ends_with('|') || (t.ends_with(')') && is_footer(t)))
+        || lines_ending_in(text, [UNICODE_MARK_BYTE; 3]).any(|t| t.ends_with(['↵', '│', '║']))
+}
+
+/// The first byte of psql's unicode marks in UTF-8 (`↵` U+21B5, `│` U+2502, `║` U+2551).
+pub(super) const UNICODE_MARK_BYTE: u8 = 0xE2;
+
+/// The lines of `text`, without their trailing white space (as `lines()` and `trim_end()` give
+/// them), whose last character starts with one of `first_bytes`: the decoration checks look at
+/// how lines end, and a large plan's JSON has millions of lines, of which only the few holding
+/// these characters are looked at (found with memchr).
+pub(super) fn lines_ending_in(text: &str, first_bytes: [u8; 3]) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    let [a, b, c] = first_bytes;
+    memchr::memchr3_iter(a, b, c, bytes).filter_map(move |at| {
+        // Each byte sought starts a character (ASCII, or a three-byte lead byte).
+        let width = if bytes[at] < 0x80 { 1 } else { 3 };
+        let end = (at + width).min(bytes.len());
+        let line_end = memchr::memchr(b'\n', &bytes[end..]).map_or(bytes.len(), |n| end + n);
+        let rest = text.get(end..line_end)?;
+        if !rest.trim_end().is_empty() {
+            return None;
+        }
+        let start = memchr::memrchr(b'\n', &bytes[..at]).map_or(0, |n| n + 1);
+        text.get(start..end)
     })
 }
 
@@ -729,6 +769,34 @@ fn looks_like(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_ending_in_are_the_trimmed_lines_that_end_so() {
+        for text in [
+            "",
+            "+",
+            "a",
+            "a +\n",
+            " a  \r\n\tb +\n\n(1 row) ",
+            "[\n  {\n    \"Plan\": {\"Filter\": \"(a > 1)\"}\n  }\n]\n",
+            "x ↵\ny │ \r\n|\n(a) b\n ║",
+            "a+b|c)\u{a0}\n→ ↵x",
+        ] {
+            for marks in [[b'+', b'|', b')'], [UNICODE_MARK_BYTE; 3]] {
+                let expected: Vec<&str> = text
+                    .lines()
+                    .map(str::trim_end)
+                    .filter(|l| {
+                        l.chars()
+                            .last()
+                            .is_some_and(|c| marks.contains(&c.to_string().as_bytes()[0]))
+                    })
+                    .collect();
+                let got: Vec<&str> = lines_ending_in(text, marks).collect();
+                assert_eq!(got, expected, "{text:?}");
+            }
+        }
+    }
 
     #[test]
     fn footers_and_rules() {

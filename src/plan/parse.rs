@@ -209,8 +209,8 @@ fn looks_like_text_format(text: &str) -> bool {
 const CONTINUATION_MARKS: [char; 2] = ['+', '↵'];
 
 fn has_continuation_marks(text: &str) -> bool {
-    text.lines()
-        .any(|l| l.trim_end().ends_with(CONTINUATION_MARKS))
+    use super::input::{UNICODE_MARK_BYTE, lines_ending_in};
+    lines_ending_in(text, [b'+', b'+', UNICODE_MARK_BYTE]).any(|l| l.ends_with(CONTINUATION_MARKS))
 }
 
 /// A record header of psql's expanded output: `-[ RECORD 1 ]---` or, in the unicode line

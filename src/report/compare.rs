@@ -20,7 +20,7 @@ use super::{Paint, TextOptions, markdown};
 
 /// `pgplan compare --format json`.
 #[derive(Debug, Serialize)]
-pub struct CompareDoc {
+pub struct CompareDoc<'a> {
     pub schema_version: u32,
     pub server_version: String,
     /// "measured", "hypothetical" or "generic_plan".
@@ -30,14 +30,14 @@ pub struct CompareDoc {
     pub query: QueryDoc,
     pub runs: u32,
     pub min_gain_percent: f64,
-    pub baseline: MeasurementDoc,
+    pub baseline: MeasurementDoc<'a>,
     /// The last of `baseline_reruns`, or null.
-    pub baseline_rerun: Option<MeasurementDoc>,
+    pub baseline_rerun: Option<MeasurementDoc<'a>>,
     /// The baseline measured again each time a build changed the planner's estimates in place,
     /// right after that candidate and before the next.
-    pub baseline_reruns: Vec<RerunDoc>,
+    pub baseline_reruns: Vec<RerunDoc<'a>>,
     /// In the order given on the command line.
-    pub candidates: Vec<CandidateDoc>,
+    pub candidates: Vec<CandidateDoc<'a>>,
     /// Candidate names, best first (failed candidates left out).
     pub ranking: Vec<String>,
     pub best: Option<String>,
@@ -46,11 +46,11 @@ pub struct CompareDoc {
 }
 
 #[derive(Debug, Serialize)]
-pub struct RerunDoc {
+pub struct RerunDoc<'a> {
     /// The candidate whose build (or ANALYZE) changed the estimates.
     pub after_candidate: String,
     #[serde(flatten)]
-    pub measurement: MeasurementDoc,
+    pub measurement: MeasurementDoc<'a>,
 }
 
 #[derive(Debug, Serialize)]
@@ -90,7 +90,7 @@ impl From<Figures> for FiguresDoc {
 }
 
 #[derive(Debug, Serialize)]
-pub struct MeasurementDoc {
+pub struct MeasurementDoc<'a> {
     /// Plans captured: the cold run plus the counted runs (1 for estimates).
     pub runs: usize,
     /// The first run (truly cold only when `first_run` is "cold").
@@ -106,11 +106,11 @@ pub struct MeasurementDoc {
     /// time difference inside this spread is within noise.
     pub warm_execution_ms_spread: Option<crate::compare::Spread>,
     /// The representative plan (the median warm run), as `pgplan explain --format json` gives it.
-    pub plan: PlanDoc,
+    pub plan: PlanDoc<'a>,
 }
 
-impl MeasurementDoc {
-    fn new(m: &crate::compare::Measurement) -> Self {
+impl<'a> MeasurementDoc<'a> {
+    fn new(m: &'a crate::compare::Measurement) -> Self {
         MeasurementDoc {
             runs: 1 + m.warm.len(),
             cold: m.cold_figures().into(),
@@ -162,7 +162,7 @@ pub struct SummaryDoc {
 }
 
 #[derive(Debug, Serialize)]
-pub struct CandidateDoc {
+pub struct CandidateDoc<'a> {
     /// "create" or "drop".
     pub action: &'static str,
     pub index_sql: String,
@@ -186,17 +186,17 @@ pub struct CandidateDoc {
     pub judged_against_rerun: Option<usize>,
     /// The candidate's counted runs' spread of execution time.
     pub warm_execution_ms_spread: Option<crate::compare::Spread>,
-    pub plan: Option<PlanDoc>,
+    pub plan: Option<PlanDoc<'a>>,
     /// As `pgplan diff --format json` gives it: baseline before, the candidate's plan after.
-    pub diff: Option<DiffDoc>,
+    pub diff: Option<DiffDoc<'a>>,
     /// Findings on the candidate's plan.
     pub findings: Vec<FindingDoc>,
     /// Why the candidate could not be measured (the server's message with SQLSTATE, DETAIL, HINT).
     pub error: Option<String>,
 }
 
-impl CompareDoc {
-    pub fn new(report: &CompareReport) -> Self {
+impl<'a> CompareDoc<'a> {
+    pub fn new(report: &'a CompareReport) -> Self {
         let request = &report.request;
         let judged_of = |i: usize| report.ranking.iter().position(|j| j.index == i);
         let candidates = report

@@ -11,7 +11,9 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 use crate::plan::{Analysis, Comparison, Finding};
 
 use super::format::{change, count, ms, printable};
-use super::tree::{TreeRow, figures, labelled, rows, unified_diff};
+use super::tree::{
+    TreeRow, figures, labelled, rows, rows_without_details, totals_parts, unified_diff,
+};
 use super::{Paint, TextOptions};
 
 /// The compare and advise reports' tables, wrapped to the terminal if there is one (comfy-table:
@@ -192,24 +194,7 @@ fn has_node_times(analysis: &Analysis) -> bool {
 /// The one-line summary of a plan's totals.
 pub fn totals_line(analysis: &Analysis) -> String {
     let t = &analysis.metrics.totals;
-    let mut parts = Vec::new();
-    if let Some(v) = t.execution_ms {
-        parts.push(format!("execution {}", ms(v)));
-    }
-    if let Some(v) = t.planning_ms {
-        parts.push(format!("planning {}", ms(v)));
-    }
-    if let Some(v) = t.pages_touched {
-        parts.push(format!(
-            "pages touched {} ({} hit, {} read)",
-            count(v),
-            count(t.shared_hit_blocks.unwrap_or(0.0)),
-            count(t.shared_read_blocks.unwrap_or(0.0))
-        ));
-    }
-    if let Some(v) = t.temp_blocks.filter(|v| *v > 0.0) {
-        parts.push(format!("temp blocks {}", count(v)));
-    }
+    let mut parts = totals_parts(analysis);
     if let Some(v) = t.io_ms.filter(|v| *v > 0.0) {
         parts.push(format!("I/O {}", ms(v)));
     }
@@ -478,7 +463,7 @@ fn one_line(text: &str) -> String {
 /// The plan as plain lines for the textual diff: structure and the figures that matter, without
 /// timings (which differ on every run and would make every line a change).
 pub fn diff_lines(analysis: &Analysis) -> Vec<String> {
-    rows(analysis)
+    rows_without_details(analysis)
         .into_iter()
         .map(|row| {
             let mut line = labelled(&row);

@@ -1,10 +1,11 @@
 //! The plan as an indented tree: one row per node with the figures that matter, shared by the
-//! text and Markdown renderers and by the textual diff of two plans.
+//! text and Markdown renderers and by the textual diff of two plans; the lines and headline
+//! figures the HTML report shows the same way.
 
 use crate::plan::findings::node_label;
 use crate::plan::{Analysis, Node, NodeId};
 
-use super::format::{count, printable};
+use super::format::{count, ms, printable};
 
 /// One node's line in the tree and the detail lines under it.
 #[derive(Debug, Clone)]
@@ -26,6 +27,15 @@ pub struct TreeRow {
 
 /// The rows of `analysis`'s plan in pre-order.
 pub fn rows(analysis: &Analysis) -> Vec<TreeRow> {
+    rows_with(analysis, true)
+}
+
+/// The rows without their detail lines, which the textual diff does not show.
+pub fn rows_without_details(analysis: &Analysis) -> Vec<TreeRow> {
+    rows_with(analysis, false)
+}
+
+fn rows_with(analysis: &Analysis, with_details: bool) -> Vec<TreeRow> {
     let plan = &analysis.plan;
     let mut rows = Vec::with_capacity(plan.nodes.len());
     // For each depth, whether the ancestor at that depth still has siblings to come (draw a bar).
@@ -65,10 +75,14 @@ pub fn rows(analysis: &Analysis) -> Vec<TreeRow> {
             detail_prefix,
             label: printable(&node_label(node)),
             subplan: subplan_name(node).map(|s| printable(&s)),
-            details: details(node, analysis, id)
-                .iter()
-                .map(|d| printable(d))
-                .collect(),
+            details: if with_details {
+                details(node, analysis, id)
+                    .iter()
+                    .map(|d| printable(d))
+                    .collect()
+            } else {
+                Vec::new()
+            },
             findings: std::mem::take(&mut finding_numbers[id]),
         });
     }
@@ -125,21 +139,58 @@ fn subplan_name(node: &Node) -> Option<String> {
     })
 }
 
-fn details(node: &Node, analysis: &Analysis, id: NodeId) -> Vec<String> {
-    let m = &analysis.metrics.nodes[id];
-    let mut out = Vec::new();
-    for (name, value) in [
+/// The plan's headline figures, a piece each: execution and planning time, pages touched (hit
+/// and read), temp blocks when there were any.
+pub fn totals_parts(analysis: &Analysis) -> Vec<String> {
+    let t = &analysis.metrics.totals;
+    let mut parts = Vec::new();
+    if let Some(v) = t.execution_ms {
+        parts.push(format!("execution {}", ms(v)));
+    }
+    if let Some(v) = t.planning_ms {
+        parts.push(format!("planning {}", ms(v)));
+    }
+    if let Some(v) = t.pages_touched {
+        parts.push(format!(
+            "pages touched {} ({} hit, {} read)",
+            count(v),
+            count(t.shared_hit_blocks.unwrap_or(0.0)),
+            count(t.shared_read_blocks.unwrap_or(0.0))
+        ));
+    }
+    if let Some(v) = t.temp_blocks.filter(|v| *v > 0.0) {
+        parts.push(format!("temp blocks {}", count(v)));
+    }
+    parts
+}
+
+/// A node's conditions, a line each ("Index Cond: ..."), in the order EXPLAIN prints them.
+pub fn condition_lines(node: &Node) -> impl Iterator<Item = String> + '_ {
+    [
         ("Index Cond", &node.index_cond),
         ("Recheck Cond", &node.recheck_cond),
         ("Hash Cond", &node.hash_cond),
         ("Merge Cond", &node.merge_cond),
         ("Join Filter", &node.join_filter),
         ("Filter", &node.filter),
-    ] {
-        if let Some(v) = value {
-            out.push(format!("{name}: {v}"));
-        }
-    }
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}: {v}")))
+}
+
+/// "Sort: external merge, 2048 kB disk" for a node that sorted.
+pub fn sort_line(node: &Node) -> Option<String> {
+    let method = node.sort_method.as_ref()?;
+    let space = match (node.sort_space_used_kb, node.sort_space_type.as_deref()) {
+        (Some(kb), Some(kind)) => format!(", {} kB {}", count(kb), kind.to_lowercase()),
+        _ => String::new(),
+    };
+    Some(format!("Sort: {method}{space}"))
+}
+
+fn details(node: &Node, analysis: &Analysis, id: NodeId) -> Vec<String> {
+    let m = &analysis.metrics.nodes[id];
+    let mut out: Vec<String> = condition_lines(node).collect();
     if let Some(removed) = m.rows_removed_by_filter_total.filter(|r| *r > 0.0) {
         out.push(format!("Rows Removed by Filter: {} in all", count(removed)));
     }
@@ -168,13 +219,7 @@ fn details(node: &Node, analysis: &Analysis, id: NodeId) -> Vec<String> {
     if let Some(searches) = node.index_searches {
         out.push(format!("Index Searches: {}", count(searches)));
     }
-    if let Some(method) = &node.sort_method {
-        let space = match (node.sort_space_used_kb, node.sort_space_type.as_deref()) {
-            (Some(kb), Some(kind)) => format!(", {} kB {}", count(kb), kind.to_lowercase()),
-            _ => String::new(),
-        };
-        out.push(format!("Sort: {method}{space}"));
-    }
+    out.extend(sort_line(node));
     if let Some(batches) = node.hash_batches {
         out.push(format!(
             "Hash: {} buckets, {} batch{}, peak {} kB",

@@ -6,34 +6,36 @@
 use std::io;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde::ser::{SerializeMap, Serializer};
 
 use crate::audit::snapshot::PrivilegeGap;
 use crate::audit::{AuditReport, Confidence, Finding, NodeSummary, NodeUsage, Severity};
 
 use super::wire::SCHEMA_VERSION;
 
+/// The document borrows from the report it describes: at fleet scale (50,000 findings) a copy
+/// of every string would double the memory and the time the output takes.
 #[derive(Debug, Serialize)]
-pub struct AuditDoc {
+pub struct AuditDoc<'a> {
     pub schema_version: u32,
-    pub nodes: Vec<AuditNodeDoc>,
-    pub findings: Vec<AuditFindingDoc>,
-    pub skipped: Vec<SkippedDoc>,
+    pub nodes: Vec<AuditNodeDoc<'a>>,
+    pub findings: Vec<AuditFindingDoc<'a>>,
+    pub skipped: Vec<SkippedDoc<'a>>,
     /// Facts about combining the nodes (clusters that differ, standbys not audited).
-    pub notes: Vec<String>,
+    pub notes: &'a [String],
     pub summary: SummaryDoc,
 }
 
 #[derive(Debug, Serialize)]
-pub struct AuditNodeDoc {
+pub struct AuditNodeDoc<'a> {
     /// The redacted conninfo.
-    pub name: String,
+    pub name: &'a str,
     /// "primary" or "standby"; null when the node could not be read.
     pub role: Option<&'static str>,
-    pub server_version: Option<String>,
+    pub server_version: Option<&'a str>,
     /// The database the node was read from, or, when it could not be read, the one it was
     /// asked for.
-    pub database: Option<String>,
+    pub database: Option<&'a str>,
     /// Since when its counters have been counting (ISO 8601), on the best evidence available.
     pub stats_since: Option<String>,
     /// Where `stats_since` comes from: database_reset (15+), database_counters_started (before
@@ -45,58 +47,83 @@ pub struct AuditNodeDoc {
     /// time not readable by the role): unused-index findings then stay informational.
     pub counting_window_upper_bound: Option<bool>,
     /// Why the node could not be read.
-    pub error: Option<String>,
+    pub error: Option<&'a str>,
     /// Why its figures were left out (a different cluster or database).
-    pub excluded: Option<String>,
-    pub privileges_missing: Vec<PrivilegeGap>,
+    pub excluded: Option<&'a str>,
+    pub privileges_missing: &'a [PrivilegeGap],
 }
 
 #[derive(Debug, Serialize)]
-pub struct AuditFindingDoc {
+pub struct AuditFindingDoc<'a> {
     /// The database whose audit found it.
-    pub database: String,
+    pub database: &'a str,
     /// unused_index, invalid_index, duplicate_index, redundant_index, missing_fk_index,
     /// dead_tuples, stale_statistics, visibility_map, index_bloat, table_bloat, xmin_horizon,
     /// replication_slot, xid_wraparound.
     pub check: &'static str,
     pub severity: &'static str,
-    pub schema: Option<String>,
-    pub table: Option<String>,
-    pub index: Option<String>,
-    pub message: String,
-    pub evidence: Map<String, Value>,
+    pub schema: Option<&'a str>,
+    pub table: Option<&'a str>,
+    pub index: Option<&'a str>,
+    pub message: &'a str,
+    pub evidence: EvidenceDoc<'a>,
     /// The SQL that fixes it; null when nothing should be run.
-    pub fix: Option<String>,
+    pub fix: Option<&'a str>,
     /// The node the finding is about (sessions, slots); null for cluster-wide objects.
-    pub node: Option<String>,
+    pub node: Option<&'a str>,
     /// Per-node index usage (unused_index).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub usage: Vec<NodeUsage>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub usage: &'a [NodeUsage],
     /// How far an estimate can be trusted (bloat).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub confidence: Option<Confidence>,
+    pub confidence: Option<&'a Confidence>,
     /// The other checks' reasons for the same index (one finding per index, the strongest
     /// reason first): `check`, `severity`, `message`, `fix`.
-    pub also: Vec<ReasonDoc>,
+    pub also: Vec<ReasonDoc<'a>>,
     /// The object's size (index or table from `relpages`, a slot's retained WAL), which orders
     /// findings of a kind; null when not known.
     pub object_size_bytes: Option<i64>,
 }
 
-#[derive(Debug, Serialize)]
-pub struct ReasonDoc {
-    pub check: &'static str,
-    pub severity: &'static str,
-    pub message: String,
-    pub fix: Option<String>,
+/// A finding's named figures as a JSON object, in their order; a figure that is not a finite
+/// number is `null`. A name given twice keeps its first place and its last value, as a map
+/// would.
+#[derive(Debug)]
+pub struct EvidenceDoc<'a>(&'a [(&'static str, f64)]);
+
+impl Serialize for EvidenceDoc<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        for (i, (name, _)) in self.0.iter().enumerate() {
+            if self.0[..i].iter().any(|(earlier, _)| earlier == name) {
+                continue;
+            }
+            let value = self
+                .0
+                .iter()
+                .rev()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| *v);
+            map.serialize_entry(name, &value.filter(|v| v.is_finite()))?;
+        }
+        map.end()
+    }
 }
 
 #[derive(Debug, Serialize)]
-pub struct SkippedDoc {
-    /// The database whose audit skipped it.
-    pub database: String,
+pub struct ReasonDoc<'a> {
     pub check: &'static str,
-    pub reason: String,
+    pub severity: &'static str,
+    pub message: &'a str,
+    pub fix: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SkippedDoc<'a> {
+    /// The database whose audit skipped it.
+    pub database: &'a str,
+    pub check: &'static str,
+    pub reason: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,54 +136,44 @@ pub struct SummaryDoc {
     pub nodes_excluded: usize,
 }
 
-fn node_doc(n: &NodeSummary) -> AuditNodeDoc {
+fn node_doc(n: &NodeSummary) -> AuditNodeDoc<'_> {
     AuditNodeDoc {
-        name: n.name.clone(),
+        name: &n.name,
         role: n.role.map(|r| r.as_str()),
-        server_version: n.server_version.clone(),
-        database: n.database.clone(),
+        server_version: n.server_version.as_deref(),
+        database: n.database.as_deref(),
         stats_since: n.window.map(|w| w.since.iso()),
         stats_since_source: n.window.map(|w| w.source.as_str()),
         counting_window_seconds: n.window.map(|w| w.seconds()),
         counting_window_upper_bound: n.window.map(|w| w.upper_bound),
-        error: n.error.clone(),
-        excluded: n.excluded.clone(),
-        privileges_missing: n.privileges_missing.clone(),
+        error: n.error.as_deref(),
+        excluded: n.excluded.as_deref(),
+        privileges_missing: &n.privileges_missing,
     }
 }
 
-fn number(v: f64) -> Value {
-    serde_json::Number::from_f64(v)
-        .map(Value::Number)
-        .unwrap_or(Value::Null)
-}
-
-fn finding_doc(f: &Finding) -> AuditFindingDoc {
+fn finding_doc(f: &Finding) -> AuditFindingDoc<'_> {
     AuditFindingDoc {
-        database: f.database.clone(),
+        database: &f.database,
         check: f.check.as_str(),
         severity: f.severity.as_str(),
-        schema: f.schema.clone(),
-        table: f.table.clone(),
-        index: f.index.clone(),
-        message: f.message.clone(),
-        evidence: f
-            .evidence
-            .iter()
-            .map(|(k, v)| (k.clone(), number(*v)))
-            .collect(),
-        fix: f.fix.clone(),
-        node: f.node.clone(),
-        usage: f.usage.clone(),
-        confidence: f.confidence.clone(),
+        schema: f.schema.as_deref(),
+        table: f.table.as_deref(),
+        index: f.index.as_deref(),
+        message: &f.message,
+        evidence: EvidenceDoc(&f.evidence),
+        fix: f.fix.as_deref(),
+        node: f.node.as_deref(),
+        usage: &f.usage,
+        confidence: f.confidence.as_ref(),
         also: f
             .also
             .iter()
             .map(|r| ReasonDoc {
                 check: r.check.as_str(),
                 severity: r.severity.as_str(),
-                message: r.message.clone(),
-                fix: r.fix.clone(),
+                message: &r.message,
+                fix: r.fix.as_deref(),
             })
             .collect(),
         object_size_bytes: f.object_size_bytes,
@@ -164,7 +181,7 @@ fn finding_doc(f: &Finding) -> AuditFindingDoc {
 }
 
 /// The report as its JSON document.
-pub fn audit_doc(report: &AuditReport) -> AuditDoc {
+pub fn audit_doc(report: &AuditReport) -> AuditDoc<'_> {
     let count = |s: Severity| report.findings.iter().filter(|f| f.severity == s).count();
     AuditDoc {
         schema_version: SCHEMA_VERSION,
@@ -174,12 +191,12 @@ pub fn audit_doc(report: &AuditReport) -> AuditDoc {
             .skipped
             .iter()
             .map(|s| SkippedDoc {
-                database: s.database.clone(),
+                database: &s.database,
                 check: s.check.as_str(),
-                reason: s.reason.clone(),
+                reason: &s.reason,
             })
             .collect(),
-        notes: report.notes.clone(),
+        notes: &report.notes,
         summary: SummaryDoc {
             critical: count(Severity::Critical),
             warning: count(Severity::Warning),

@@ -16,8 +16,11 @@ use super::format::{bytes, change, count, ms};
 use super::text::{align_numbers, new_table, write_table};
 use super::{Paint, TextOptions, markdown};
 
-/// The version of the compare documents, single-query and workload: every document's.
-pub const COMPARE_SCHEMA_VERSION: u32 = super::wire::SCHEMA_VERSION;
+/// The version of the compare documents, single-query and workload.
+/// 2: counts are integers, as in every document of [`super::wire::SCHEMA_VERSION`] 2.
+/// 3: the plans and diffs a compare document holds are those of
+/// [`super::wire::PLAN_SCHEMA_VERSION`] 3 (each figure once).
+pub const COMPARE_SCHEMA_VERSION: u32 = 3;
 
 /// `pgplan compare --workload --format json`.
 #[derive(Debug, Serialize)]

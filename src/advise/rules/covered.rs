@@ -21,7 +21,7 @@ pub(super) fn normalized(sql: &str) -> String {
     expr::read(sql).map_or_else(|| sql.to_owned(), |e| e.unqualified())
 }
 
-pub(super) fn same_key(existing: &crate::advise::IndexKeyFacts, k: &IndexKey) -> bool {
+fn same_key(existing: &crate::advise::IndexKeyFacts, k: &IndexKey) -> bool {
     let opclass_matches = match &k.opclass {
         None => existing.default_opclass,
         Some(op) => &existing.opclass == op,
@@ -29,6 +29,23 @@ pub(super) fn same_key(existing: &crate::advise::IndexKeyFacts, k: &IndexKey) ->
     normalized(&existing.expr) == normalized(&k.key.definition())
         && opclass_matches
         && existing.collation.is_none()
+}
+
+/// Whether the keys of `existing` and `candidate`, paired from the first for as many as the
+/// shorter has, are the same keys in the same directions, or all reversed (a B-tree scans
+/// either way).
+pub(super) fn same_leading_keys(
+    existing: &[crate::advise::IndexKeyFacts],
+    candidate: &[IndexKey],
+) -> bool {
+    let same = |reversed: bool| {
+        existing.iter().zip(candidate).all(|(e, k)| {
+            same_key(e, k)
+                && (e.descending != k.descending) == reversed
+                && (e.nulls_first != k.effective_nulls_first()) == reversed
+        })
+    };
+    same(false) || same(true)
 }
 
 fn covers(existing: &IndexFacts, c: &Candidate) -> bool {
@@ -40,17 +57,7 @@ fn covers(existing: &IndexFacts, c: &Candidate) -> bool {
         return false;
     }
     let keys_match = match c.method {
-        Method::Btree => {
-            let pairs = existing.keys.iter().zip(&c.keys);
-            let same = |reversed: bool| {
-                pairs.clone().all(|(e, k)| {
-                    same_key(e, k)
-                        && (e.descending != k.descending) == reversed
-                        && (e.nulls_first != k.effective_nulls_first()) == reversed
-                })
-            };
-            same(false) || same(true)
-        }
+        Method::Btree => same_leading_keys(&existing.keys, &c.keys),
         // GIN and BRIN search every key column alike, in any order.
         _ => c
             .keys

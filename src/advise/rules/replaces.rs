@@ -6,7 +6,7 @@
 //! one that enforces something besides lookups: a unique or primary key index, one a
 //! constraint uses (unique, exclusion), or the replica identity.
 
-use super::covered::{normalized, same_key};
+use super::covered::{normalized, same_leading_keys};
 use crate::advise::{Candidate, IndexFacts, Method, TableFacts};
 use crate::sql::quote_ident;
 
@@ -59,15 +59,7 @@ fn redundant(e: &IndexFacts, c: &Candidate) -> bool {
     {
         return false;
     }
-    let pairs = || e.keys.iter().zip(&c.keys);
-    let same = |reversed: bool| {
-        pairs().all(|(e, k)| {
-            same_key(e, k)
-                && (e.descending != k.descending) == reversed
-                && (e.nulls_first != k.effective_nulls_first()) == reversed
-        })
-    };
-    if !(same(false) || same(true)) {
+    if !same_leading_keys(&e.keys, &c.keys) {
         return false;
     }
     let stored: Vec<String> = c

@@ -311,11 +311,10 @@ fn protection_words(index: &Index) -> String {
 fn drop_sql(ctx: &Context, index: &Index) -> (Option<String>, Option<String>) {
     let name = qualified(&index.schema, &index.name);
     let referenced_by: Vec<&str> = ctx
-        .reference
-        .snapshot
-        .foreign_keys
-        .iter()
-        .filter(|fk| fk.referenced_index_oid == index.oid)
+        .foreign_keys_by_referenced_index
+        .get(&index.oid)
+        .into_iter()
+        .flatten()
         .map(|fk| fk.name.as_str())
         .collect();
     if !referenced_by.is_empty() {

@@ -325,7 +325,6 @@ mod tests {
         quiet.stats.n_mod_since_analyze = Some(0);
         quiet.stats.n_live_tup = Some(0);
         quiet.stats.last_autovacuum = None;
-        quiet.stats.autovacuum_count = Some(0);
         // The same with column statistics: analyzed before the reset.
         let mut analyzed = quiet.clone();
         analyzed.oid = 11;

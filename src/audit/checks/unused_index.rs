@@ -159,13 +159,12 @@ fn supported_foreign_key<'a>(ctx: &Context<'a>, index: &Index) -> Option<&'a str
         .get(&index.table_oid)
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    ctx.reference
-        .snapshot
-        .foreign_keys
-        .iter()
+    ctx.foreign_keys_by_table
+        .get(&index.table_oid)
+        .into_iter()
+        .flatten()
         .find(|fk| {
-            fk.table_oid == index.table_oid
-                && super::missing_fk_index::serves(index, fk)
+            super::missing_fk_index::serves(index, fk)
                 && !others.iter().any(|o| {
                     o.oid != index.oid
                         && super::missing_fk_index::serves(o, fk)

@@ -41,7 +41,7 @@ pub struct Holder {
     /// catalog horizon for it).
     pub catalogs_only: bool,
     /// Figures for the finding.
-    pub evidence: Vec<(String, f64)>,
+    pub evidence: Vec<(&'static str, f64)>,
 }
 
 impl Holder {
@@ -161,14 +161,14 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
                         node.name
                     ));
                 }
-                let mut evidence = vec![("transaction_age_seconds".to_owned(), age)];
+                let mut evidence = vec![("transaction_age_seconds", age)];
                 if let Some(x) = age_xids {
-                    evidence.push(("xmin_age_xids".into(), x as f64));
+                    evidence.push(("xmin_age_xids", x as f64));
                 }
                 if let Some(st) = s.state_age_seconds {
-                    evidence.push(("state_age_seconds".into(), st));
+                    evidence.push(("state_age_seconds", st));
                 }
-                evidence.push(("pid".into(), s.pid as f64));
+                evidence.push(("pid", s.pid as f64));
                 found.push(Holder {
                     node: node.name.to_owned(),
                     subject: format!("session pid {}", s.pid),
@@ -207,14 +207,14 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
                 "{state} {} replication slot {} ({what})",
                 slot.slot_type, slot.name
             );
-            let mut evidence = vec![("xmin_age_xids".to_owned(), xids as f64)];
+            let mut evidence = vec![("xmin_age_xids", xids as f64)];
             if let Some(bytes) = slot.retained_wal_bytes {
                 description.push_str(&format!(", retaining {} of WAL", bytes_words(bytes)));
-                evidence.push(("retained_wal_bytes".into(), bytes));
+                evidence.push(("retained_wal_bytes", bytes));
             }
             let inactive_for = slot.inactive_since.map(|t| t.age_seconds);
             if let Some(s) = inactive_for {
-                evidence.push(("inactive_seconds".into(), s));
+                evidence.push(("inactive_seconds", s));
             }
             let severity = if slot.active {
                 severity_for(ctx, node, None, Some(xids))
@@ -244,9 +244,9 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
                 continue;
             }
             let database = p.database.as_deref().unwrap_or("?");
-            let mut evidence = vec![("prepared_age_seconds".to_owned(), age)];
+            let mut evidence = vec![("prepared_age_seconds", age)];
             if let Some(x) = p.xid_age_xids {
-                evidence.push(("xmin_age_xids".into(), x as f64));
+                evidence.push(("xmin_age_xids", x as f64));
             }
             found.push(Holder {
                 node: node.name.to_owned(),
@@ -297,7 +297,7 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
                     .into(),
                 severity: severity_for(ctx, node, None, Some(xids)),
                 catalogs_only: false,
-                evidence: vec![("xmin_age_xids".into(), xids as f64)],
+                evidence: vec![("xmin_age_xids", xids as f64)],
             });
         }
     }

@@ -11,6 +11,7 @@ use crate::plan::findings::{node_label, significant_misestimate, spills};
 use crate::plan::metrics::Direction;
 use crate::plan::{Analysis, Comparison, NodeId};
 use crate::report::format::{change, count, ms};
+use crate::report::tree::{condition_lines, sort_line, totals_parts};
 
 /// `pgplan explain --format html`.
 pub fn write_explain(out: &mut dyn Write, title: &str, analysis: &Analysis) -> io::Result<()> {
@@ -47,8 +48,7 @@ pub(crate) fn plan_section(html: &mut String, analysis: &Analysis, prefix: &str)
 
 pub(crate) fn plan_summary(html: &mut String, analysis: &Analysis) {
     let t = &analysis.metrics.totals;
-    let mut parts = Vec::new();
-    parts.push(
+    let mut parts = vec![
         if analysis.plan.is_analyzed() {
             if analysis.plan.has_buffers() {
                 "measured (ANALYZE, BUFFERS)"
@@ -59,24 +59,8 @@ pub(crate) fn plan_summary(html: &mut String, analysis: &Analysis) {
             "estimates only (no ANALYZE)"
         }
         .to_owned(),
-    );
-    if let Some(v) = t.execution_ms {
-        parts.push(format!("execution {}", ms(v)));
-    }
-    if let Some(v) = t.planning_ms {
-        parts.push(format!("planning {}", ms(v)));
-    }
-    if let Some(v) = t.pages_touched {
-        parts.push(format!(
-            "pages touched {} ({} hit, {} read)",
-            count(v),
-            count(t.shared_hit_blocks.unwrap_or(0.0)),
-            count(t.shared_read_blocks.unwrap_or(0.0))
-        ));
-    }
-    if let Some(v) = t.temp_blocks.filter(|&v| v > 0.0) {
-        parts.push(format!("temp blocks {}", count(v)));
-    }
+    ];
+    parts.extend(totals_parts(analysis));
     if !analysis.plan.is_analyzed()
         && let Some(cost) = t.total_cost
     {
@@ -187,19 +171,7 @@ fn node_cell(html: &mut String, analysis: &Analysis, id: NodeId, prefix: &str) {
 fn node_details(analysis: &Analysis, id: NodeId) -> Vec<String> {
     let node = &analysis.plan.nodes[id];
     let m = &analysis.metrics.nodes[id];
-    let mut lines = Vec::new();
-    for (name, value) in [
-        ("Index Cond", &node.index_cond),
-        ("Recheck Cond", &node.recheck_cond),
-        ("Hash Cond", &node.hash_cond),
-        ("Merge Cond", &node.merge_cond),
-        ("Join Filter", &node.join_filter),
-        ("Filter", &node.filter),
-    ] {
-        if let Some(v) = value {
-            lines.push(format!("{name}: {v}"));
-        }
-    }
+    let mut lines: Vec<String> = condition_lines(node).collect();
     for (name, value) in [
         ("Rows Removed by Filter", m.rows_removed_by_filter_total),
         (
@@ -217,13 +189,7 @@ fn node_details(analysis: &Analysis, id: NodeId) -> Vec<String> {
             lines.push(format!("{name}: {} in all", count(v)));
         }
     }
-    if let Some(method) = &node.sort_method {
-        let space = match (node.sort_space_used_kb, &node.sort_space_type) {
-            (Some(kb), Some(kind)) => format!(", {} kB {}", count(kb), kind.to_lowercase()),
-            _ => String::new(),
-        };
-        lines.push(format!("Sort: {method}{space}"));
-    }
+    lines.extend(sort_line(node));
     if let Some(batches) = node.hash_batches {
         lines.push(format!(
             "Hash: {} buckets, {} batches{}",

@@ -1,0 +1,171 @@
+//! How long `pgplan advise` takes, as users run it (the real binary from spawn to exit, default
+//! settings: 1 cold + 3 warm runs per sample, the 5-minute budget): on a 20-query workload, and
+//! how that grows with the number of queries (the same query shapes with other constants, so
+//! the same candidates) and with the number of candidates (more shapes, each proposing its
+//! own). Every run must end within its `--budget`; a last run gives the 20-query workload with
+//! the most candidates a budget too small for all of them, to show the budget holds.
+//!
+//! The schema is `fixtures/advise/setup.sql` (200,000 tickets, 100,000 users and docs, 300,000
+//! log lines) on a throwaway server.
+//!
+//! Run: `cargo bench --bench advise` (uses the server binaries `pgplan demo` would find, or
+//! PGPLAN_PG_BIN). The binary is the optimised one cargo builds for the bench.
+
+use std::process::Command;
+use std::time::Instant;
+
+use pgplan::db::cluster::{Cluster, ClusterOptions, ServerBinaries};
+
+const SETUP_SQL: &str = include_str!("../fixtures/advise/setup.sql");
+const PGPLAN: &str = env!("CARGO_BIN_EXE_pgplan");
+
+/// Query shapes over the schema, each proposing candidates of its own; `{c}` takes a constant
+/// that differs from query to query.
+const SHAPES: [&str; 10] = [
+    "SELECT id, created_at FROM tickets WHERE account_id = {c} ORDER BY created_at DESC LIMIT 20",
+    "SELECT id, name FROM users WHERE lower(email) = 'user{c}@example.com'",
+    "SELECT id FROM docs WHERE attrs @> '{\"n\": {c}}'",
+    "SELECT id, priority FROM tickets WHERE state = 'open' ORDER BY created_at LIMIT {c}",
+    "SELECT created_at, amount FROM tickets WHERE account_id = {c} AND created_at >= '2026-02-01 00:00:00+00' AND created_at < '2026-03-01 00:00:00+00'",
+    "SELECT id FROM docs WHERE tags && ARRAY['t{c}']",
+    "SELECT id FROM docs WHERE title LIKE '%abc{c}%'",
+    "SELECT count(*) FROM logs WHERE ts >= timestamptz '2026-01-02 00:00:00+00' + {c} * interval '1 minute' AND ts < timestamptz '2026-01-02 06:00:00+00' + {c} * interval '1 minute'",
+    "SELECT id FROM users WHERE name LIKE 'user {c}%'",
+    "SELECT t.id, t.amount FROM accounts a JOIN tickets t ON t.account_id = a.id WHERE a.id < {c} % 5 + 2",
+];
+
+/// What one advise run measured and took.
+struct Point {
+    queries: usize,
+    shapes: usize,
+    measured: usize,
+    not_measured: usize,
+    recommended: usize,
+    wall_s: f64,
+    elapsed_s: f64,
+    budget_s: f64,
+}
+
+fn workload(dir: &std::path::Path, queries: usize, shapes: usize) {
+    for q in 0..queries {
+        let shape = SHAPES[q % shapes];
+        let c = 17 + 31 * (q / shapes);
+        std::fs::write(
+            dir.join(format!("q{q:02}.sql")),
+            format!("-- calls: 1000\n{}\n", shape.replace("{c}", &c.to_string())),
+        )
+        .unwrap();
+    }
+}
+
+fn advise(conninfo: &str, queries: usize, shapes: usize, budget: &str) -> Point {
+    let dir = tempfile::tempdir().unwrap();
+    workload(dir.path(), queries, shapes);
+    let started = Instant::now();
+    let out = Command::new(PGPLAN)
+        .args([
+            "advise", "-d", conninfo, "--format", "json", "--budget", budget,
+        ])
+        .arg("--workload")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let wall_s = started.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let len = |k: &str| doc[k].as_array().map_or(0, Vec::len);
+    let not_measured = doc["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| {
+            let m = n["message"].as_str().unwrap_or("");
+            m.contains("not measured") || m.contains("could not be measured")
+        })
+        .count();
+    Point {
+        queries,
+        shapes,
+        measured: len("recommended") + len("rejected"),
+        not_measured,
+        recommended: len("recommended"),
+        wall_s,
+        elapsed_s: doc["elapsed_ms"].as_f64().unwrap() / 1000.0,
+        budget_s: doc["budget_ms"].as_f64().unwrap() / 1000.0,
+    }
+}
+
+fn print(p: &Point) {
+    println!(
+        "{:>7} {:>6} {:>9} {:>13} {:>11} {:>8.1} {:>10.1} {:>8.0}  {}",
+        p.queries,
+        p.shapes,
+        p.measured,
+        p.not_measured,
+        p.recommended,
+        p.wall_s,
+        p.elapsed_s,
+        p.budget_s,
+        if p.wall_s <= p.budget_s {
+            "within"
+        } else {
+            "OVER"
+        }
+    );
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    // `cargo test --benches` lists benchmarks; there is nothing to list here.
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let binaries = ServerBinaries::discover(None).expect("server binaries");
+    let cluster =
+        Cluster::start(ClusterOptions::new(binaries.clone()).setting("jit", "off")).unwrap();
+    cluster
+        .execute("postgres", "CREATE DATABASE bench")
+        .await
+        .unwrap();
+    for statement in pgplan::sql::split_statements(SETUP_SQL).unwrap() {
+        cluster.execute("bench", &statement.text).await.unwrap();
+    }
+    let conninfo = cluster.conninfo("bench");
+    println!(
+        "PostgreSQL {} · pgplan advise, defaults (1 cold + 3 warm runs per sample), wall time from spawn to exit",
+        binaries.version
+    );
+    println!(
+        "{:>7} {:>6} {:>9} {:>13} {:>11} {:>8} {:>10} {:>8}  budget",
+        "queries",
+        "shapes",
+        "measured",
+        "not measured",
+        "recommended",
+        "wall s",
+        "reported s",
+        "budget s"
+    );
+    let mut over = 0;
+    // Queries grow, candidates stay: five shapes, more constants.
+    // Candidates grow, queries stay: 20 queries over 2, 5 and 10 shapes.
+    for (queries, shapes, budget) in [
+        (5, 5, "5min"),
+        (10, 5, "5min"),
+        (20, 5, "5min"),
+        (20, 2, "5min"),
+        (20, 10, "5min"),
+        (20, 10, "60s"),
+    ] {
+        let p = advise(&conninfo, queries, shapes, budget);
+        print(&p);
+        if p.wall_s > p.budget_s {
+            over += 1;
+        }
+    }
+    assert_eq!(over, 0, "advise ran past its --budget");
+}
