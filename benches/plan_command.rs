@@ -5,18 +5,22 @@
 //! what any tool that reads and writes this much JSON pays. With `PGPLAN_BENCH_EXPLAINSQL` (or
 //! `explainsql` on `PATH`), ExplainSQL's equivalent commands are timed in the same rounds.
 //!
-//! Plans: the synthetic pairs of `synthetic/` at 1k, 10k and 100k nodes, and one-node plans whose
-//! Filter is 16k to 256k characters long. Runs are interleaved (each round runs every command
-//! once), medians are reported; peak memory is the child's maximum resident set (`wait4`), for
-//! pgplan, the floor and ExplainSQL, beside the budget: the input's size plus the report's.
+//! Plans: the synthetic pairs of `synthetic/` at 1k, 10k and 100k nodes (and the "before" plans
+//! again in the TEXT format, `explain` of each beside `explain` of its JSON), and one-node plans
+//! whose Filter is 16k to 256k characters long, in JSON and in TEXT. Runs are interleaved (each
+//! round runs every command once), medians are reported; peak memory is the child's maximum
+//! resident set (`wait4`), for pgplan, the floor and ExplainSQL, beside the budget: the input's
+//! size plus the report's.
 //!
 //! Goals: each command within 1.5× the floor at 10k and 100k nodes, at least 3× faster than
-//! ExplainSQL at every size, `diff` at most 2× two `explain`s; peak memory at most the input
-//! plus the report; time linear in the condition's length.
+//! ExplainSQL at every size, `diff` at most 2× two `explain`s, `explain` of a TEXT plan at most
+//! 2× `explain` of its JSON; peak memory at most the input plus the report; time linear in the
+//! condition's length.
 //!
 //! `cargo bench --bench plan_command`; `PGPLAN_BENCH_SIZES=1000,10000` and
-//! `PGPLAN_BENCH_ROUNDS=3` narrow it; `PGPLAN_BENCH_WRITE_PLANS=DIR` writes the plans there and
-//! stops, to profile a command by hand.
+//! `PGPLAN_BENCH_ROUNDS=3` narrow it, `PGPLAN_BENCH_ONLY=text` runs only the TEXT-input and
+//! long-condition tables; `PGPLAN_BENCH_WRITE_PLANS=DIR` writes the plans there and stops, to
+//! profile a command by hand.
 
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -93,6 +97,8 @@ fn main() {
         for chars in LONG_CONDITIONS {
             let plan = synthetic::long_condition_plan(chars);
             std::fs::write(dir.join(format!("long-{chars}.json")), plan).unwrap();
+            let plan = synthetic::long_condition_text_plan(chars);
+            std::fs::write(dir.join(format!("long-{chars}.txt")), plan).unwrap();
         }
         return;
     }
@@ -109,12 +115,16 @@ fn main() {
     eprintln!("pgplan {PGPLAN}\n{explainsql_note}");
     println!("{explainsql_note}\n");
 
-    println!(
-        "| nodes | input | command | to | floor | pgplan | ÷ floor | ExplainSQL | ExplainSQL ÷ pgplan | pgplan peak | floor peak | ExplainSQL peak | input + report | report |"
-    );
-    println!("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    // `PGPLAN_BENCH_ONLY=text`: only the TEXT-input and long-condition tables.
+    let commands = std::env::var("PGPLAN_BENCH_ONLY").map_or(true, |only| only != "text");
+    if commands {
+        println!(
+            "| nodes | input | command | to | floor | pgplan | ÷ floor | ExplainSQL | ExplainSQL ÷ pgplan | pgplan peak | floor peak | ExplainSQL peak | input + report | report |"
+        );
+        println!("|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    }
     let mut diff_ratios = Vec::new();
-    for &n in &sizes {
+    for &n in sizes.iter().filter(|_| commands) {
         let (before, after) = synthetic::plan_pair(n);
         let before_path = dir.path().join(format!("before-{n}.json"));
         let after_path = dir.path().join(format!("after-{n}.json"));
@@ -233,26 +243,93 @@ fn main() {
         let _ = std::fs::remove_file(&after_path);
     }
 
+    // Then the same plan read from its TEXT form and from its JSON, the report to a file: reading
+    // text costs at most 2× reading JSON. Interleaved rounds, CPU time beside wall time.
     println!();
-    println!("| nodes | command | to | diff ÷ two explains (wall) |");
-    println!("|---:|---|---|---:|");
-    for line in diff_ratios {
-        println!("{line}");
+    if commands {
+        println!("| nodes | command | to | diff ÷ two explains (wall) |");
+        println!("|---:|---|---|---:|");
+        for line in diff_ratios {
+            println!("{line}");
+        }
+        println!();
+    }
+
+    println!(
+        "| nodes | TEXT input | `explain` of the JSON | `explain` of the TEXT | TEXT ÷ JSON |"
+    );
+    println!("|---:|---:|---:|---:|---:|");
+    for &n in &sizes {
+        let json_path = dir.path().join(format!("before-{n}.json"));
+        let text_path = dir.path().join(format!("before-{n}.txt"));
+        std::fs::write(&json_path, synthetic::plan_pair(n).0).unwrap();
+        let text = synthetic::text_plan(n);
+        let text_mb = text.len() as f64 / 1e6;
+        std::fs::write(&text_path, text).unwrap();
+        let out = dir.path().join("report");
+        let rounds = if n >= 100_000 { rounds.min(3) } else { rounds };
+        let (mut json_runs, mut text_runs) = (Vec::new(), Vec::new());
+        for _ in 0..rounds {
+            for (path, runs) in [(&json_path, &mut json_runs), (&text_path, &mut text_runs)] {
+                let a = args(&[
+                    "explain",
+                    "--format",
+                    "text",
+                    "--color",
+                    "never",
+                    path.to_str().unwrap(),
+                ]);
+                runs.push(run(Path::new(PGPLAN), &a, &[], Sink::File, &out));
+            }
+        }
+        let (j, t) = (
+            median(json_runs.iter().map(|r| r.seconds)),
+            median(text_runs.iter().map(|r| r.seconds)),
+        );
+        let (j_cpu, t_cpu) = (
+            median(json_runs.iter().map(|r| r.cpu_seconds)),
+            median(text_runs.iter().map(|r| r.cpu_seconds)),
+        );
+        println!(
+            "| {n} | {text_mb:.1} MB | {} ({} CPU) | {} ({} CPU) | **{:.2}×** ({:.2}× CPU) |",
+            seconds(j),
+            seconds(j_cpu),
+            seconds(t),
+            seconds(t_cpu),
+            t / j,
+            t_cpu / j_cpu
+        );
+        let _ = std::fs::remove_file(&json_path);
+        let _ = std::fs::remove_file(&text_path);
     }
 
     println!();
-    println!("| Filter length | explain text to a file | per 1,000 characters | ExplainSQL |");
-    println!("|---:|---:|---:|---:|");
+    println!(
+        "| Filter length | explain text to a file | per 1,000 characters | from a TEXT plan | ExplainSQL |"
+    );
+    println!("|---:|---:|---:|---:|---:|");
     for chars in LONG_CONDITIONS {
         let path = dir.path().join(format!("long-{chars}.json"));
         std::fs::write(&path, synthetic::long_condition_plan(chars)).unwrap();
+        let text_path = dir.path().join(format!("long-{chars}.txt"));
+        std::fs::write(&text_path, synthetic::long_condition_text_plan(chars)).unwrap();
         let p = path.to_str().unwrap();
         let out = dir.path().join("report");
         let mut pgplan = Vec::new();
+        let mut from_text = Vec::new();
         let mut esql = Vec::new();
         for _ in 0..rounds {
             let a = args(&["explain", "--format", "text", "--color", "never", p]);
             pgplan.push(run(Path::new(PGPLAN), &a, &[], Sink::File, &out).seconds);
+            let a = args(&[
+                "explain",
+                "--format",
+                "text",
+                "--color",
+                "never",
+                text_path.to_str().unwrap(),
+            ]);
+            from_text.push(run(Path::new(PGPLAN), &a, &[], Sink::File, &out).seconds);
             if let Some(tool) = &explainsql {
                 let a = args(&["--print", "--format", "text", "--color", "never", p]);
                 esql.push(run(tool, &a, &[], Sink::File, &out).seconds);
@@ -260,9 +337,10 @@ fn main() {
         }
         let t = median(pgplan.into_iter());
         println!(
-            "| {chars} | {} | {:.3} ms | {} |",
+            "| {chars} | {} | {:.3} ms | {} | {} |",
             seconds(t),
             t * 1e3 / (chars as f64 / 1e3),
+            seconds(median(from_text.into_iter())),
             if esql.is_empty() {
                 "—".into()
             } else {

@@ -653,14 +653,11 @@ async fn advise_hypothetical_through_pgbouncer_leaves_no_hypothetical_index() {
     drop(bouncer);
 }
 
-/// Ctrl-C and kill -9 while `advise --hypothetical` plans with a hypothetical index in place.
-/// kill -9 through PgBouncer in transaction mode: PgBouncer closes the server connection of a
-/// client gone mid-transaction, and no pooled server connection's planner sees the index
-/// afterwards. Ctrl-C on a direct connection: cancelled, the index dropped, exit 130. (Not
-/// through PgBouncer: PgBouncer 1.18, Debian 12's, exits with "FATAL ... disconnect_client():
-/// bad client state: 0" when a cancel request's client closes its socket before PgBouncer is
-/// done forwarding it, which is how tokio-postgres sends one; pgbouncer/pgbouncer#801, fixed by
-/// #846.)
+/// Ctrl-C and kill -9 through PgBouncer in transaction mode while `advise --hypothetical` plans
+/// with a hypothetical index in place. HypoPG's indexes live in the backend's memory, outside
+/// any transaction: after Ctrl-C the server connection goes back to the pool, and no pooled
+/// connection's planner may see the index. After kill -9, PgBouncer closes the server
+/// connection of a client gone mid-transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn advise_hypothetical_interrupted_leaves_no_hypothetical_index() {
     let binaries = common::debian_15_with_hypopg().expect(
@@ -702,7 +699,6 @@ async fn advise_hypothetical_interrupted_leaves_no_hypothetical_index() {
     )
     .unwrap();
     let workload = dir.path().to_str().unwrap().to_owned();
-    let direct = db.conninfo();
     let spawn = |conninfo: &str| {
         Command::new(pgplan_bin())
             .env("NO_COLOR", "1")
@@ -743,7 +739,7 @@ async fn advise_hypothetical_interrupted_leaves_no_hypothetical_index() {
         tokio::time::sleep(Duration::from_millis(600)).await;
     };
 
-    let child = spawn(&direct);
+    let child = spawn(&conninfo);
     wait().await;
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
@@ -769,4 +765,80 @@ async fn advise_hypothetical_interrupted_leaves_no_hypothetical_index() {
     .unwrap_or_else(|n| panic!("{n} pgplan sessions are still there"));
     clean().await;
     drop(bouncer);
+}
+
+/// Ctrl-C through PgBouncer while a candidate builds: pgplan cancels the build and exits 130,
+/// and PgBouncer is still serving afterwards. Its cancel request is sent as libpq sends one,
+/// the socket kept open until the other end closes it: PgBouncer before 1.19 (Debian 12 ships
+/// 1.18) exits with "bad client state" when a cancel request's client leaves before PgBouncer
+/// has forwarded it (pgbouncer/pgbouncer#801), which closing the socket at once provokes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ctrl_c_through_pgbouncer_cancels_and_pgbouncer_keeps_serving() {
+    for_each_version("pooler_cancel", |major| async move {
+        let db = TestDb::create(major, "pooler_cancel").await;
+        db.run(
+            "CREATE FUNCTION slow_identity(integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE \
+                 AS $$ BEGIN PERFORM pg_sleep(0.01); RETURN $1; END $$; \
+             CREATE TABLE t (id integer PRIMARY KEY, v integer NOT NULL); \
+             INSERT INTO t SELECT i, i % 50 FROM generate_series(1, 20000) i; \
+             VACUUM (ANALYZE) t;",
+        )
+        .await;
+        let mut bouncer = start_bouncer(&db);
+        let conninfo = format!(
+            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
+            bouncer.port, db.name
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let query = dir.path().join("q.sql");
+        std::fs::write(&query, "SELECT count(*) FROM t WHERE v = 7").unwrap();
+        for round in 0..3 {
+            let child = Command::new(pgplan_bin())
+                .env("NO_COLOR", "1")
+                .args(["compare", "-d", &conninfo, query.to_str().unwrap()])
+                .args(["--index", "CREATE INDEX slow_build ON t (slow_identity(v))"])
+                .args(["--runs", "1"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            db.wait_for_pgplan_statement("CREATE INDEX slow_build")
+                .await;
+            // SAFETY: signalling the child this test started.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(130),
+                "round {round}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            // PgBouncer did not exit, and still hands out connections.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert!(
+                bouncer.child.try_wait().unwrap().is_none(),
+                "round {round}: PgBouncer exited after pgplan's cancel request"
+            );
+            let client = pooled_client(&conninfo).await;
+            assert_eq!(pooled_value(&client, "SELECT 1").await, "1");
+            drop(client);
+            // The pooled server connection may stay, idle, under pgplan's application_name:
+            // it must hold nothing.
+            let holdings = "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) \
+                            WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() \
+                            AND a.backend_type = 'client backend' AND l.locktype = 'relation'";
+            db.wait_for(holdings, |n| n == "0", Duration::from_secs(30))
+                .await
+                .unwrap_or_else(|n| panic!("round {round}: {n} relation locks still held"));
+            assert_eq!(
+                db.value("SELECT count(*) FROM pg_class WHERE relname = 'slow_build'")
+                    .await
+                    .as_deref(),
+                Some("0")
+            );
+        }
+        drop(bouncer);
+        db.drop_db().await;
+    })
+    .await;
 }

@@ -1073,16 +1073,7 @@ pub fn text_plan(nodes: usize) -> String {
 /// list as PostgreSQL prints one (`((t.id = 1000000) OR (t.id = 1000007) OR ...)`), to time
 /// rendering a very wide cell.
 pub fn long_condition_plan(chars: usize) -> String {
-    let mut filter = String::from("(");
-    let mut n = 0u64;
-    while filter.len() + 22 < chars {
-        if n > 0 {
-            filter.push_str(" OR ");
-        }
-        write!(filter, "(t.id = {})", 1_000_000 + n * 7).unwrap();
-        n += 1;
-    }
-    filter.push(')');
+    let filter = long_filter(chars);
     format!(
         r#"[{{"Plan": {{"Node Type": "Seq Scan", "Parallel Aware": false, "Async Capable": false,
   "Relation Name": "t", "Schema": "public", "Alias": "t", "Startup Cost": 0.00,
@@ -1094,4 +1085,33 @@ pub fn long_condition_plan(chars: usize) -> String {
   "Local Written Blocks": 0, "Temp Read Blocks": 0, "Temp Written Blocks": 0}},
   "Planning Time": 0.5, "Triggers": [], "Execution Time": 12.9}}]"#
     )
+}
+
+/// `long_condition_plan(chars)` in the TEXT format, as PostgreSQL 18 prints it.
+pub fn long_condition_text_plan(chars: usize) -> String {
+    format!(
+        "Seq Scan on public.t  (cost=0.00..1693.00 rows=10 width=8) (actual time=0.010..12.345 rows=10.00 loops=1)
+  Output: id
+  Filter: {}
+  Rows Removed by Filter: 99990
+  Buffers: shared hit=443
+Planning Time: 0.500 ms
+Execution Time: 12.900 ms
+",
+        long_filter(chars)
+    )
+}
+
+fn long_filter(chars: usize) -> String {
+    let mut filter = String::from("(");
+    let mut n = 0u64;
+    while filter.len() + 22 < chars {
+        if n > 0 {
+            filter.push_str(" OR ");
+        }
+        write!(filter, "(t.id = {})", 1_000_000 + n * 7).unwrap();
+        n += 1;
+    }
+    filter.push(')');
+    filter
 }

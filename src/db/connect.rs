@@ -10,6 +10,7 @@ use rand::seq::SliceRandom;
 use tokio_postgres::config::{ChannelBinding as PgChannelBinding, SslMode as PgSslMode};
 use tokio_postgres::tls::NoTls;
 
+use super::cancel::CancelTarget;
 use super::conninfo::{
     ChannelBinding, ConnParams, HostSpec, LoadBalanceHosts, SslMode, SslNegotiation,
     TargetSessionAttrs,
@@ -118,6 +119,7 @@ pub struct Connection {
     /// `geqo`), set in every transaction (`SET LOCAL`) for the same reason.
     pub session_settings: Vec<(&'static str, String)>,
     cancel: tokio_postgres::CancelToken,
+    cancel_target: CancelTarget,
     tls: Tls,
     task: tokio::task::JoinHandle<()>,
 }
@@ -136,16 +138,18 @@ impl std::fmt::Debug for Connection {
 pub struct CancelHandle {
     token: tokio_postgres::CancelToken,
     tls: Tls,
+    target: CancelTarget,
 }
 
 impl CancelHandle {
     /// Asks the server to cancel the running statement. Errors are ignored: if the request cannot
     /// be delivered, closing the connection still makes the server roll back.
     pub async fn cancel(&self) {
-        let _ = match &self.tls {
-            Tls::None => self.token.cancel_query(NoTls).await,
-            Tls::Rustls(tls) => self.token.cancel_query(tls.clone()).await,
+        let tls = match &self.tls {
+            Tls::None => None,
+            Tls::Rustls(tls) => Some(tls),
         };
+        let _ = super::cancel::send(&self.token, tls, &self.target).await;
     }
 }
 
@@ -154,6 +158,7 @@ impl Connection {
         CancelHandle {
             token: self.cancel.clone(),
             tls: self.tls.clone(),
+            target: self.cancel_target.clone(),
         }
     }
 
@@ -883,6 +888,7 @@ async fn connect_once(
                 registry.register(CancelHandle {
                     token: client.cancel_token(),
                     tls: tls.clone(),
+                    target: CancelTarget::of(host),
                 });
             }
             let facts = match facts_within_limits(
@@ -929,6 +935,7 @@ async fn connect_once(
             let encrypted = facts.tls_version.is_some();
             return Ok(Connection {
                 cancel: client.cancel_token(),
+                cancel_target: CancelTarget::of(host),
                 client,
                 target: target_display(host, params),
                 encrypted,

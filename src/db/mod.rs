@@ -3,6 +3,7 @@
 
 pub mod advise;
 pub mod buffercache;
+pub mod cancel;
 pub mod catalog;
 pub mod cluster;
 pub mod connect;

@@ -917,8 +917,33 @@ impl Reader {
         number: usize,
     ) -> Result<(), PlanError> {
         let Some((key, value)) = content.split_once(": ") else {
-            // `Update on part_1 p_1` lines of a ModifyTable with several target tables, and
-            // anything an extension prints without a colon: kept as a flag.
+            // `Update on public.part_1 p_1`: a ModifyTable with several target tables (or one
+            // that is not the statement's own) names each, as JSON's "Target Tables" does.
+            if map.get("Node Type").and_then(Value::as_str) == Some("ModifyTable")
+                && let Some((_, on)) = [
+                    "Insert",
+                    "Update",
+                    "Delete",
+                    "Merge",
+                    "Foreign Insert",
+                    "Foreign Update",
+                    "Foreign Delete",
+                ]
+                .iter()
+                .find_map(|op| Some((op, content.strip_prefix(op)?.strip_prefix(' ')?)))
+                && on.starts_with("on ")
+            {
+                let mut table = Map::new();
+                target(&mut table, "ModifyTable", &format!(" {on}"), number)?;
+                let tables = map
+                    .entry("Target Tables")
+                    .or_insert_with(|| Value::Array(Vec::new()));
+                if let Value::Array(tables) = tables {
+                    tables.push(Value::Object(table));
+                }
+                return Ok(());
+            }
+            // Anything an extension prints without a colon: kept as a flag.
             let key = content.trim_end_matches(':');
             map.insert(key.into(), Value::Null);
             return Ok(());
@@ -935,6 +960,21 @@ impl Reader {
                 buffers(map, value, number)?;
             }
             "I/O Timings" => self.io_timings(map, value, number)?,
+            // MERGE's outcome (15+): `Tuples: inserted=1 updated=2`, zero counts left out.
+            "Tuples" if map.get("Node Type").and_then(Value::as_str) == Some("ModifyTable") => {
+                for (word, key) in [
+                    ("inserted", "Tuples Inserted"),
+                    ("updated", "Tuples Updated"),
+                    ("deleted", "Tuples Deleted"),
+                    ("skipped", "Tuples Skipped"),
+                ] {
+                    let n = value
+                        .split(' ')
+                        .find_map(|part| part.strip_prefix(word)?.strip_prefix('='))
+                        .unwrap_or("0");
+                    insert_checked(map, key, n, number)?;
+                }
+            }
             "WAL" => {
                 self.wal_seen = true;
                 wal(map, value, number)?;
@@ -2201,6 +2241,34 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "line 3 of the TEXT plan: \"something else\" belongs to no plan node"
+        );
+    }
+
+    #[test]
+    fn each_target_table_of_a_modify_table_reads_as_jsons_target_tables() {
+        let plan = read(&format!(
+            "Update on public.t  {COST}\n  Update on public.t_1 t_1\n  Update on public.t_2\n  ->  Append  {COST}\n        ->  Seq Scan on public.t_1  {COST}\n        ->  Seq Scan on public.t_2  {COST}\n"
+        ));
+        assert_eq!(
+            plan.root().extra["Target Tables"],
+            serde_json::json!([
+                {"Relation Name": "t_1", "Schema": "public", "Alias": "t_1"},
+                {"Relation Name": "t_2", "Schema": "public", "Alias": "t_2"}
+            ])
+        );
+        assert_eq!(plan.nodes.len(), 4);
+        let plan = read(&format!(
+            "Merge on t  {COST} {ACTUAL}\n  Tuples: inserted=3 updated=2\n  ->  Seq Scan on s  {COST} {ACTUAL}\n"
+        ));
+        let merge = &plan.root().extra;
+        assert_eq!(
+            [
+                &merge["Tuples Inserted"],
+                &merge["Tuples Updated"],
+                &merge["Tuples Deleted"],
+                &merge["Tuples Skipped"]
+            ],
+            [3, 2, 0, 0]
         );
     }
 
