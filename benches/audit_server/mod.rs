@@ -35,6 +35,9 @@ fn binaries() -> ServerBinaries {
 pub struct BenchServer {
     pub cluster: Cluster,
     pub postmaster: u32,
+    /// The postmaster's children when no client is connected (checkpointer, background writer,
+    /// WAL writer, launchers): any other child is a backend or a parallel worker still running.
+    idle_children: Vec<u32>,
 }
 
 impl BenchServer {
@@ -55,9 +58,13 @@ impl BenchServer {
             .ok()
             .and_then(|pid| pid.lines().next().and_then(|l| l.trim().parse().ok()))
             .expect("postmaster.pid names the postmaster");
+        // The auxiliary processes start with the server; give them a moment.
+        std::thread::sleep(Duration::from_millis(500));
+        let idle_children = children(postmaster);
         BenchServer {
             cluster,
             postmaster,
+            idle_children,
         }
     }
 
@@ -80,19 +87,20 @@ impl BenchServer {
         Duration::from_millis(ticks * 10)
     }
 
-    /// The reaped CPU once the last run's backends have exited and been reaped: it stops
-    /// changing.
+    /// The reaped CPU once the last run's backends and workers have exited and been reaped:
+    /// none of the postmaster's children is left but its idle ones (a backend that is still
+    /// exiting would otherwise count towards the next run, which on a loaded machine happens).
     pub fn settled_cpu(&self) -> Duration {
-        let mut last = self.reaped_cpu();
-        for _ in 0..50 {
-            std::thread::sleep(Duration::from_millis(20));
-            let now = self.reaped_cpu();
-            if now == last {
-                return now;
+        for _ in 0..500 {
+            if children(self.postmaster)
+                .iter()
+                .all(|pid| self.idle_children.contains(pid))
+            {
+                break;
             }
-            last = now;
+            std::thread::sleep(Duration::from_millis(10));
         }
-        last
+        self.reaped_cpu()
     }
 
     /// One `pgplan audit` run, spawn to exit, its report discarded; `args` follow `audit`. Exit
@@ -175,6 +183,16 @@ pub async fn floor_query(server: &BenchServer, databases: &[&str]) -> (Run, usiz
         ..Run::default()
     };
     (run, rows)
+}
+
+/// A process's children (Linux: `/proc/<pid>/task/<pid>/children`); a child leaves the list
+/// once it has been reaped.
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 /// Waits for one child and takes its own resource usage (not every child's, as
