@@ -11,10 +11,10 @@
 //! Run: `cargo bench --bench advise` (uses the server binaries `pgplan demo` would find, or
 //! PGPLAN_PG_BIN). The binary is the optimised one cargo builds for the bench.
 
+mod bench_db;
+
 use std::process::Command;
 use std::time::Instant;
-
-use pgplan::db::cluster::{Cluster, ClusterOptions, ServerBinaries};
 
 const SETUP_SQL: &str = include_str!("../fixtures/advise/setup.sql");
 const PGPLAN: &str = env!("CARGO_BIN_EXE_pgplan");
@@ -124,17 +124,7 @@ async fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let binaries = ServerBinaries::discover(None).expect("server binaries");
-    let cluster =
-        Cluster::start(ClusterOptions::new(binaries.clone()).setting("jit", "off")).unwrap();
-    cluster
-        .execute("postgres", "CREATE DATABASE bench")
-        .await
-        .unwrap();
-    for statement in pgplan::sql::split_statements(SETUP_SQL).unwrap() {
-        cluster.execute("bench", &statement.text).await.unwrap();
-    }
-    let conninfo = cluster.conninfo("bench");
+    let (binaries, _cluster, conninfo) = bench_db::throwaway_bench_db(SETUP_SQL).await;
     println!(
         "PostgreSQL {} · pgplan advise, defaults (1 cold + 3 warm runs per sample), wall time from spawn to exit",
         binaries.version

@@ -14,10 +14,11 @@
 //! Run: `cargo bench --bench compare_overhead` (uses the server binaries `pgplan demo` would find,
 //! or PGPLAN_PG_BIN). The binary is the optimised one cargo builds for the bench.
 
+mod bench_db;
+
 use std::process::Command;
 use std::time::Instant;
 
-use pgplan::db::cluster::{Cluster, ClusterOptions, ServerBinaries};
 use pgplan::db::connect::{ConnectOptions, connect};
 use pgplan::db::conninfo::{ConnRequest, Environment, resolve};
 
@@ -48,17 +49,7 @@ async fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let binaries = ServerBinaries::discover(None).expect("server binaries");
-    let cluster =
-        Cluster::start(ClusterOptions::new(binaries.clone()).setting("jit", "off")).unwrap();
-    cluster
-        .execute("postgres", "CREATE DATABASE bench")
-        .await
-        .unwrap();
-    for statement in pgplan::sql::split_statements(STORY_SQL).unwrap() {
-        cluster.execute("bench", &statement.text).await.unwrap();
-    }
-    let conninfo = cluster.conninfo("bench");
+    let (binaries, _cluster, conninfo) = bench_db::throwaway_bench_db(STORY_SQL).await;
     let params = resolve(
         &ConnRequest {
             dbname: Some(conninfo.clone()),

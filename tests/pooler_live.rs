@@ -426,20 +426,7 @@ async fn session_state_never_reaches_the_next_client_through_pgbouncer() {
 /// would make one itself is refused. Debian's PostgreSQL 15 has HypoPG.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hypothetical_indexes_never_reach_the_next_client_through_pgbouncer() {
-    let binaries = common::debian_15_with_hypopg().expect(
-        "Debian's PostgreSQL 15 with HypoPG is needed (apt-get install postgresql-15 \
-         postgresql-15-hypopg; scripts/test.sh installs it)",
-    );
-    let cluster = pgplan::db::cluster::Cluster::start(common::default_options(binaries)).unwrap();
-    let cluster: &'static pgplan::db::cluster::Cluster = Box::leak(Box::new(cluster));
-    cluster
-        .execute("postgres", "CREATE DATABASE pooled_hypopg")
-        .await
-        .unwrap();
-    let db = TestDb {
-        cluster,
-        name: "pooled_hypopg".into(),
-    };
+    let db = TestDb::on_debian_hypopg("pooled_hypopg").await;
     db.run(
         "CREATE EXTENSION hypopg;
          CREATE TABLE t (id integer PRIMARY KEY, v integer NOT NULL);
@@ -521,20 +508,7 @@ async fn hypothetical_indexes_never_reach_the_next_client_through_pgbouncer() {
 /// on any pooled server connection.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn advise_hypothetical_through_pgbouncer_leaves_no_hypothetical_index() {
-    let binaries = common::debian_15_with_hypopg().expect(
-        "Debian's PostgreSQL 15 with HypoPG is needed (apt-get install postgresql-15 \
-         postgresql-15-hypopg; scripts/test.sh installs it)",
-    );
-    let cluster = pgplan::db::cluster::Cluster::start(common::default_options(binaries)).unwrap();
-    let cluster: &'static pgplan::db::cluster::Cluster = Box::leak(Box::new(cluster));
-    cluster
-        .execute("postgres", "CREATE DATABASE pooled_advise")
-        .await
-        .unwrap();
-    let db = TestDb {
-        cluster,
-        name: "pooled_advise".into(),
-    };
+    let db = TestDb::on_debian_hypopg("pooled_advise").await;
     db.run(
         "CREATE EXTENSION hypopg;
          CREATE TABLE tickets (id integer PRIMARY KEY, account_id integer NOT NULL,
@@ -660,20 +634,7 @@ async fn advise_hypothetical_through_pgbouncer_leaves_no_hypothetical_index() {
 /// connection of a client gone mid-transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn advise_hypothetical_interrupted_leaves_no_hypothetical_index() {
-    let binaries = common::debian_15_with_hypopg().expect(
-        "Debian's PostgreSQL 15 with HypoPG is needed (apt-get install postgresql-15 \
-         postgresql-15-hypopg; scripts/test.sh installs it)",
-    );
-    let cluster = pgplan::db::cluster::Cluster::start(common::default_options(binaries)).unwrap();
-    let cluster: &'static pgplan::db::cluster::Cluster = Box::leak(Box::new(cluster));
-    cluster
-        .execute("postgres", "CREATE DATABASE pooled_advise_stop")
-        .await
-        .unwrap();
-    let db = TestDb {
-        cluster,
-        name: "pooled_advise_stop".into(),
-    };
+    let db = TestDb::on_debian_hypopg("pooled_advise_stop").await;
     // An immutable function of a constant is evaluated while planning: every plan of the query
     // takes a quarter of a second, so pgplan can be stopped while HypoPG's index is in place.
     db.run(

@@ -192,6 +192,25 @@ impl TestDb {
         }
     }
 
+    /// A database `name` on a server of its own: Debian's PostgreSQL 15, the one build with
+    /// HypoPG. The server lives as long as the test binary.
+    pub async fn on_debian_hypopg(name: &str) -> TestDb {
+        let binaries = debian_15_with_hypopg().expect(
+            "Debian's PostgreSQL 15 with HypoPG is needed (apt-get install postgresql-15 \
+             postgresql-15-hypopg; scripts/test.sh installs it)",
+        );
+        let cluster = Cluster::start(default_options(binaries)).unwrap();
+        let cluster: &'static Cluster = Box::leak(Box::new(cluster));
+        cluster
+            .execute("postgres", &format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+        TestDb {
+            cluster,
+            name: name.into(),
+        }
+    }
+
     /// Waits up to a minute until no pgplan session is left in this database (a backend may
     /// still be on its way out just after pgplan exited); panics with the count otherwise.
     pub async fn wait_until_pgplan_sessions_are_gone(&self) {
