@@ -359,14 +359,15 @@ fn headline(report: &AdviseReport) -> String {
     )
 }
 
-/// "saves 1,200 pages read a day; its writes add 30 (estimated)".
+/// "saves 1,200 pages read a day; its writes add 30 (estimated)". Figures a day are rounded to
+/// whole pages: they are means over samples times calls, and their fractions are noise.
 fn cost_line(r: &Recommendation) -> String {
     let m = &r.measurement;
     let mut s = format!(
         "{} · saves {} pages read a day, its writes add {}{}",
         bytes(m.size_bytes),
-        count(m.read_pages_saved_per_day),
-        count(m.write_pages_added_per_day),
+        count(m.read_pages_saved_per_day.round()),
+        count(m.write_pages_added_per_day.round()),
         if r.write_estimated {
             " (estimated)"
         } else {
@@ -382,7 +383,7 @@ fn cost_line(r: &Recommendation) -> String {
     if let Some(hot) = r.hot_updates_lost_per_day
         && hot > 0.0
     {
-        s.push_str(&format!(" · {} HOT updates a day lost", count(hot)));
+        s.push_str(&format!(" · {} HOT updates a day lost", count(hot.round())));
     }
     s
 }
@@ -390,9 +391,9 @@ fn cost_line(r: &Recommendation) -> String {
 /// "HypoPG estimated (ordering only): planner cost 1,200 lower a day, chosen by the planner".
 fn estimate_line(e: &Estimate) -> String {
     let cost = if e.cost_saved_per_day >= 0.0 {
-        format!("planner cost {} lower a day", count(e.cost_saved_per_day))
+        format!("planner cost {} lower a day", count(e.cost_saved_per_day.round()))
     } else {
-        format!("planner cost {} higher a day", count(-e.cost_saved_per_day))
+        format!("planner cost {} higher a day", count(-e.cost_saved_per_day.round()))
     };
     let mut s = format!(
         "HypoPG estimated (it only ordered the measuring): {cost}, {}",
