@@ -501,3 +501,39 @@ fn an_init_plan_used_below_its_node_is_counted_once() {
         );
     }
 }
+
+/// The recorded JIT plan (Debian's PostgreSQL 15, a parallel aggregate whose compilation took
+/// twice its execution) gets the jit_overhead warning, read from JSON and from TEXT alike; the
+/// estimate-only JIT plan, with no timing, gets none.
+#[test]
+fn jit_that_outlasts_the_run_is_a_warning() {
+    let formats = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/formats");
+    for file in ["jit_parallel.pg15.json", "jit_parallel.pg15.txt"] {
+        let input = std::fs::read_to_string(formats.join(file)).unwrap();
+        let plan = pgplan::plan::input::read_plan(&input, None)
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+            .plan;
+        let a = Analysis::of(plan);
+        let jit: Vec<_> = a
+            .findings
+            .iter()
+            .filter(|f| f.kind.as_str() == "jit_overhead")
+            .collect();
+        assert_eq!(jit.len(), 1, "{file}: {:?}", a.findings);
+        let f = jit[0];
+        assert_eq!(f.severity.as_str(), "warning", "{file}");
+        assert!(
+            f.message.contains("parallel workers"),
+            "{file}: {}",
+            f.message
+        );
+        let evidence = |name: &str| f.evidence.iter().find(|(n, _)| *n == name).unwrap().1;
+        assert!(
+            evidence("jit_total_ms") > evidence("execution_ms"),
+            "{file}"
+        );
+    }
+    let input = std::fs::read_to_string(formats.join("jit_estimate.pg15.json")).unwrap();
+    let a = Analysis::of(parse_plan(&input).unwrap());
+    assert!(a.findings.iter().all(|f| f.kind.as_str() != "jit_overhead"));
+}

@@ -80,6 +80,8 @@ pub enum FindingKind {
     WorkersNotLaunched,
     /// The plan holds a node whose kind the settings disabled.
     DisabledNode,
+    /// JIT compilation took a large share of the run (`plan::jit`).
+    JitOverhead,
 }
 
 impl FindingKind {
@@ -96,6 +98,7 @@ impl FindingKind {
             FindingKind::ColdCache => "cold_cache",
             FindingKind::WorkersNotLaunched => "workers_not_launched",
             FindingKind::DisabledNode => "disabled_node",
+            FindingKind::JitOverhead => "jit_overhead",
         }
     }
 }
@@ -198,6 +201,7 @@ pub fn find(plan: &Plan, metrics: &PlanMetrics, server_major: Option<u32>) -> Ve
         disabled(&mut findings, id, plan);
     }
     cold_cache(&mut findings, metrics);
+    findings.extend(super::jit::jit_overhead(plan));
     // Stable: plan order within a severity.
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
     findings

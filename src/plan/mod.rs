@@ -5,6 +5,7 @@ pub mod diff;
 pub mod findings;
 pub mod hash_mem;
 pub mod input;
+pub mod jit;
 pub mod metrics;
 pub mod model;
 pub mod parse;

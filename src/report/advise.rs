@@ -391,9 +391,15 @@ fn cost_line(r: &Recommendation) -> String {
 /// "HypoPG estimated (ordering only): planner cost 1,200 lower a day, chosen by the planner".
 fn estimate_line(e: &Estimate) -> String {
     let cost = if e.cost_saved_per_day >= 0.0 {
-        format!("planner cost {} lower a day", count(e.cost_saved_per_day.round()))
+        format!(
+            "planner cost {} lower a day",
+            count(e.cost_saved_per_day.round())
+        )
     } else {
-        format!("planner cost {} higher a day", count(-e.cost_saved_per_day.round()))
+        format!(
+            "planner cost {} higher a day",
+            count(-e.cost_saved_per_day.round())
+        )
     };
     let mut s = format!(
         "HypoPG estimated (it only ordered the measuring): {cost}, {}",
