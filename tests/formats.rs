@@ -291,7 +291,15 @@ fn plan_figures(plan: &Plan) -> BTreeMap<String, Value> {
     let triggers: Vec<Value> = plan
         .triggers
         .iter()
-        .map(|t| serde_json::json!([t.name, t.relation, t.calls, t.time_ms.is_some()]))
+        .map(|t| {
+            serde_json::json!([
+                t.name,
+                t.constraint,
+                t.relation,
+                t.calls,
+                t.time_ms.is_some()
+            ])
+        })
         .collect();
     f.insert("triggers".into(), Value::Array(triggers));
     f.insert("settings".into(), serde_json::json!(plan.settings));

@@ -56,7 +56,11 @@ impl Plan {
 /// A trigger fired by the statement (`Triggers` array).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Trigger {
-    pub name: String,
+    /// The trigger's name; `None` from a TEXT plan without VERBOSE, which names only the
+    /// constraint of a constraint trigger ("Trigger for constraint orders_customer_id_fkey").
+    pub name: Option<String>,
+    /// The constraint a constraint trigger (a foreign key's, say) enforces.
+    pub constraint: Option<String>,
     pub relation: Option<String>,
     pub time_ms: Option<f64>,
     pub calls: Option<f64>,

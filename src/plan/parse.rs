@@ -816,8 +816,11 @@ fn trigger_from_map(map: &Map<String, Value>) -> Trigger {
         name: map
             .get("Trigger Name")
             .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+            .map(str::to_owned),
+        constraint: map
+            .get("Constraint Name")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         relation: map
             .get("Relation")
             .and_then(Value::as_str)

@@ -2073,11 +2073,18 @@ fn trigger(head: &str, value: &str) -> Value {
         Some((n, r)) => (n, Some(r)),
         None => (head, None),
     };
-    let (name, constraint) = match name_part.split_once(" for constraint ") {
-        Some((n, c)) => (n, Some(c)),
-        None => (name_part, None),
+    // Without VERBOSE a constraint trigger is printed by its constraint alone:
+    // "Trigger for constraint c" (explain.c's report_triggers).
+    let (name, constraint) = match name_part.strip_prefix("for constraint ") {
+        Some(c) => (None, Some(c)),
+        None => match name_part.split_once(" for constraint ") {
+            Some((n, c)) => (Some(n), Some(c)),
+            None => (Some(name_part), None),
+        },
     };
-    map.insert("Trigger Name".into(), Value::String(name.into()));
+    if let Some(name) = name {
+        map.insert("Trigger Name".into(), Value::String(name.into()));
+    }
     if let Some(c) = constraint {
         map.insert("Constraint Name".into(), Value::String(c.into()));
     }
@@ -2205,6 +2212,9 @@ mod tests {
         );
         assert_eq!(plan.triggers.len(), 1);
         assert_eq!(plan.triggers[0].calls, Some(2.0));
+        // Without VERBOSE the text names the constraint, not the trigger.
+        assert_eq!(plan.triggers[0].name, None);
+        assert_eq!(plan.triggers[0].constraint.as_deref(), Some("fk"));
     }
 
     #[test]

@@ -187,7 +187,10 @@ pub struct TotalsDoc {
 
 #[derive(Debug, Serialize)]
 pub struct TriggerDoc<'a> {
-    pub name: &'a str,
+    /// Null when a TEXT plan without VERBOSE named only the constraint.
+    pub name: Option<&'a str>,
+    /// The constraint a constraint trigger enforces (a foreign key's).
+    pub constraint: Option<&'a str>,
     pub relation: Option<&'a str>,
     pub time_ms: Option<f64>,
     #[serde(serialize_with = "count_opt")]
@@ -507,7 +510,8 @@ impl<'a> PlanDoc<'a> {
                 .triggers
                 .iter()
                 .map(|t| TriggerDoc {
-                    name: &t.name,
+                    name: t.name.as_deref(),
+                    constraint: t.constraint.as_deref(),
                     relation: t.relation.as_deref(),
                     time_ms: t.time_ms,
                     calls: t.calls,
