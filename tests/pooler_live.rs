@@ -17,6 +17,16 @@ struct Bouncer {
     _dir: tempfile::TempDir,
 }
 
+impl Bouncer {
+    /// A conninfo for `db` through this PgBouncer.
+    fn conninfo(&self, db: &TestDb) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
+            self.port, db.name
+        )
+    }
+}
+
 impl Drop for Bouncer {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -111,10 +121,7 @@ async fn compare_and_info_through_pgbouncer_in_transaction_mode() {
         )
         .await;
         let bouncer = start_bouncer(&db);
-        let conninfo = format!(
-            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
-            bouncer.port, db.name
-        );
+        let conninfo = bouncer.conninfo(&db);
         let dir = tempfile::tempdir().unwrap();
         let query = dir.path().join("q.sql");
         std::fs::write(&query, "SELECT count(*) FROM t WHERE v = $1").unwrap();
@@ -213,10 +220,7 @@ async fn libpq_startup_settings_through_pgbouncer() {
             ("PGDATESTYLE", "SQL, DMY".to_owned()),
             ("PGGEQO", "off".to_owned()),
         ];
-        let conninfo = format!(
-            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
-            bouncer.port, db.name
-        );
+        let conninfo = bouncer.conninfo(&db);
 
         // The binary, as a user runs it.
         let mut cmd = Command::new(pgplan_bin());
@@ -311,10 +315,7 @@ async fn session_state_never_reaches_the_next_client_through_pgbouncer() {
         )
         .await;
         let bouncer = start_bouncer(&db);
-        let conninfo = format!(
-            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
-            bouncer.port, db.name
-        );
+        let conninfo = bouncer.conninfo(&db);
         let dir = tempfile::tempdir().unwrap();
         let backup = if major >= 15 {
             ("SELECT pg_backup_start('pgplan')", "pg_backup_start")
@@ -435,10 +436,7 @@ async fn hypothetical_indexes_never_reach_the_next_client_through_pgbouncer() {
     )
     .await;
     let bouncer = start_bouncer(&db);
-    let conninfo = format!(
-        "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
-        bouncer.port, db.name
-    );
+    let conninfo = bouncer.conninfo(&db);
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.sql");
     std::fs::write(&good, "SELECT count(*) FROM t WHERE v = $1").unwrap();
@@ -523,10 +521,7 @@ async fn advise_hypothetical_through_pgbouncer_leaves_no_hypothetical_index() {
     )
     .await;
     let bouncer = start_bouncer(&db);
-    let conninfo = format!(
-        "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
-        bouncer.port, db.name
-    );
+    let conninfo = bouncer.conninfo(&db);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("newest.sql"),
@@ -649,10 +644,7 @@ async fn advise_hypothetical_interrupted_leaves_no_hypothetical_index() {
     )
     .await;
     let bouncer = start_bouncer(&db);
-    let conninfo = format!(
-        "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
-        bouncer.port, db.name
-    );
+    let conninfo = bouncer.conninfo(&db);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("newest.sql"),
@@ -746,10 +738,7 @@ async fn ctrl_c_through_pgbouncer_cancels_and_pgbouncer_keeps_serving() {
         )
         .await;
         let mut bouncer = start_bouncer(&db);
-        let conninfo = format!(
-            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
-            bouncer.port, db.name
-        );
+        let conninfo = bouncer.conninfo(&db);
         let dir = tempfile::tempdir().unwrap();
         let query = dir.path().join("q.sql");
         std::fs::write(&query, "SELECT count(*) FROM t WHERE v = 7").unwrap();

@@ -70,10 +70,9 @@ fn pkey(table: &str, column: &str) -> IndexFacts {
 }
 
 fn btree(name: &str, columns: &[&str]) -> IndexFacts {
-    IndexFacts {
-        name: name.into(),
-        method: "btree".into(),
-        keys: columns
+    btree_of(
+        name,
+        columns
             .iter()
             .map(|c| IndexKeyFacts {
                 expr: (*c).into(),
@@ -82,9 +81,7 @@ fn btree(name: &str, columns: &[&str]) -> IndexFacts {
                 ..IndexKeyFacts::default()
             })
             .collect(),
-        valid: true,
-        ..IndexFacts::default()
-    }
+    )
 }
 
 fn table(
@@ -274,5 +271,30 @@ pub fn facts() -> Facts {
             events,
         ],
         extensions: vec!["plpgsql".into(), "pg_trgm".into()],
+    }
+}
+
+/// A key of an existing index in the catalog facts: a plain column or expression with a default
+/// opclass and no collation, in the given direction (NULLS FIRST with DESC, as PostgreSQL's
+/// default).
+pub fn key(expr: &str, descending: bool) -> IndexKeyFacts {
+    IndexKeyFacts {
+        expr: expr.into(),
+        opclass: "whatever_ops".into(),
+        default_opclass: true,
+        collation: None,
+        descending,
+        nulls_first: descending,
+    }
+}
+
+/// A valid B-tree of the catalog facts with these keys.
+pub fn btree_of(name: &str, keys: Vec<IndexKeyFacts>) -> IndexFacts {
+    IndexFacts {
+        name: name.into(),
+        method: "btree".into(),
+        keys,
+        valid: true,
+        ..IndexFacts::default()
     }
 }

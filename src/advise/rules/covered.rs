@@ -73,19 +73,8 @@ fn covers(existing: &IndexFacts, c: &Candidate) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::advise::testing::{definitions, facts, propose_with};
-    use crate::advise::{IndexFacts, IndexKeyFacts};
-
-    fn key(expr: &str, descending: bool) -> IndexKeyFacts {
-        IndexKeyFacts {
-            expr: expr.into(),
-            opclass: "whatever_ops".into(),
-            default_opclass: true,
-            collation: None,
-            descending,
-            nulls_first: descending,
-        }
-    }
+    use crate::advise::IndexFacts;
+    use crate::advise::testing::{btree_of as btree, definitions, facts, key, propose_with};
 
     fn with_index(index: IndexFacts) -> crate::advise::Facts {
         let mut f = facts();
@@ -96,16 +85,6 @@ mod tests {
             .indexes
             .push(index);
         f
-    }
-
-    fn btree(name: &str, keys: Vec<IndexKeyFacts>) -> IndexFacts {
-        IndexFacts {
-            name: name.into(),
-            method: "btree".into(),
-            keys,
-            valid: true,
-            ..IndexFacts::default()
-        }
     }
 
     #[test]

@@ -77,29 +77,8 @@ fn redundant(e: &IndexFacts, c: &Candidate) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::advise::testing::{facts, propose_for};
-    use crate::advise::{IndexKeyFacts, Proposals};
-
-    fn key(expr: &str, descending: bool) -> IndexKeyFacts {
-        IndexKeyFacts {
-            expr: expr.into(),
-            opclass: "whatever_ops".into(),
-            default_opclass: true,
-            collation: None,
-            descending,
-            nulls_first: descending,
-        }
-    }
-
-    fn btree(name: &str, keys: Vec<IndexKeyFacts>) -> IndexFacts {
-        IndexFacts {
-            name: name.into(),
-            method: "btree".into(),
-            keys,
-            valid: true,
-            ..IndexFacts::default()
-        }
-    }
+    use crate::advise::Proposals;
+    use crate::advise::testing::{btree_of as btree, facts, key, propose_for};
 
     /// The (account_id, created_at DESC) candidate of the composite case, and the tickets
     /// table with `indexes` added.
