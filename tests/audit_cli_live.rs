@@ -7,7 +7,7 @@ mod common;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TestDb, for_each_version, pgplan_bin};
+use common::{TestDb, for_each_version, json_stdout as json, pgplan_bin, pgplan_command};
 use pgplan::db::cluster::Cluster;
 use serde_json::Value;
 
@@ -26,22 +26,7 @@ VACUUM (ANALYZE) orders, other.things;
 ";
 
 fn audit(args: &[&str]) -> Output {
-    Command::new(pgplan_bin())
-        .env("NO_COLOR", "1")
-        .arg("audit")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    pgplan_command(&["audit"]).args(args).output().unwrap()
 }
 
 fn findings<'a>(doc: &'a Value, check: &str) -> Vec<&'a Value> {

@@ -7,29 +7,14 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 use std::time::Duration;
 
-use common::{TestDb, for_each_version, pgplan_bin};
+use common::{TestDb, for_each_version, json_stdout as json, pgplan_command};
 use serde_json::Value;
 
 fn audit(args: &[&str]) -> Output {
-    Command::new(pgplan_bin())
-        .env("NO_COLOR", "1")
-        .arg("audit")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn json(out: &Output) -> Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    pgplan_command(&["audit"]).args(args).output().unwrap()
 }
 
 fn text(out: &Output) -> String {

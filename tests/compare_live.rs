@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TestDb, for_each_version, json_report as json, pgplan_bin, stderr};
+use common::{TestDb, for_each_version, json_report as json, pgplan_bin, pgplan_command, stderr};
 use serde_json::Value;
 
 const SETUP: &str = "
@@ -61,13 +61,8 @@ fn pgplan(db: &TestDb, args: &[&str]) -> Output {
 }
 
 fn command(db: &TestDb, args: &[&str]) -> Command {
-    let mut cmd = Command::new(pgplan_bin());
-    cmd.env("NO_COLOR", "1")
-        .env_remove("PGSERVICE")
-        .arg("compare")
-        .arg("-d")
-        .arg(db.conninfo())
-        .args(args);
+    let mut cmd = pgplan_command(&["compare", "-d", &db.conninfo()]);
+    cmd.args(args);
     cmd
 }
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{TestDb, for_each_version, json_report as json, pgplan_bin, stderr};
+use common::{TestDb, for_each_version, json_report as json, pgplan_command, stderr};
 use serde_json::Value;
 
 /// `events`: created_at is a permutation of the row order (so an index scan in created_at order
@@ -98,13 +98,8 @@ async fn workload_db(major: u32, test: &str) -> TestDb {
 }
 
 fn command(db: &TestDb, args: &[&str]) -> Command {
-    let mut cmd = Command::new(pgplan_bin());
-    cmd.env("NO_COLOR", "1")
-        .env_remove("PGSERVICE")
-        .arg("compare")
-        .arg("-d")
-        .arg(db.conninfo())
-        .args(args);
+    let mut cmd = pgplan_command(&["compare", "-d", &db.conninfo()]);
+    cmd.args(args);
     cmd
 }
 

@@ -284,6 +284,25 @@ pub fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// `pgplan <args>` as a user runs it: colour off, no service from the environment.
+pub fn pgplan_command(args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(pgplan_bin());
+    cmd.env("NO_COLOR", "1").env_remove("PGSERVICE").args(args);
+    cmd
+}
+
+/// A finished pgplan's standard output as JSON, whatever its exit status (audit exits 1 with
+/// findings); panics with both outputs when it is not JSON.
+pub fn json_stdout(output: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            stderr(output)
+        )
+    })
+}
+
 /// A finished pgplan's JSON report; panics with its standard error when it failed and with its
 /// output when that is not JSON.
 pub fn json_report(output: &std::process::Output) -> serde_json::Value {
