@@ -192,6 +192,35 @@ impl TestDb {
         }
     }
 
+    /// The settled value of a cumulative-statistics query: a session's counts reach the server
+    /// only when it flushes them, at the latest as its backend exits, which happens after the
+    /// client has already moved on (and on 13-14 the statistics collector applies them later
+    /// still). So: wait until no other session is left in this database, then until two reads a
+    /// second apart agree and `done` accepts the value.
+    pub async fn settled_statistics(
+        &self,
+        sql: &str,
+        done: impl Fn(&str) -> bool,
+        within: std::time::Duration,
+    ) -> Result<String, String> {
+        let others = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() \
+                      AND pid <> pg_backend_pid() AND backend_type = 'client backend'";
+        self.wait_for(others, |n| n == "0", within).await?;
+        let deadline = std::time::Instant::now() + within;
+        let mut last = self.value(sql).await.unwrap_or_default();
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            let value = self.value(sql).await.unwrap_or_default();
+            if value == last && done(&value) {
+                return Ok(value);
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(value);
+            }
+            last = value;
+        }
+    }
+
     /// A database `name` on a server of its own: Debian's PostgreSQL 15, the one build with
     /// HypoPG. The server lives as long as the test binary.
     pub async fn on_debian_hypopg(name: &str) -> TestDb {
