@@ -45,8 +45,9 @@ struct Balance {
 
 impl Balance {
     fn feed(&mut self, text: &str) {
-        for b in text.bytes() {
-            match b {
+        // Every line of the plan is fed: memchr skips to the three bytes that matter.
+        for at in memchr::memchr3_iter(b'\'', b'(', b')', text.as_bytes()) {
+            match text.as_bytes()[at] {
                 b'\'' => self.quoted = !self.quoted,
                 b'(' if !self.quoted => self.depth += 1,
                 b')' if !self.quoted => self.depth = self.depth.saturating_sub(1),
@@ -65,27 +66,26 @@ impl Balance {
 /// quote open is continued by the lines after it, up to one that starts a node, a property or a
 /// summary line. A break between a figure and the next word (`0.532` / `rows=0`) lost the space
 /// between them with the line's trailing blanks; it is put back.
-fn join_broken_lines(body: &str) -> std::borrow::Cow<'_, str> {
+fn join_broken_lines(body: &str) -> Cow<'_, str> {
     let open = |line: &str| {
         let mut balance = Balance::default();
         balance.feed(line);
         balance.is_open() || line.trim_end().ends_with(',')
     };
     // A node's name and its figures broken apart (`->  Index Scan using i on t` / `(cost=…`).
-    let figures_alone =
-        |line: &str| matches!(line.trim_start().as_bytes(), [b'(', b'c' | b'a', ..]);
+    let figures_alone = |content: &str| matches!(content.as_bytes(), [b'(', b'c' | b'a', ..]);
     // A node's name broken before its figures (`->  Index Scan using i on pgbenc` /
     // `h_branches  (cost=…`): figures on a line that is not a child's, after the first.
-    let name_broken = |index: usize, line: &str| {
-        index > 0 && !line.trim_start().starts_with("->") && line.contains("  (cost=")
+    let cost = memchr::memmem::Finder::new("  (cost=");
+    let name_broken = |index: usize, line: &str, content: &str| {
+        index > 0 && !content.starts_with("->") && cost.find(line.as_bytes()).is_some()
     };
     // The common case costs one pass over the bytes: no line is left open.
-    if !body
-        .lines()
-        .enumerate()
-        .any(|(index, line)| open(line) || figures_alone(line) || name_broken(index, line))
-    {
-        return std::borrow::Cow::Borrowed(body);
+    if !body.lines().enumerate().any(|(index, line)| {
+        let content = trim_start(line);
+        open(line) || figures_alone(content) || name_broken(index, line, content)
+    }) {
+        return Cow::Borrowed(body);
     }
     let lines: Vec<&str> = body.lines().collect();
     let mut out = String::with_capacity(body.len());
@@ -142,7 +142,7 @@ fn join_broken_lines(body: &str) -> std::borrow::Cow<'_, str> {
             out.push('\n');
         }
     }
-    std::borrow::Cow::Owned(out)
+    Cow::Owned(out)
 }
 
 /// Whether a line's content starts a line of EXPLAIN's own (a child node, a `Key: value`
@@ -378,7 +378,18 @@ pub(super) fn one_line(text: &str) -> String {
 }
 
 fn leading_spaces(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
+    // Bytes, not chars: a deep plan's lines start with dozens of spaces, on every line.
+    line.bytes().take_while(|&b| b == b' ').count()
+}
+
+/// `text.trim_start()`, with a plan's indentation (ASCII spaces) skipped byte by byte first.
+fn trim_start(text: &str) -> &str {
+    let rest = &text[leading_spaces(text)..];
+    match rest.as_bytes().first() {
+        // Printable ASCII is no whitespace; anything else is left to `trim_start`'s own rules.
+        Some(b'!'..=b'~') | None => rest,
+        Some(_) => rest.trim_start(),
+    }
 }
 
 impl<'a> Reader<'a> {
@@ -387,7 +398,8 @@ impl<'a> Reader<'a> {
         while let Some((index, raw)) = lines.next() {
             let number = index + 1;
             let line = raw.trim_end();
-            if line.trim().is_empty() {
+            // Trimmed at its end, a line of blanks is empty.
+            if line.is_empty() {
                 continue;
             }
             let mut indent = leading_spaces(line);
@@ -503,6 +515,9 @@ impl<'a> Reader<'a> {
         }
         self.max_depth = self.max_depth.max(depth);
         let mut node = NodeBuild {
+            // EXPLAIN (ANALYZE, BUFFERS, VERBOSE) gives a node about 30 to 40 keys: room for
+            // them from the start, not a copy of the entries at every doubling.
+            map: Obj::with_capacity(40),
             name_col,
             depth,
             ..NodeBuild::default()

@@ -146,6 +146,12 @@ impl<'a> Obj<'a> {
         Obj::default()
     }
 
+    pub(super) fn with_capacity(capacity: usize) -> Obj<'a> {
+        Obj {
+            entries: Vec::with_capacity(capacity),
+        }
+    }
+
     fn position(&self, key: &str) -> Option<usize> {
         self.entries.iter().position(|(k, _)| k.as_ref() == key)
     }
