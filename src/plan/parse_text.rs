@@ -1225,17 +1225,13 @@ struct Fill {
 
 fn fill_zero<'a>(map: &mut Obj<'a>, keys: &[&'a str]) {
     for key in keys {
-        if !map.contains_key(*key) {
-            map.insert(*key, Val::U64(0));
-        }
+        map.insert_absent(*key, || Val::U64(0));
     }
 }
 
 fn fill_zero_float<'a>(map: &mut Obj<'a>, keys: &[&'a str]) {
     for key in keys {
-        if !map.contains_key(*key) {
-            map.insert(*key, Val::float(0.0));
-        }
+        map.insert_absent(*key, || Val::F64(0.0));
     }
 }
 
@@ -2007,7 +2003,7 @@ fn sort_groups(content: &str, line: usize) -> Result<Obj<'_>, PlanError> {
                 insert_checked(&mut group, "Group Count", value, line)?
             }
             "Sort Method" | "Sort Methods" => {
-                let methods = value.split(", ").map(|m| Val::str(m)).collect();
+                let methods = value.split(", ").map(Val::str).collect();
                 group.insert("Sort Methods Used", Val::Array(methods));
             }
             "Average Memory" => insert_checked(
