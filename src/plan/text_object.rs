@@ -139,6 +139,18 @@ impl From<Val<'_>> for Value {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Obj<'a> {
     entries: Vec<(Cow<'a, str>, Val<'a>)>,
+    /// Each entry's key in brief (see [`fingerprint`]), in the same order: a lookup, which
+    /// usually finds no such key, compares these and reads a key itself only where they match.
+    fingerprints: Vec<u32>,
+}
+
+/// A key's length, first, middle and last byte: read in constant time, and different for
+/// almost every two keys EXPLAIN prints.
+fn fingerprint(key: &str) -> u32 {
+    match key.as_bytes() {
+        [] => 0,
+        b => u32::from_le_bytes([b.len() as u8, b[0], b[b.len() / 2], b[b.len() - 1]]),
+    }
 }
 
 impl<'a> Obj<'a> {
@@ -149,18 +161,29 @@ impl<'a> Obj<'a> {
     pub(super) fn with_capacity(capacity: usize) -> Obj<'a> {
         Obj {
             entries: Vec::with_capacity(capacity),
+            fingerprints: Vec::with_capacity(capacity),
         }
     }
 
     fn position(&self, key: &str) -> Option<usize> {
-        self.entries.iter().position(|(k, _)| k.as_ref() == key)
+        let wanted = fingerprint(key);
+        self.fingerprints
+            .iter()
+            .enumerate()
+            .find(|&(at, &f)| f == wanted && self.entries[at].0 == key)
+            .map(|(at, _)| at)
+    }
+
+    fn push(&mut self, key: Cow<'a, str>, value: Val<'a>) {
+        self.fingerprints.push(fingerprint(&key));
+        self.entries.push((key, value));
     }
 
     pub(super) fn insert(&mut self, key: impl Into<Cow<'a, str>>, value: Val<'a>) {
         let key = key.into();
         match self.position(&key) {
             Some(at) => self.entries[at].1 = value,
-            None => self.entries.push((key, value)),
+            None => self.push(key, value),
         }
     }
 
@@ -172,7 +195,7 @@ impl<'a> Obj<'a> {
     ) {
         let key = key.into();
         if self.position(&key).is_none() {
-            self.entries.push((key, make()));
+            self.push(key, make());
         }
     }
 
@@ -180,8 +203,9 @@ impl<'a> Obj<'a> {
     /// object yet.
     pub(super) fn insert_at(&mut self, index: usize, key: &'a str, value: Val<'a>) {
         debug_assert!(self.position(key).is_none());
-        self.entries
-            .insert(index.min(self.entries.len()), (key.into(), value));
+        let index = index.min(self.entries.len());
+        self.fingerprints.insert(index, fingerprint(key));
+        self.entries.insert(index, (key.into(), value));
     }
 
     pub(super) fn get(&self, key: &str) -> Option<&Val<'a>> {
@@ -199,7 +223,9 @@ impl<'a> Obj<'a> {
     /// Removes `key`, the last entry taking its place: serde_json's ordered `Map::remove` does
     /// the same, and the keys a node does not model keep the order they always had.
     pub(super) fn remove(&mut self, key: &str) -> Option<Val<'a>> {
-        self.position(key).map(|at| self.entries.swap_remove(at).1)
+        let at = self.position(key)?;
+        self.fingerprints.swap_remove(at);
+        Some(self.entries.swap_remove(at).1)
     }
 
     pub(super) fn is_empty(&self) -> bool {
@@ -219,6 +245,7 @@ impl<'a> Obj<'a> {
             entries: entries
                 .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
                 .collect(),
+            fingerprints: self.fingerprints,
         }
     }
 }
@@ -493,5 +520,93 @@ impl<'de> MapAccess<'de> for Entries<'de> {
 
     fn size_hint(&self) -> Option<usize> {
         Some(self.entries.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[test]
+    fn keys_keep_the_order_serde_jsons_ordered_map_gives() {
+        let mut obj = Obj::new();
+        let mut map = Map::new();
+        for (key, n) in [("a", 1), ("b", 2), ("c", 3), ("a", 4), ("d", 5)] {
+            obj.insert(key, Val::U64(n));
+            map.insert(key.to_owned(), Value::from(n));
+        }
+        obj.insert_absent("b", || Val::U64(9));
+        obj.insert_absent("e", || Val::U64(6));
+        map.entry("e").or_insert(Value::from(6));
+        assert_eq!(obj.remove("b"), Some(Val::U64(2)));
+        assert_eq!(map.remove("b"), Some(Value::from(2)));
+        assert_eq!(obj.remove("zz"), None);
+        obj.insert_at(1, "p", Val::Null);
+        assert_eq!(obj.get("p"), Some(&Val::Null));
+        map.shift_insert(1, "p".to_owned(), Value::Null);
+        // serde_json's maps compare equal in any order: the keys are compared in order.
+        let keys = |value: Value| match value {
+            Value::Object(map) => map.into_iter().collect::<Vec<_>>(),
+            _ => unreachable!(),
+        };
+        assert_eq!(
+            keys(Value::from(Val::Object(obj))),
+            keys(Value::Object(map))
+        );
+    }
+
+    #[test]
+    fn keys_alike_in_brief_are_still_told_apart() {
+        // Same length, first, middle and last byte.
+        let mut obj = Obj::new();
+        obj.insert("Shared Written Blocks", Val::U64(1));
+        obj.insert("Shared Dirtied Blocks", Val::U64(2));
+        assert_eq!(obj["Shared Written Blocks"], Val::U64(1));
+        assert_eq!(obj["Shared Dirtied Blocks"], Val::U64(2));
+        assert!(!obj.contains_key("Shared Xritten Blocks"));
+    }
+
+    fn sample() -> Val<'static> {
+        let mut inner = Obj::new();
+        inner.insert("x", Val::F64(1.5));
+        inner.insert(String::from("owned key"), Val::str(String::from("owned")));
+        let mut obj = Obj::new();
+        obj.insert("Node Type", Val::str("Seq Scan"));
+        obj.insert("Parallel Aware", Val::Bool(false));
+        obj.insert("Plan Rows", Val::U64(10));
+        obj.insert("Offset", Val::int(-3));
+        obj.insert("Flag", Val::Null);
+        obj.insert("Output", Val::Array(vec![Val::str("a"), Val::str("b")]));
+        obj.insert("Inner", Val::Object(inner));
+        Val::Object(obj)
+    }
+
+    #[test]
+    fn reads_as_serde_json_reads_the_same_value() {
+        let read = Value::deserialize(sample()).unwrap();
+        assert_eq!(read, Value::from(sample()));
+        assert_eq!(read["Offset"], Value::from(-3));
+        assert_eq!(Value::from(Val::int(3)), Value::from(3u64));
+        assert_eq!(Value::from(Val::float(f64::NAN)), Value::Null);
+    }
+
+    /// The error reading `value` as a `T` gives, from this object and from serde_json's `Value`.
+    fn errors<T: Deserialize<'static>>(value: Val<'static>) -> (String, String) {
+        let theirs = T::deserialize(Value::from(value.clone())).err();
+        let ours = T::deserialize(value).err();
+        (ours.unwrap().to_string(), theirs.unwrap().to_string())
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_gets_serde_jsons_own_error() {
+        let (ours, theirs) = errors::<f64>(Val::str("abc"));
+        assert_eq!(ours, theirs);
+        let (ours, theirs) = errors::<String>(Val::U64(1));
+        assert_eq!(ours, theirs);
+        let (ours, theirs) = errors::<bool>(Val::F64(0.5));
+        assert_eq!(ours, theirs);
+        let (ours, theirs) = errors::<Map<String, Value>>(Val::Array(vec![Val::U64(1)]));
+        assert_eq!(ours, theirs);
     }
 }
