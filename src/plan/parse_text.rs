@@ -1,14 +1,16 @@
 //! Reading EXPLAIN's TEXT format (psql's default, auto_explain's default) into the same model the
 //! JSON gives, figure for figure.
 //!
-//! The text is turned into the object EXPLAIN (FORMAT JSON) would have printed for the same run,
-//! and that object goes through the JSON reader's own checks. What the TEXT format leaves out is
-//! put back where PostgreSQL's explain.c says what it would have been: counts it suppresses when
-//! zero (`Rows Removed by Filter`, buffer and WAL counters, `Heap Blocks`), defaults it never
-//! prints (`Join Type: Inner`, `Partial Mode: Simple`, `Scan Direction: Forward`), and the
-//! `Parent Relationship` the JSON names and the text shows only by position. Figures that only
-//! one PostgreSQL version prints and the text gives no way to tell the version stay unset
-//! (`Async Capable` false, `Inner Unique` false without VERBOSE).
+//! The text is turned into the object EXPLAIN (FORMAT JSON) would have printed for the same run
+//! (a `text_object::Obj`, its keys and strings borrowed from the text, not a `serde_json::Value`),
+//! and that object goes through the JSON reader's own seeds and checks as a serde
+//! `Deserializer`. What the TEXT format leaves out is put back where PostgreSQL's explain.c says
+//! what it would have been: counts it suppresses when zero (`Rows Removed by Filter`, buffer and
+//! WAL counters, `Heap Blocks`), defaults it never prints (`Join Type: Inner`, `Partial Mode:
+//! Simple`, `Scan Direction: Forward`), and the `Parent Relationship` the JSON names and the text
+//! shows only by position. Figures that only one PostgreSQL version prints and the text gives no
+//! way to tell the version stay unset (`Async Capable` false, `Inner Unique` false without
+//! VERBOSE).
 
 use std::borrow::Cow;
 
