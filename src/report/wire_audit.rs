@@ -85,9 +85,10 @@ pub struct AuditFindingDoc<'a> {
     pub object_size_bytes: Option<i64>,
 }
 
-/// A finding's named figures as a JSON object, in their order; a figure that is not a finite
-/// number is `null`. A name given twice keeps its first place and its last value, as a map
-/// would.
+/// A finding's named figures as a JSON object, in their order: a whole number as an integer
+/// (most evidence is counts: rows, scans, bytes), a fraction as a decimal, and a figure that is
+/// not a finite number as `null`. A name given twice keeps its first place and its last value,
+/// as a map would.
 #[derive(Debug)]
 pub struct EvidenceDoc<'a>(&'a [(&'static str, f64)]);
 
@@ -104,7 +105,12 @@ impl Serialize for EvidenceDoc<'_> {
                 .rev()
                 .find(|(n, _)| n == name)
                 .map(|(_, v)| *v);
-            map.serialize_entry(name, &value.filter(|v| v.is_finite()))?;
+            match value.filter(|v| v.is_finite()) {
+                Some(v) if v.fract() == 0.0 && (0.0..18_446_744_073_709_551_616.0).contains(&v) => {
+                    map.serialize_entry(name, &(v as u64))?
+                }
+                figure => map.serialize_entry(name, &figure)?,
+            }
         }
         map.end()
     }
@@ -210,4 +216,26 @@ pub fn audit_doc(report: &AuditReport) -> AuditDoc<'_> {
 /// `pgplan audit --format json`.
 pub fn write_audit_json(out: &mut dyn io::Write, report: &AuditReport) -> io::Result<()> {
     super::write_json(out, &audit_doc(report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EvidenceDoc;
+
+    #[test]
+    fn evidence_writes_whole_numbers_as_integers() {
+        let evidence = [
+            ("index_size_bytes", 16384.0),
+            ("counting_window_seconds", 102.5),
+            ("index_scans", 0.0),
+            ("ratio", f64::NAN),
+            ("delta", -3.0),
+            ("index_scans", 2.0),
+        ];
+        let json = serde_json::to_string(&EvidenceDoc(&evidence)).unwrap();
+        assert_eq!(
+            json,
+            r#"{"index_size_bytes":16384,"counting_window_seconds":102.5,"index_scans":2,"ratio":null,"delta":-3.0}"#
+        );
+    }
 }
