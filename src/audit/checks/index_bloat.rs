@@ -8,7 +8,7 @@
 //! null) and the key data, MAXALIGNed, plus a 4-byte line pointer; leaves are filled to the
 //! index's fillfactor (90 by default), inner pages to 70%.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use crate::audit::snapshot::{Column, Index, reloption};
 use crate::audit::{Check, Confidence, Context, Finding, Output, Severity};

@@ -7,7 +7,7 @@
 //! filled to the table's fillfactor (100 by default). `avg_width` in `pg_stats` measures values
 //! as stored, so compressed and TOASTed values count with their in-row size.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use crate::audit::snapshot::{Column, Table, TableKind};
 use crate::audit::{Check, Context, Finding, Output, Severity};
