@@ -118,6 +118,10 @@ pub struct AuditOptions {
     /// A transaction (or a prepared transaction) open this long that holds the xmin horizon is
     /// a finding (default 5 minutes).
     pub horizon_min_age: Duration,
+    /// Fill [`AuditReport::objects`], the per-object figures only the metrics show: at fleet
+    /// scale a row per index (50,000, with their names copied) that would be the largest
+    /// allocation of a report in any other format.
+    pub object_figures: bool,
 }
 
 impl Default for AuditOptions {
@@ -126,6 +130,7 @@ impl Default for AuditOptions {
             min_size_bytes: 0,
             min_stats_age: Duration::from_secs(7 * 86_400),
             horizon_min_age: Duration::from_secs(300),
+            object_figures: true,
         }
     }
 }
@@ -233,8 +238,9 @@ pub struct Finding {
     pub node: Option<String>,
     /// Per-node index usage (unused_index).
     pub usage: Vec<NodeUsage>,
-    /// For estimates (bloat).
-    pub confidence: Option<Confidence>,
+    /// For estimates (bloat). Boxed: most findings have none, and 40,000 findings each kept 40
+    /// bytes for it.
+    pub confidence: Option<Box<Confidence>>,
     /// The other reasons found for the same index, weaker first-reason aside: an index is one
     /// finding, under its strongest reason (see [`one_per_index`]).
     pub also: Vec<Reason>,
@@ -603,7 +609,10 @@ pub struct Context<'a> {
     /// standby's own read traffic) were not seen in this run.
     pub nodes_not_read: Vec<&'a str>,
     /// Index rows per node by (schema, index name), in `nodes` order.
-    usage: HashMap<&'a str, HashMap<&'a str, Vec<Option<&'a Index>>>>,
+    /// `usage_rows[i * nodes.len()..][..nodes.len()]` for the index at position i: one
+    /// allocation, not one per index (50,000 at fleet scale).
+    usage: HashMap<(&'a str, &'a str), usize>,
+    usage_rows: Vec<Option<&'a Index>>,
     pub tables_by_oid: HashMap<u32, &'a Table>,
     /// The primary's table rows by (schema, name): the only place table statistics are kept.
     primary_tables: HashMap<&'a str, HashMap<&'a str, &'a Table>>,
@@ -625,15 +634,20 @@ impl<'a> Context<'a> {
         let standbys_not_audited = primary
             .map(|p| p.snapshot.standbys.len().saturating_sub(audited_standbys))
             .unwrap_or(0);
-        let mut usage: HashMap<&str, HashMap<&str, Vec<Option<&Index>>>> = HashMap::new();
+        let mut usage: HashMap<(&str, &str), usize> =
+            HashMap::with_capacity(reference.snapshot.indexes.len());
+        let mut usage_rows: Vec<Option<&Index>> =
+            Vec::with_capacity(reference.snapshot.indexes.len() * nodes.len());
         for (i, node) in nodes.iter().enumerate() {
             for index in &node.snapshot.indexes {
-                let slot = usage
-                    .entry(index.schema.as_str())
-                    .or_default()
-                    .entry(index.name.as_str())
-                    .or_insert_with(|| vec![None; nodes.len()]);
-                slot[i] = Some(index);
+                let next = usage.len();
+                let position = *usage
+                    .entry((index.schema.as_str(), index.name.as_str()))
+                    .or_insert(next);
+                if position == next {
+                    usage_rows.resize(usage_rows.len() + nodes.len(), None);
+                }
+                usage_rows[position * nodes.len() + i] = Some(index);
             }
         }
         let tables_by_oid = reference
@@ -680,6 +694,7 @@ impl<'a> Context<'a> {
             standbys_not_audited,
             nodes_not_read: Vec::new(),
             usage,
+            usage_rows,
             tables_by_oid,
             primary_tables,
             indexes_by_table,
@@ -691,11 +706,14 @@ impl<'a> Context<'a> {
 
     /// The index's row on each combined node (none where the node does not have it yet).
     pub fn usage_of(&self, index: &Index) -> &[Option<&'a Index>] {
-        self.usage
-            .get(index.schema.as_str())
-            .and_then(|by_name| by_name.get(index.name.as_str()))
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+        let n = self.nodes.len();
+        match self
+            .usage
+            .get(&(index.schema.as_str(), index.name.as_str()))
+        {
+            Some(&position) => &self.usage_rows[position * n..][..n],
+            None => &[],
+        }
     }
 
     /// Scans summed over every combined node.
@@ -1072,7 +1090,9 @@ fn audit_database(
     }
     report.findings = findings;
     report.skipped = skipped;
-    report.objects = object_figures(&ctx, &database);
+    if options.object_figures {
+        report.objects = object_figures(&ctx, &database);
+    }
     report
 }
 
@@ -1532,6 +1552,28 @@ mod tests {
                 ("app", "orders_a_again"),
                 ("billing", "orders_a")
             ]
+        );
+    }
+
+    #[test]
+    fn object_figures_only_when_asked_and_nothing_else_changes() {
+        let nodes = vec![ok("host=a dbname=app", with_duplicate("app"))];
+        let with = audit(&nodes, &AuditOptions::default());
+        let without = audit(
+            &nodes,
+            &AuditOptions {
+                object_figures: false,
+                ..AuditOptions::default()
+            },
+        );
+        assert!(!with.objects.indexes.is_empty() && !with.objects.tables.is_empty());
+        assert_eq!(without.objects, ObjectFigures::default());
+        assert_eq!(
+            AuditReport {
+                objects: with.objects.clone(),
+                ..without
+            },
+            with
         );
     }
 

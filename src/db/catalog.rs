@@ -358,7 +358,7 @@ async fn deparse_definitions(
                     .get(&index.table_oid)
                     .or_else(|| locks.get(&index.oid))
                 {
-                    Some(holder) => index.unread = Some(holder.clone()),
+                    Some(holder) => index.unread = Some(Box::new(holder.clone())),
                     None => todo.push(*oid),
                 }
             }
@@ -384,10 +384,10 @@ async fn deparse_definitions(
                     // batch's text, not on the audit.
                     for oid in &todo {
                         let index = &mut snapshot.indexes[position[oid]];
-                        index.unread = Some(LockHolder {
+                        index.unread = Some(Box::new(LockHolder {
                             relation_oid: index.table_oid,
                             ..LockHolder::default()
-                        });
+                        }));
                     }
                     break;
                 }

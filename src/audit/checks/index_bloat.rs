@@ -244,7 +244,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
             .evidence("estimated_bloat_bytes", bloat_bytes)
             .evidence("estimated_bloat_percent", estimate.bloat_share() * 100.0)
             .fix(format!("REINDEX INDEX CONCURRENTLY {name};"));
-        finding.confidence = Some(estimate.confidence);
+        finding.confidence = Some(Box::new(estimate.confidence));
         out.findings.push(finding);
     }
     report_not_estimated(out, Check::IndexBloat, "btree index(es)", &not_estimated);

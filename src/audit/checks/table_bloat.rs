@@ -165,7 +165,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 "-- rewrites the table under an ACCESS EXCLUSIVE lock (pg_repack does it online)\n\
                  VACUUM (FULL, ANALYZE, VERBOSE) {name};"
             ));
-        finding.confidence = Some(estimate.confidence);
+        finding.confidence = Some(Box::new(estimate.confidence));
         out.findings.push(finding);
     }
     report_not_estimated(out, Check::TableBloat, "table(s)", &not_estimated);
