@@ -209,10 +209,17 @@ pub struct Confidence {
 /// An index's usage on one node.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct NodeUsage {
-    pub node: String,
+    /// Shared by every finding that names the node: at fleet scale 40,000 findings each held a
+    /// copy of the node's conninfo.
+    #[serde(serialize_with = "shared_str")]
+    pub node: std::sync::Arc<str>,
     pub index_scans: Option<i64>,
     /// `last_idx_scan` (16+), ISO 8601.
     pub last_idx_scan: Option<String>,
+}
+
+fn shared_str<S: serde::Serializer>(text: &std::sync::Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(text)
 }
 
 /// One thing worth a person's attention, with the numbers behind it and the SQL that fixes it.
