@@ -13,6 +13,7 @@ mod parse_text;
 mod parse_xml;
 mod parse_yaml;
 pub mod side_effects;
+mod text_object;
 
 pub use diff::{Change, ChangeKind, Pair, PlanDiff, diff};
 pub use findings::{Finding, FindingKind, Severity};

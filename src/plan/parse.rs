@@ -85,8 +85,12 @@ pub fn parse_plan(input: &str) -> Result<Plan, PlanError> {
 }
 
 /// Reads plan text already freed of every decoration (a TEXT, YAML or XML reader's result, in
-/// the shape of EXPLAIN's JSON), with the JSON reader's checks.
-pub(super) fn plan_from_value(value: Value, depth: usize) -> Result<Plan, PlanError> {
+/// the shape of EXPLAIN's JSON: a `serde_json::Value`, or the TEXT reader's own object), with
+/// the JSON reader's checks.
+pub(super) fn plan_from_value<'de, D>(value: D, depth: usize) -> Result<Plan, PlanError>
+where
+    D: Deserializer<'de, Error = serde_json::Error> + Send,
+{
     let read = move || {
         let seed = TopLevelSeed {
             nesting: Nesting { value_level: 0 },

@@ -1,23 +1,34 @@
 //! Reading EXPLAIN's TEXT format (psql's default, auto_explain's default) into the same model the
 //! JSON gives, figure for figure.
 //!
-//! The text is turned into the object EXPLAIN (FORMAT JSON) would have printed for the same run,
-//! and that object goes through the JSON reader's own checks. What the TEXT format leaves out is
-//! put back where PostgreSQL's explain.c says what it would have been: counts it suppresses when
-//! zero (`Rows Removed by Filter`, buffer and WAL counters, `Heap Blocks`), defaults it never
-//! prints (`Join Type: Inner`, `Partial Mode: Simple`, `Scan Direction: Forward`), and the
-//! `Parent Relationship` the JSON names and the text shows only by position. Figures that only
-//! one PostgreSQL version prints and the text gives no way to tell the version stay unset
-//! (`Async Capable` false, `Inner Unique` false without VERBOSE).
+//! The text is turned into the object EXPLAIN (FORMAT JSON) would have printed for the same run
+//! (a `text_object::Obj`, its keys and strings borrowed from the text, not a `serde_json::Value`),
+//! and that object goes through the JSON reader's own seeds and checks as a serde
+//! `Deserializer`. What the TEXT format leaves out is put back where PostgreSQL's explain.c says
+//! what it would have been: counts it suppresses when zero (`Rows Removed by Filter`, buffer and
+//! WAL counters, `Heap Blocks`), defaults it never prints (`Join Type: Inner`, `Partial Mode:
+//! Simple`, `Scan Direction: Forward`), and the `Parent Relationship` the JSON names and the text
+//! shows only by position. Figures that only one PostgreSQL version prints and the text gives no
+//! way to tell the version stay unset (`Async Capable` false, `Inner Unique` false without
+//! VERBOSE).
 
-use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
+
+use serde_json::Value;
 
 use super::model::Plan;
 use super::parse::{self, MAX_PLAN_DEPTH, PlanError};
+use super::text_object::{Obj, Val};
 
 /// Reads a TEXT plan whose decorations (psql's table, a log's prefixes) are already removed.
 pub(super) fn parse_text(body: &str) -> Result<Plan, PlanError> {
     let body = join_broken_lines(body);
+    // Tabs in pasted plans stand for the spaces an editor replaced. Expanded once for the whole
+    // text, not line by line, so that what the reader keeps can borrow from it.
+    let body = match body.contains('\t') {
+        true => Cow::Owned(body.replace('\t', "    ")),
+        false => body,
+    };
     let mut reader = Reader::default();
     reader.read(&body)?;
     let depth = reader.max_depth;
@@ -36,8 +47,9 @@ struct Balance {
 
 impl Balance {
     fn feed(&mut self, text: &str) {
-        for b in text.bytes() {
-            match b {
+        // Every line of the plan is fed: memchr skips to the three bytes that matter.
+        for at in memchr::memchr3_iter(b'\'', b'(', b')', text.as_bytes()) {
+            match text.as_bytes()[at] {
                 b'\'' => self.quoted = !self.quoted,
                 b'(' if !self.quoted => self.depth += 1,
                 b')' if !self.quoted => self.depth = self.depth.saturating_sub(1),
@@ -56,27 +68,26 @@ impl Balance {
 /// quote open is continued by the lines after it, up to one that starts a node, a property or a
 /// summary line. A break between a figure and the next word (`0.532` / `rows=0`) lost the space
 /// between them with the line's trailing blanks; it is put back.
-fn join_broken_lines(body: &str) -> std::borrow::Cow<'_, str> {
+fn join_broken_lines(body: &str) -> Cow<'_, str> {
     let open = |line: &str| {
         let mut balance = Balance::default();
         balance.feed(line);
         balance.is_open() || line.trim_end().ends_with(',')
     };
     // A node's name and its figures broken apart (`->  Index Scan using i on t` / `(cost=…`).
-    let figures_alone =
-        |line: &str| matches!(line.trim_start().as_bytes(), [b'(', b'c' | b'a', ..]);
+    let figures_alone = |content: &str| matches!(content.as_bytes(), [b'(', b'c' | b'a', ..]);
     // A node's name broken before its figures (`->  Index Scan using i on pgbenc` /
     // `h_branches  (cost=…`): figures on a line that is not a child's, after the first.
-    let name_broken = |index: usize, line: &str| {
-        index > 0 && !line.trim_start().starts_with("->") && line.contains("  (cost=")
+    let cost = memchr::memmem::Finder::new("  (cost=");
+    let name_broken = |index: usize, line: &str, content: &str| {
+        index > 0 && !content.starts_with("->") && cost.find(line.as_bytes()).is_some()
     };
     // The common case costs one pass over the bytes: no line is left open.
-    if !body
-        .lines()
-        .enumerate()
-        .any(|(index, line)| open(line) || figures_alone(line) || name_broken(index, line))
-    {
-        return std::borrow::Cow::Borrowed(body);
+    if !body.lines().enumerate().any(|(index, line)| {
+        let content = trim_start(line);
+        open(line) || figures_alone(content) || name_broken(index, line, content)
+    }) {
+        return Cow::Borrowed(body);
     }
     let lines: Vec<&str> = body.lines().collect();
     let mut out = String::with_capacity(body.len());
@@ -133,7 +144,7 @@ fn join_broken_lines(body: &str) -> std::borrow::Cow<'_, str> {
             out.push('\n');
         }
     }
-    std::borrow::Cow::Owned(out)
+    Cow::Owned(out)
 }
 
 /// Whether a line's content starts a line of EXPLAIN's own (a child node, a `Key: value`
@@ -274,11 +285,11 @@ impl IoStyle {
 }
 
 #[derive(Default)]
-struct NodeBuild {
-    map: Map<String, Value>,
+struct NodeBuild<'a> {
+    map: Obj<'a>,
     node_type: &'static str,
     children: Vec<usize>,
-    workers: Vec<Map<String, Value>>,
+    workers: Vec<Obj<'a>>,
     /// The column of the node's name; its properties and children start two further in.
     name_col: usize,
     depth: usize,
@@ -307,16 +318,16 @@ enum Block {
 }
 
 #[derive(Default)]
-struct Reader {
-    nodes: Vec<NodeBuild>,
+struct Reader<'a> {
+    nodes: Vec<NodeBuild<'a>>,
     stack: Vec<usize>,
     pending_label: Option<(usize, String)>,
-    top: Map<String, Value>,
-    planning: Map<String, Value>,
-    serialization: Option<Map<String, Value>>,
-    jit: Option<Map<String, Value>>,
-    settings: Option<Map<String, Value>>,
-    triggers: Vec<Value>,
+    top: Obj<'a>,
+    planning: Obj<'a>,
+    serialization: Option<Obj<'a>>,
+    jit: Option<Obj<'a>>,
+    settings: Option<Obj<'a>>,
+    triggers: Vec<Val<'a>>,
     query_text: Option<String>,
     block: BlockState,
     tree_done: bool,
@@ -369,26 +380,35 @@ pub(super) fn one_line(text: &str) -> String {
 }
 
 fn leading_spaces(line: &str) -> usize {
-    line.len() - line.trim_start_matches(' ').len()
+    // Eight bytes at a time: a deep plan's lines start with hundreds of spaces, on every line.
+    let bytes = line.as_bytes();
+    let mut n = 0;
+    while bytes.len() - n >= 8 && bytes[n..n + 8] == [b' '; 8] {
+        n += 8;
+    }
+    n + bytes[n..].iter().take_while(|&&b| b == b' ').count()
 }
 
-impl Reader {
-    fn read(&mut self, body: &str) -> Result<(), PlanError> {
+/// `text.trim_start()`, with a plan's indentation (ASCII spaces) skipped byte by byte first.
+fn trim_start(text: &str) -> &str {
+    let rest = &text[leading_spaces(text)..];
+    match rest.as_bytes().first() {
+        // Printable ASCII is no whitespace; anything else is left to `trim_start`'s own rules.
+        Some(b'!'..=b'~') | None => rest,
+        Some(_) => rest.trim_start(),
+    }
+}
+
+impl<'a> Reader<'a> {
+    fn read(&mut self, body: &'a str) -> Result<(), PlanError> {
         let mut lines = body.lines().enumerate();
         while let Some((index, raw)) = lines.next() {
             let number = index + 1;
             let line = raw.trim_end();
-            if line.trim().is_empty() {
+            // Trimmed at its end, a line of blanks is empty.
+            if line.is_empty() {
                 continue;
             }
-            // Tabs in pasted plans stand for the spaces an editor replaced.
-            let expanded;
-            let line = if line.contains('\t') {
-                expanded = line.replace('\t', "    ");
-                expanded.as_str()
-            } else {
-                line
-            };
             let mut indent = leading_spaces(line);
             let content = &line[indent..];
             if self.nodes.is_empty() {
@@ -442,7 +462,7 @@ impl Reader {
     /// that line, a summary line standing at it, a property or child two further in. A line at
     /// column 1 that is not a summary line says the rest lost one column more than the root:
     /// every indented line is moved one column in.
-    fn place_root(&mut self, content: &str, indent: usize) {
+    fn place_root(&mut self, content: &'a str, indent: usize) {
         if self.nodes[0].name_col != 0 || indent.is_multiple_of(2) {
             return;
         }
@@ -459,7 +479,7 @@ impl Reader {
     /// `Query Parameters:`.
     fn before_root(
         &mut self,
-        content: &str,
+        content: &'a str,
         indent: usize,
         number: usize,
     ) -> Result<(), PlanError> {
@@ -468,8 +488,7 @@ impl Reader {
             return Ok(());
         }
         if let Some(params) = content.strip_prefix("Query Parameters: ") {
-            self.top
-                .insert("Query Parameters".into(), Value::String(params.to_owned()));
+            self.top.insert("Query Parameters", Val::str(params));
             return Ok(());
         }
         if is_node_line(content) {
@@ -493,7 +512,7 @@ impl Reader {
 
     fn new_node(
         &mut self,
-        text: &str,
+        text: &'a str,
         name_col: usize,
         depth: usize,
         number: usize,
@@ -503,6 +522,9 @@ impl Reader {
         }
         self.max_depth = self.max_depth.max(depth);
         let mut node = NodeBuild {
+            // EXPLAIN (ANALYZE, BUFFERS, VERBOSE) gives a node about 30 to 40 keys: room for
+            // them from the start, not a copy of the entries at every doubling.
+            map: Obj::with_capacity(40),
             name_col,
             depth,
             ..NodeBuild::default()
@@ -513,7 +535,7 @@ impl Reader {
     }
 
     /// A `->  ` line: a child of the innermost open node whose properties sit at its column.
-    fn child(&mut self, rest: &str, indent: usize, number: usize) -> Result<(), PlanError> {
+    fn child(&mut self, rest: &'a str, indent: usize, number: usize) -> Result<(), PlanError> {
         self.close_to(indent);
         // A child at or left of the root's own column: EXPLAIN never prints one, but a plan
         // whose root line was indented further when it was pasted (into a ticket, a test's
@@ -555,21 +577,11 @@ impl Reader {
             _ => {}
         }
         // JSON order: Node Type first, then these two.
-        let node = &mut self.nodes[id];
-        let mut map = Map::with_capacity(node.map.len() + 2);
-        let mut entries = std::mem::take(&mut node.map).into_iter();
-        if let Some((k, v)) = entries.next() {
-            map.insert(k, v);
-        }
-        map.insert(
-            "Parent Relationship".into(),
-            Value::String(relationship.into()),
-        );
+        let map = &mut self.nodes[id].map;
+        map.insert_at(1, "Parent Relationship", Val::str(relationship));
         if let Some(label) = label {
-            map.insert("Subplan Name".into(), Value::String(label));
+            map.insert_at(2, "Subplan Name", Val::str(label));
         }
-        map.extend(entries);
-        node.map = map;
         self.nodes[parent].children.push(id);
         self.stack.push(id);
         self.block.0 = Block::None;
@@ -588,7 +600,12 @@ impl Reader {
         }
     }
 
-    fn node_line(&mut self, content: &str, indent: usize, number: usize) -> Result<(), PlanError> {
+    fn node_line(
+        &mut self,
+        content: &'a str,
+        indent: usize,
+        number: usize,
+    ) -> Result<(), PlanError> {
         self.close_to(indent);
         let Some(&owner) = self.stack.last() else {
             return Err(bad(number, "a line that belongs to no plan node"));
@@ -603,8 +620,8 @@ impl Reader {
             && let Ok(n) = n.parse::<u64>()
         {
             let node = &mut self.nodes[owner];
-            let mut worker = Map::new();
-            worker.insert("Worker Number".into(), Value::Number(n.into()));
+            let mut worker = Obj::new();
+            worker.insert("Worker Number", Val::U64(n));
             node.workers.push(worker);
             let w = node.workers.len() - 1;
             self.block.0 = Block::Worker {
@@ -636,7 +653,7 @@ impl Reader {
         &mut self,
         node: usize,
         worker: usize,
-        content: &str,
+        content: &'a str,
         col: usize,
         number: usize,
     ) -> Result<(), PlanError> {
@@ -645,7 +662,7 @@ impl Reader {
                 worker: Some((node, worker)),
                 col,
             };
-            self.nodes[node].workers[worker].insert("JIT".into(), Value::Object(Map::new()));
+            self.nodes[node].workers[worker].insert("JIT", Val::Object(Obj::new()));
             return Ok(());
         }
         let mut map = std::mem::take(&mut self.nodes[node].workers[worker]);
@@ -660,7 +677,12 @@ impl Reader {
 
     /// A line deeper than the property lines: inside a worker, JIT, Planning or Serialization
     /// block.
-    fn block_line(&mut self, content: &str, indent: usize, number: usize) -> Result<(), PlanError> {
+    fn block_line(
+        &mut self,
+        content: &'a str,
+        indent: usize,
+        number: usize,
+    ) -> Result<(), PlanError> {
         match self.block.0 {
             Block::Worker { node, worker, col } if indent > col => {
                 self.worker_item(node, worker, content, indent, number)?;
@@ -674,7 +696,7 @@ impl Reader {
                 let target = match worker {
                     Some((n, w)) => self.nodes[n].workers[w]
                         .get_mut("JIT")
-                        .and_then(Value::as_object_mut),
+                        .and_then(Val::as_object_mut),
                     None => self.jit.as_mut(),
                 };
                 if let Some(map) = target {
@@ -721,7 +743,7 @@ impl Reader {
     }
 
     /// A line of the plan's summary (after the tree). `false` when it is not EXPLAIN's.
-    fn top_line(&mut self, content: &str, indent: usize) -> Result<bool, PlanError> {
+    fn top_line(&mut self, content: &'a str, indent: usize) -> Result<bool, PlanError> {
         self.block.0 = Block::None;
         match content {
             "Planning:" => {
@@ -729,7 +751,7 @@ impl Reader {
                 return Ok(true);
             }
             "JIT:" => {
-                self.jit = Some(Map::new());
+                self.jit = Some(Obj::new());
                 self.block.0 = Block::Jit {
                     worker: None,
                     col: indent,
@@ -753,9 +775,9 @@ impl Reader {
                     "Total runtime" => "Total Runtime",
                     key => key,
                 };
-                match number(ms) {
+                match number_val(ms) {
                     Some(n) => {
-                        self.top.insert(key.into(), n);
+                        self.top.insert(key, n);
                     }
                     None => return Ok(false),
                 }
@@ -763,29 +785,29 @@ impl Reader {
             "Settings" => self.settings = Some(settings(value)),
             "Serialization" => {
                 self.version_17_or_newer = true;
-                let mut map = Map::new();
+                let mut map = Obj::new();
                 for part in value.split("  ") {
                     if let Some(t) = part.strip_prefix("time=") {
                         insert_number(&mut map, "Time", t.trim_end_matches(" ms"));
                     } else if let Some(o) = part.strip_prefix("output=") {
                         insert_number(&mut map, "Output Volume", o.trim_end_matches("kB"));
                     } else if let Some(f) = part.strip_prefix("format=") {
-                        map.insert("Format".into(), Value::String(f.into()));
+                        map.insert("Format", Val::str(f));
                     }
                 }
                 self.serialization = Some(map);
                 self.block.0 = Block::Serialization;
             }
             "Query Identifier" => {
-                let v = number(value).unwrap_or_else(|| Value::String(value.into()));
-                self.top.insert(key.into(), v);
+                let v = number_val(value).unwrap_or_else(|| Val::str(value));
+                self.top.insert(key, v);
             }
             _ if key.starts_with("Trigger ") => self.triggers.push(trigger(&key[8..], value)),
             _ => {
                 if key.contains("  ") || key.is_empty() {
                     return Ok(false);
                 }
-                self.top.insert(key.into(), typed(key, value));
+                self.top.insert(key, typed_val(key, value));
             }
         }
         Ok(true)
@@ -794,8 +816,8 @@ impl Reader {
     /// `(cost=…) (actual …)` and the node's name, target and kind.
     fn node_head(
         &mut self,
-        node: &mut NodeBuild,
-        text: &str,
+        node: &mut NodeBuild<'a>,
+        text: &'a str,
         number: usize,
     ) -> Result<(), PlanError> {
         let text = text.trim_end();
@@ -806,22 +828,19 @@ impl Reader {
         };
         node.node_type = head.node_type;
         let map = &mut node.map;
-        map.insert("Node Type".into(), Value::String(head.node_type.into()));
+        map.insert("Node Type", Val::str(head.node_type));
         for (k, v) in head.keys {
-            map.insert((*k).into(), Value::String((*v).into()));
+            map.insert(*k, Val::str(*v));
         }
         if let Some(command) = head.command {
-            map.insert("Command".into(), Value::String(command.into()));
+            map.insert("Command", Val::str(command));
         }
         if let Some(provider) = head.provider {
-            map.insert(
-                "Custom Plan Provider".into(),
-                Value::String(provider.into()),
-            );
+            map.insert("Custom Plan Provider", Val::str(provider));
         }
-        map.insert("Parallel Aware".into(), Value::Bool(head.parallel));
+        map.insert("Parallel Aware", Val::Bool(head.parallel));
         if head.is_async {
-            map.insert("Async Capable".into(), Value::Bool(true));
+            map.insert("Async Capable", Val::Bool(true));
         }
         target(map, head.node_type, head.rest, number)?;
         // The figures: `  (cost=a..b rows=r width=w)` then ` (actual …)` or ` (never executed)`.
@@ -846,7 +865,7 @@ impl Reader {
                 self.actual(map, actual, number)?;
             } else if group == "never executed" {
                 node.analyzed = true;
-                map.insert("Actual Loops".into(), Value::Number(0.into()));
+                map.insert("Actual Loops", Val::U64(0));
             } else {
                 return Err(bad(number, format!("cannot read ({})", short(group))));
             }
@@ -854,12 +873,7 @@ impl Reader {
         Ok(())
     }
 
-    fn costs(
-        &mut self,
-        map: &mut Map<String, Value>,
-        cost: &str,
-        number: usize,
-    ) -> Result<(), PlanError> {
+    fn costs(&mut self, map: &mut Obj<'a>, cost: &'a str, number: usize) -> Result<(), PlanError> {
         let mut words = cost.split(' ');
         let range = words.next().unwrap_or_default();
         let (startup, total) = range
@@ -880,8 +894,8 @@ impl Reader {
     /// `time=a..b rows=r loops=l` or, under TIMING OFF, `rows=r loops=l`.
     fn actual(
         &mut self,
-        map: &mut Map<String, Value>,
-        actual: &str,
+        map: &mut Obj<'a>,
+        actual: &'a str,
         number: usize,
     ) -> Result<(), PlanError> {
         for word in actual.split(' ').filter(|w| !w.is_empty()) {
@@ -912,14 +926,14 @@ impl Reader {
     /// `Key: value` pairs two spaces apart (`Sort Method: quicksort  Memory: 25kB`).
     fn property(
         &mut self,
-        map: &mut Map<String, Value>,
-        content: &str,
+        map: &mut Obj<'a>,
+        content: &'a str,
         number: usize,
     ) -> Result<(), PlanError> {
         let Some((key, value)) = content.split_once(": ") else {
             // `Update on public.part_1 p_1`: a ModifyTable with several target tables (or one
             // that is not the statement's own) names each, as JSON's "Target Tables" does.
-            if map.get("Node Type").and_then(Value::as_str) == Some("ModifyTable")
+            if map.get("Node Type").and_then(Val::as_str) == Some("ModifyTable")
                 && let Some((_, on)) = [
                     "Insert",
                     "Update",
@@ -933,19 +947,17 @@ impl Reader {
                 .find_map(|op| Some((op, content.strip_prefix(op)?.strip_prefix(' ')?)))
                 && on.starts_with("on ")
             {
-                let mut table = Map::new();
+                let mut table = Obj::new();
                 target(&mut table, "ModifyTable", &format!(" {on}"), number)?;
-                let tables = map
-                    .entry("Target Tables")
-                    .or_insert_with(|| Value::Array(Vec::new()));
-                if let Value::Array(tables) = tables {
-                    tables.push(Value::Object(table));
+                map.insert_absent("Target Tables", || Val::Array(Vec::new()));
+                if let Some(Val::Array(tables)) = map.get_mut("Target Tables") {
+                    tables.push(Val::Object(table));
                 }
                 return Ok(());
             }
             // Anything an extension prints without a colon: kept as a flag.
             let key = content.trim_end_matches(':');
-            map.insert(key.into(), Value::Null);
+            map.insert(key, Val::Null);
             return Ok(());
         };
         match key {
@@ -953,7 +965,7 @@ impl Reader {
                 if key == "Output" {
                     self.verbose = true;
                 }
-                map.insert(key.into(), Value::Array(split_list(value)));
+                map.insert(key, Val::Array(split_list(value)));
             }
             "Buffers" => {
                 self.buffers_seen = true;
@@ -961,7 +973,7 @@ impl Reader {
             }
             "I/O Timings" => self.io_timings(map, value, number)?,
             // MERGE's outcome (15+): `Tuples: inserted=1 updated=2`, zero counts left out.
-            "Tuples" if map.get("Node Type").and_then(Value::as_str) == Some("ModifyTable") => {
+            "Tuples" if map.get("Node Type").and_then(Val::as_str) == Some("ModifyTable") => {
                 for (word, key) in [
                     ("inserted", "Tuples Inserted"),
                     ("updated", "Tuples Updated"),
@@ -1007,7 +1019,7 @@ impl Reader {
                 pairs(map, content, number)?
             }
             "Full-sort Groups" | "Pre-sorted Groups" => {
-                map.insert(key.into(), Value::Object(sort_groups(content, number)?));
+                map.insert(key, Val::Object(sort_groups(content, number)?));
             }
             "Estimates" => {
                 // Memoize's estimates are PostgreSQL 18's.
@@ -1016,14 +1028,14 @@ impl Reader {
             }
             "Index Searches" => {
                 self.version_18 = true;
-                map.insert(key.into(), typed(key, value));
+                map.insert(key, typed_val(key, value));
             }
             "Disabled" => {
                 self.version_18 = true;
-                map.insert(key.into(), typed(key, value));
+                map.insert(key, typed_val(key, value));
             }
             _ => {
-                map.insert(key.into(), typed(key, value));
+                map.insert(key, typed_val(key, value));
             }
         }
         Ok(())
@@ -1034,7 +1046,7 @@ impl Reader {
     /// read as the latter and renamed once the plan has shown its version (see `finish`).
     fn io_timings(
         &mut self,
-        map: &mut Map<String, Value>,
+        map: &mut Obj<'a>,
         value: &str,
         number: usize,
     ) -> Result<(), PlanError> {
@@ -1043,33 +1055,42 @@ impl Reader {
                 Some((label, rest)) if !label.contains('=') => (label, rest),
                 _ => ("", group),
             };
-            let (prefix, style) = match label {
-                "" => ("I/O", IoStyle::Plain),
-                "shared/local" => ("I/O", IoStyle::SharedLocal),
-                "shared" => ("Shared I/O", IoStyle::SharedLocal),
+            let ((read, write), style) = match label {
+                "" => (("I/O Read Time", "I/O Write Time"), IoStyle::Plain),
+                "shared/local" => (("I/O Read Time", "I/O Write Time"), IoStyle::SharedLocal),
+                "shared" => (
+                    ("Shared I/O Read Time", "Shared I/O Write Time"),
+                    IoStyle::SharedLocal,
+                ),
                 "local" => {
                     // Local timings of their own: 17 or later.
                     self.version_17_or_newer = true;
-                    ("Local I/O", IoStyle::Separate)
+                    (
+                        ("Local I/O Read Time", "Local I/O Write Time"),
+                        IoStyle::Separate,
+                    )
                 }
-                "temp" => ("Temp I/O", IoStyle::SharedLocal),
+                "temp" => (
+                    ("Temp I/O Read Time", "Temp I/O Write Time"),
+                    IoStyle::SharedLocal,
+                ),
                 _ => return Err(bad(number, format!("cannot read I/O Timings: {value}"))),
             };
             self.io_style = Some(self.io_style.map_or(style, |seen| seen.max(style)));
             for figure in figures.split(' ') {
-                let key = match figure.split_once('=') {
-                    Some(("read", v)) => (format!("{prefix} Read Time"), v),
-                    Some(("write", v)) => (format!("{prefix} Write Time"), v),
+                let (key, v) = match figure.split_once('=') {
+                    Some(("read", v)) => (read, v),
+                    Some(("write", v)) => (write, v),
                     _ => return Err(bad(number, format!("cannot read I/O Timings: {value}"))),
                 };
-                insert_checked(map, &key.0, key.1, number)?;
+                insert_checked(map, key, v, number)?;
             }
         }
         Ok(())
     }
 
     /// The JSON object EXPLAIN would have printed.
-    fn finish(mut self) -> Value {
+    fn finish(mut self) -> Val<'a> {
         let analyzed = self.nodes.iter().any(|n| n.analyzed);
         // 15–16 and 17+ print the same labels; the JSON keys differ. Without a sign of the
         // version, the newer naming.
@@ -1080,13 +1101,13 @@ impl Reader {
             other => other,
         });
         if io_style == Some(IoStyle::SharedLocal) {
-            let rename = |map: &mut Map<String, Value>| {
+            let rename = |map: &mut Obj<'a>| {
                 for (from, to) in [
                     ("Shared I/O Read Time", "I/O Read Time"),
                     ("Shared I/O Write Time", "I/O Write Time"),
                 ] {
                     if let Some(v) = map.remove(from) {
-                        map.insert(to.into(), v);
+                        map.insert(to, v);
                     }
                 }
             };
@@ -1117,7 +1138,7 @@ impl Reader {
             complete_node(node, analyzed, timing, verbose, version_18, &fill);
         }
         // Children complete before their parents: pre-order ids grow downwards.
-        let mut built: Vec<Option<Map<String, Value>>> = Vec::with_capacity(self.nodes.len());
+        let mut built: Vec<Option<Obj<'a>>> = Vec::with_capacity(self.nodes.len());
         let mut children_of = Vec::with_capacity(self.nodes.len());
         for node in self.nodes.iter_mut() {
             built.push(Some(std::mem::take(&mut node.map)));
@@ -1127,23 +1148,23 @@ impl Reader {
             if children_of[id].is_empty() {
                 continue;
             }
-            let plans: Vec<Value> = children_of[id]
+            let plans: Vec<Val> = children_of[id]
                 .iter()
-                .map(|&c| Value::Object(built[c].take().unwrap_or_default()))
+                .map(|&c| Val::Object(built[c].take().unwrap_or_default()))
                 .collect();
             if let Some(map) = built[id].as_mut() {
-                map.insert("Plans".into(), Value::Array(plans));
+                map.insert("Plans", Val::Array(plans));
             }
         }
         let root = built.into_iter().next().flatten().unwrap_or_default();
 
-        let mut top = Map::new();
+        let mut top = Obj::new();
         if let Some(query) = self.query_text.take() {
-            top.insert("Query Text".into(), Value::String(query));
+            top.insert("Query Text", Val::str(query));
         }
-        top.insert("Plan".into(), Value::Object(root));
+        top.insert("Plan", Val::Object(root));
         if let Some(settings) = self.settings.take() {
-            top.insert("Settings".into(), Value::Object(settings));
+            top.insert("Settings", Val::Object(settings));
         }
         if fill.buffers || !self.planning.is_empty() {
             let mut planning = std::mem::take(&mut self.planning);
@@ -1153,10 +1174,10 @@ impl Reader {
             if let Some(style) = fill.io.filter(|_| fill.buffers) {
                 fill_zero_float(&mut planning, style.keys());
             }
-            top.insert("Planning".into(), Value::Object(planning));
+            top.insert("Planning", Val::Object(planning));
         }
         if let Some(ms) = self.top.remove("Planning Time") {
-            top.insert("Planning Time".into(), ms);
+            top.insert("Planning Time", ms);
         }
         if let Some(mut serialization) = self.serialization.take() {
             if fill.buffers {
@@ -1165,7 +1186,7 @@ impl Reader {
                     fill_zero_float(&mut serialization, style.keys());
                 }
             }
-            top.insert("Serialization".into(), Value::Object(serialization));
+            top.insert("Serialization", Val::Object(serialization));
         }
         if analyzed {
             let triggers = std::mem::take(&mut self.triggers)
@@ -1173,14 +1194,14 @@ impl Reader {
                 .map(|mut t| {
                     // Without several result relations the text leaves the relation out: it is
                     // the statement's target.
-                    if let (Value::Object(map), Some(rel)) = (&mut t, &root_relation)
+                    if let (Val::Object(map), Some(rel)) = (&mut t, &root_relation)
                         && !map.contains_key("Relation")
                     {
-                        let mut with = Map::new();
+                        let mut with = Obj::new();
                         for (k, v) in std::mem::take(map) {
                             let is_time = k == "Time" || k == "Calls";
                             if is_time && !with.contains_key("Relation") {
-                                with.insert("Relation".into(), rel.clone());
+                                with.insert("Relation", rel.clone());
                             }
                             with.insert(k, v);
                         }
@@ -1189,16 +1210,16 @@ impl Reader {
                     t
                 })
                 .collect();
-            top.insert("Triggers".into(), Value::Array(triggers));
+            top.insert("Triggers", Val::Array(triggers));
         }
         if let Some(jit) = self.jit.take() {
-            top.insert("JIT".into(), Value::Object(jit));
+            top.insert("JIT", Val::Object(jit));
         }
         if let Some(ms) = self.top.remove("Execution Time") {
-            top.insert("Execution Time".into(), ms);
+            top.insert("Execution Time", ms);
         }
         top.extend(std::mem::take(&mut self.top));
-        Value::Array(vec![Value::Object(top)])
+        Val::Array(vec![Val::Object(top)])
     }
 }
 
@@ -1209,29 +1230,21 @@ struct Fill {
     wal_buffers_full: bool,
 }
 
-fn fill_zero(map: &mut Map<String, Value>, keys: &[&str]) {
+fn fill_zero<'a>(map: &mut Obj<'a>, keys: &[&'a str]) {
     for key in keys {
-        if !map.contains_key(*key) {
-            map.insert((*key).into(), Value::Number(0.into()));
-        }
+        map.insert_absent(*key, || Val::U64(0));
     }
 }
 
-fn fill_zero_float(map: &mut Map<String, Value>, keys: &[&str]) {
+fn fill_zero_float<'a>(map: &mut Obj<'a>, keys: &[&'a str]) {
     for key in keys {
-        if !map.contains_key(*key) {
-            map.insert((*key).into(), float(0.0));
-        }
+        map.insert_absent(*key, || Val::F64(0.0));
     }
-}
-
-fn float(v: f64) -> Value {
-    Number::from_f64(v).map_or(Value::Null, Value::Number)
 }
 
 /// Puts back what the TEXT format leaves out of one node (see the module's comment).
 fn complete_node(
-    node: &mut NodeBuild,
+    node: &mut NodeBuild<'_>,
     analyzed: bool,
     timing: bool,
     verbose: bool,
@@ -1239,75 +1252,70 @@ fn complete_node(
     fill: &Fill,
 ) {
     let map = &mut node.map;
-    let zero = || Value::Number(0.into());
+    let zero = || Val::U64(0);
     match node.node_type {
         "Nested Loop" | "Hash Join" | "Merge Join" => {
-            map.entry("Join Type")
-                .or_insert_with(|| Value::String("Inner".into()));
+            map.insert_absent("Join Type", || Val::str("Inner"));
             // VERBOSE prints "Inner Unique: true" only; without VERBOSE it says nothing.
             if verbose && !map.contains_key("Inner Unique") {
-                map.insert("Inner Unique".into(), Value::Bool(false));
+                map.insert("Inner Unique", Val::Bool(false));
             }
         }
         "Aggregate" => {
-            map.entry("Partial Mode")
-                .or_insert_with(|| Value::String("Simple".into()));
+            map.insert_absent("Partial Mode", || Val::str("Simple"));
             let hashed = matches!(
-                map.get("Strategy").and_then(Value::as_str),
+                map.get("Strategy").and_then(Val::as_str),
                 Some("Hashed" | "Mixed")
             );
             if hashed {
                 if map.contains_key("Startup Cost") && !map.contains_key("Planned Partitions") {
-                    map.insert("Planned Partitions".into(), zero());
+                    map.insert("Planned Partitions", zero());
                 }
                 if analyzed
                     && map.contains_key("HashAgg Batches")
                     && !map.contains_key("Disk Usage")
                 {
-                    map.insert("Disk Usage".into(), zero());
+                    map.insert("Disk Usage", zero());
                 }
                 for worker in &mut node.workers {
                     if worker.contains_key("HashAgg Batches") && !worker.contains_key("Disk Usage")
                     {
-                        worker.insert("Disk Usage".into(), zero());
+                        worker.insert("Disk Usage", zero());
                     }
                 }
             }
         }
         "Index Scan" | "Index Only Scan" => {
-            map.entry("Scan Direction")
-                .or_insert_with(|| Value::String("Forward".into()));
+            map.insert_absent("Scan Direction", || Val::str("Forward"));
         }
         // explain.c's ExplainMissingMembers: TEXT shows the count only when some were pruned.
         "Append" | "Merge Append" => {
-            map.entry("Subplans Removed").or_insert_with(zero);
+            map.insert_absent("Subplans Removed", zero);
         }
         "Gather" => {
-            map.entry("Single Copy")
-                .or_insert_with(|| Value::Bool(false));
+            map.insert_absent("Single Copy", || Val::Bool(false));
         }
         _ => {}
     }
     if version_18 && !map.contains_key("Disabled") {
-        map.insert("Disabled".into(), Value::Bool(false));
+        map.insert("Disabled", Val::Bool(false));
     }
     if !analyzed {
         return;
     }
-    if map.get("Actual Loops").and_then(Value::as_u64) == Some(0)
-        && !map.contains_key("Actual Rows")
+    if map.get("Actual Loops").and_then(Val::as_u64) == Some(0) && !map.contains_key("Actual Rows")
     {
         // "(never executed)": JSON gives zeros.
         let loops = map.remove("Actual Loops");
         if timing {
-            map.insert("Actual Startup Time".into(), float(0.0));
-            map.insert("Actual Total Time".into(), float(0.0));
+            map.insert("Actual Startup Time", Val::float(0.0));
+            map.insert("Actual Total Time", Val::float(0.0));
         }
         map.insert(
-            "Actual Rows".into(),
-            if version_18 { float(0.0) } else { zero() },
+            "Actual Rows",
+            if version_18 { Val::float(0.0) } else { zero() },
         );
-        map.insert("Actual Loops".into(), loops.unwrap_or_else(zero));
+        map.insert("Actual Loops", loops.unwrap_or_else(zero));
     }
     // Zero counts the TEXT format suppresses (explain.c's show_instrumentation_count).
     let removed = [
@@ -1316,7 +1324,7 @@ fn complete_node(
     ];
     for (condition, count) in removed {
         if map.contains_key(condition) && !map.contains_key(count) {
-            map.insert(count.into(), zero());
+            map.insert(count, zero());
         }
     }
     let rechecked = match node.node_type {
@@ -1325,7 +1333,7 @@ fn complete_node(
         _ => false,
     };
     if rechecked && !map.contains_key("Rows Removed by Index Recheck") {
-        map.insert("Rows Removed by Index Recheck".into(), zero());
+        map.insert("Rows Removed by Index Recheck", zero());
     }
     if node.node_type == "Bitmap Heap Scan" {
         fill_zero(map, &["Exact Heap Blocks", "Lossy Heap Blocks"]);
@@ -1349,7 +1357,7 @@ fn complete_node(
                 // A worker's buffers and I/O are shown with its timing (VERBOSE); without it, only
                 // its sort or hash details.
                 if !w.contains_key("Actual Loops") {
-                    return Value::Object(w);
+                    return Val::Object(w);
                 }
                 if fill.buffers {
                     fill_zero(&mut w, &BUFFER_KEYS);
@@ -1360,10 +1368,10 @@ fn complete_node(
                 if fill.wal {
                     fill_zero(&mut w, &["WAL Records", "WAL FPI", "WAL Bytes"]);
                 }
-                Value::Object(w)
+                Val::Object(w)
             })
             .collect();
-        map.insert("Workers".into(), Value::Array(workers));
+        map.insert("Workers", Val::Array(workers));
     }
 }
 
@@ -1630,24 +1638,19 @@ fn head_of(name: &str) -> Option<Head<'_>> {
 }
 
 /// The scan target after a node's name: ` Backward`, ` using index`, ` on [schema.]name [alias]`.
-fn target(
-    map: &mut Map<String, Value>,
-    node_type: &str,
-    rest: &str,
-    number: usize,
-) -> Result<(), PlanError> {
+fn target(map: &mut Obj<'_>, node_type: &str, rest: &str, number: usize) -> Result<(), PlanError> {
     let mut rest = rest;
     if let Some(r) = rest.strip_prefix(" Backward") {
-        map.insert("Scan Direction".into(), Value::String("Backward".into()));
+        map.insert("Scan Direction", Val::str("Backward"));
         rest = r;
     }
     if let Some(r) = rest.strip_prefix(" using ") {
         let (index, after) = identifier(r);
-        map.insert("Index Name".into(), Value::String(index));
+        map.insert("Index Name", Val::str(index));
         rest = after;
     }
     if node_type == "Subquery Scan" && is_bare_alias(rest) {
-        map.insert("Alias".into(), Value::String(identifier(&rest[1..]).0));
+        map.insert("Alias", Val::str(identifier(&rest[1..]).0));
         return Ok(());
     }
     let Some(r) = rest.strip_prefix(" on ") else {
@@ -1662,7 +1665,7 @@ fn target(
     let tag = match node_type {
         "Bitmap Index Scan" => {
             let (index, _) = identifier(r.trim_start());
-            map.insert("Index Name".into(), Value::String(index));
+            map.insert("Index Name", Val::str(index));
             return Ok(());
         }
         "Function Scan" => Some("Function Name"),
@@ -1690,14 +1693,14 @@ fn target(
     };
     match tag {
         Some(tag) => {
-            map.insert(tag.into(), Value::String(object.clone()));
+            map.insert(tag, Val::str(object.clone()));
             if let Some(schema) = schema {
-                map.insert("Schema".into(), Value::String(schema));
+                map.insert("Schema", Val::str(schema));
             }
-            map.insert("Alias".into(), Value::String(alias.unwrap_or(object)));
+            map.insert("Alias", Val::str(alias.unwrap_or(object)));
         }
         None => {
-            map.insert("Alias".into(), Value::String(object));
+            map.insert("Alias", Val::str(object));
         }
     }
     Ok(())
@@ -1727,7 +1730,7 @@ fn identifier(text: &str) -> (String, &str) {
 }
 
 /// `a, b, c` at the top level: commas inside parentheses, brackets or quotes stay.
-fn split_list(value: &str) -> Vec<Value> {
+fn split_list(value: &str) -> Vec<Val<'_>> {
     let mut items = Vec::new();
     let bytes = value.as_bytes();
     let mut depth = 0i32;
@@ -1747,7 +1750,7 @@ fn split_list(value: &str) -> Vec<Value> {
                 b'(' | b'[' | b'{' => depth += 1,
                 b')' | b']' | b'}' => depth -= 1,
                 b',' if depth <= 0 && bytes.get(i + 1) == Some(&b' ') => {
-                    items.push(Value::String(value[start..i].to_owned()));
+                    items.push(Val::str(&value[start..i]));
                     start = i + 2;
                     i += 1;
                 }
@@ -1756,13 +1759,18 @@ fn split_list(value: &str) -> Vec<Value> {
         }
         i += 1;
     }
-    items.push(Value::String(value[start..].to_owned()));
+    items.push(Val::str(&value[start..]));
     items
+}
+
+/// A number as EXPLAIN printed it, as a `serde_json::Value` (see [`number_val`]).
+pub(super) fn number(text: &str) -> Option<Value> {
+    number_val(text).map(Value::from)
 }
 
 /// A number as EXPLAIN printed it, of the JSON type its JSON would have had: `12` an integer,
 /// `12.00` a float.
-pub(super) fn number(text: &str) -> Option<Value> {
+fn number_val(text: &str) -> Option<Val<'static>> {
     let bytes = text.as_bytes();
     let digits = bytes.strip_prefix(b"-").unwrap_or(bytes);
     if digits.is_empty() || !digits[0].is_ascii_digit() {
@@ -1776,34 +1784,33 @@ pub(super) fn number(text: &str) -> Option<Value> {
     }
     if !text.contains(['.', 'e', 'E']) {
         if let Ok(n) = text.parse::<u64>() {
-            return Some(Value::Number(n.into()));
+            return Some(Val::U64(n));
         }
         if let Ok(n) = text.parse::<i64>() {
-            return Some(Value::Number(n.into()));
+            return Some(Val::int(n));
         }
     }
     text.parse::<f64>()
         .ok()
         .filter(|f| f.is_finite())
-        .and_then(Number::from_f64)
-        .map(Value::Number)
+        .map(Val::F64)
 }
 
-fn insert_number(map: &mut Map<String, Value>, key: &str, text: &str) {
-    if let Some(n) = number(text) {
-        map.insert(key.into(), n);
+fn insert_number<'a>(map: &mut Obj<'a>, key: &'a str, text: &str) {
+    if let Some(n) = number_val(text) {
+        map.insert(key, n);
     }
 }
 
-fn insert_checked(
-    map: &mut Map<String, Value>,
-    key: &str,
+fn insert_checked<'a>(
+    map: &mut Obj<'a>,
+    key: &'a str,
     text: &str,
     line: usize,
 ) -> Result<(), PlanError> {
-    match number(text) {
+    match number_val(text) {
         Some(n) => {
-            map.insert(key.into(), n);
+            map.insert(key, n);
             Ok(())
         }
         None => Err(bad(
@@ -1813,21 +1820,26 @@ fn insert_checked(
     }
 }
 
-/// A property's value with the JSON type its key has.
+/// A property's value with the JSON type its key has, as a `serde_json::Value`.
 pub(super) fn typed(key: &str, value: &str) -> Value {
+    typed_val(key, value).into()
+}
+
+/// A property's value with the JSON type its key has.
+fn typed_val<'a>(key: &str, value: &'a str) -> Val<'a> {
     if BOOL_KEYS.contains(&key) {
         match value {
-            "true" => return Value::Bool(true),
-            "false" => return Value::Bool(false),
+            "true" => return Val::Bool(true),
+            "false" => return Val::Bool(false),
             _ => {}
         }
     }
     if !is_text_key(key)
-        && let Some(n) = number(value)
+        && let Some(n) = number_val(value)
     {
         return n;
     }
-    Value::String(value.to_owned())
+    Val::str(value)
 }
 
 /// Whether a line is one of the summary lines EXPLAIN prints after the tree, at the root's
@@ -1850,34 +1862,50 @@ fn is_summary_line(content: &str) -> bool {
 }
 
 /// `shared hit=1 read=2 dirtied=3 written=4, local …, temp read=5 written=6`.
-fn buffers(map: &mut Map<String, Value>, value: &str, line: usize) -> Result<(), PlanError> {
+fn buffers(map: &mut Obj<'_>, value: &str, line: usize) -> Result<(), PlanError> {
     for group in value.split(", ") {
         let mut words = group.split(' ');
-        let kind = match words.next() {
-            Some("shared") => "Shared",
-            Some("local") => "Local",
-            Some("temp") => "Temp",
+        // The JSON keys of each kind's hit, read, dirtied and written counts.
+        let keys = match words.next() {
+            Some("shared") => [
+                "Shared Hit Blocks",
+                "Shared Read Blocks",
+                "Shared Dirtied Blocks",
+                "Shared Written Blocks",
+            ],
+            Some("local") => [
+                "Local Hit Blocks",
+                "Local Read Blocks",
+                "Local Dirtied Blocks",
+                "Local Written Blocks",
+            ],
+            Some("temp") => [
+                "Temp Hit Blocks",
+                "Temp Read Blocks",
+                "Temp Dirtied Blocks",
+                "Temp Written Blocks",
+            ],
             _ => return Err(bad(line, format!("cannot read Buffers: {value}"))),
         };
         for word in words {
             let (what, n) = word
                 .split_once('=')
                 .ok_or_else(|| bad(line, format!("cannot read Buffers: {value}")))?;
-            let what = match what {
-                "hit" => "Hit",
-                "read" => "Read",
-                "dirtied" => "Dirtied",
-                "written" => "Written",
+            let key = match what {
+                "hit" => keys[0],
+                "read" => keys[1],
+                "dirtied" => keys[2],
+                "written" => keys[3],
                 _ => return Err(bad(line, format!("cannot read Buffers: {value}"))),
             };
-            insert_checked(map, &format!("{kind} {what} Blocks"), n, line)?;
+            insert_checked(map, key, n, line)?;
         }
     }
     Ok(())
 }
 
 /// `records=1 fpi=0 bytes=100` (and 18's `buffers full=0`).
-fn wal(map: &mut Map<String, Value>, value: &str, line: usize) -> Result<(), PlanError> {
+fn wal(map: &mut Obj<'_>, value: &str, line: usize) -> Result<(), PlanError> {
     let value_fixed = value.replace("buffers full=", "buffers_full=");
     for word in value_fixed.split(' ') {
         let (what, n) = word
@@ -1902,15 +1930,21 @@ fn kilobytes(value: &str) -> &str {
 
 /// A line of `Key: value` pairs two spaces apart: sort, hash, hash aggregate, memoize, storage
 /// and planner memory details.
-fn pairs(map: &mut Map<String, Value>, content: &str, line: usize) -> Result<(), PlanError> {
+fn pairs<'a>(map: &mut Obj<'a>, content: &'a str, line: usize) -> Result<(), PlanError> {
     // Before 13, `Sort Method:  quicksort` had two spaces after the colon.
-    let normalized;
-    let content = if content.contains(":  ") {
-        normalized = content.replace(":  ", ": ");
-        normalized.as_str()
-    } else {
-        content
-    };
+    if content.contains(":  ") {
+        let normalized = content.replace(":  ", ": ");
+        let mut read = Obj::new();
+        pairs_of(&mut read, &normalized, line)?;
+        for (key, value) in read {
+            map.insert(key.into_owned(), value.into_owned());
+        }
+        return Ok(());
+    }
+    pairs_of(map, content, line)
+}
+
+fn pairs_of<'a>(map: &mut Obj<'a>, content: &'a str, line: usize) -> Result<(), PlanError> {
     let mut first_key = None;
     for part in content.split("  ").filter(|p| !p.is_empty()) {
         let Some((key, value)) = part.split_once(": ") else {
@@ -1923,11 +1957,11 @@ fn pairs(map: &mut Map<String, Value>, content: &str, line: usize) -> Result<(),
         };
         match (first, key) {
             ("Sort Method", "Sort Method") => {
-                map.insert("Sort Method".into(), Value::String(value.into()));
+                map.insert("Sort Method", Val::str(value));
             }
             ("Sort Method", "Memory" | "Disk") => {
                 insert_checked(map, "Sort Space Used", kilobytes(value), line)?;
-                map.insert("Sort Space Type".into(), Value::String(key.into()));
+                map.insert("Sort Space Type", Val::str(key));
             }
             ("Buckets", "Buckets") => {
                 insert_checked(map, "Hash Buckets", base, line)?;
@@ -1948,13 +1982,13 @@ fn pairs(map: &mut Map<String, Value>, content: &str, line: usize) -> Result<(),
             ("Hits", "Evictions") => insert_checked(map, "Cache Evictions", value, line)?,
             ("Hits", "Overflows") => insert_checked(map, "Cache Overflows", value, line)?,
             ("Storage", "Storage") => {
-                map.insert("Storage".into(), Value::String(value.into()));
+                map.insert("Storage", Val::str(value));
             }
             ("Storage", "Maximum Storage") => {
                 insert_checked(map, "Maximum Storage", kilobytes(value), line)?
             }
             _ => {
-                map.insert(key.into(), typed(key, value));
+                map.insert(key, typed_val(key, value));
             }
         }
     }
@@ -1963,10 +1997,10 @@ fn pairs(map: &mut Map<String, Value>, content: &str, line: usize) -> Result<(),
 
 /// An incremental sort's `Full-sort Groups: 1  Sort Method: quicksort  Average Memory: 26kB  Peak
 /// Memory: 26kB` as its JSON object.
-fn sort_groups(content: &str, line: usize) -> Result<Map<String, Value>, PlanError> {
-    let mut group = Map::new();
-    let mut memory = Map::new();
-    let mut disk = Map::new();
+fn sort_groups(content: &str, line: usize) -> Result<Obj<'_>, PlanError> {
+    let mut group = Obj::new();
+    let mut memory = Obj::new();
+    let mut disk = Obj::new();
     for part in content.split("  ").filter(|p| !p.is_empty()) {
         let Some((key, value)) = part.split_once(": ") else {
             return Err(bad(line, format!("cannot read {:?}", short(content))));
@@ -1976,8 +2010,8 @@ fn sort_groups(content: &str, line: usize) -> Result<Map<String, Value>, PlanErr
                 insert_checked(&mut group, "Group Count", value, line)?
             }
             "Sort Method" | "Sort Methods" => {
-                let methods = value.split(", ").map(|m| Value::String(m.into())).collect();
-                group.insert("Sort Methods Used".into(), Value::Array(methods));
+                let methods = value.split(", ").map(Val::str).collect();
+                group.insert("Sort Methods Used", Val::Array(methods));
             }
             "Average Memory" => insert_checked(
                 &mut memory,
@@ -1998,16 +2032,16 @@ fn sort_groups(content: &str, line: usize) -> Result<Map<String, Value>, PlanErr
         }
     }
     if !memory.is_empty() {
-        group.insert("Sort Space Memory".into(), Value::Object(memory));
+        group.insert("Sort Space Memory", Val::Object(memory));
     }
     if !disk.is_empty() {
-        group.insert("Sort Space Disk".into(), Value::Object(disk));
+        group.insert("Sort Space Disk", Val::Object(disk));
     }
     Ok(group)
 }
 
 /// Memoize's `Estimates: capacity=N distinct keys=N lookups=N hit percent=N.NN%` (18+).
-fn estimates(map: &mut Map<String, Value>, value: &str, line: usize) -> Result<(), PlanError> {
+fn estimates(map: &mut Obj<'_>, value: &str, line: usize) -> Result<(), PlanError> {
     let fixed = value
         .replace("distinct keys=", "distinct_keys=")
         .replace("hit percent=", "hit_percent=");
@@ -2029,8 +2063,8 @@ fn estimates(map: &mut Map<String, Value>, value: &str, line: usize) -> Result<(
 
 /// `enable_seqscan = 'off', search_path = '"$user", public'`: each value runs to the quote that
 /// is followed by `, name = '` or the end (PostgreSQL does not escape quotes inside).
-fn settings(value: &str) -> Map<String, Value> {
-    let mut map = Map::new();
+fn settings(value: &str) -> Obj<'_> {
+    let mut map = Obj::new();
     let mut rest = value;
     while let Some((name, after)) = rest.split_once(" = '") {
         let mut end = None;
@@ -2057,7 +2091,7 @@ fn settings(value: &str) -> Map<String, Value> {
             search = at + 1;
         }
         let (at, next) = end.unwrap_or((after.len(), ""));
-        map.insert(name.trim().into(), Value::String(after[..at].to_owned()));
+        map.insert(name.trim(), Val::str(&after[..at]));
         rest = next;
         if rest.is_empty() {
             break;
@@ -2067,8 +2101,8 @@ fn settings(value: &str) -> Map<String, Value> {
 }
 
 /// `Trigger name[ for constraint c][ on rel]: time=1.234 calls=5`.
-fn trigger(head: &str, value: &str) -> Value {
-    let mut map = Map::new();
+fn trigger<'a>(head: &'a str, value: &str) -> Val<'a> {
+    let mut map = Obj::new();
     let (name_part, relation) = match head.rsplit_once(" on ") {
         Some((n, r)) => (n, Some(r)),
         None => (head, None),
@@ -2083,13 +2117,13 @@ fn trigger(head: &str, value: &str) -> Value {
         },
     };
     if let Some(name) = name {
-        map.insert("Trigger Name".into(), Value::String(name.into()));
+        map.insert("Trigger Name", Val::str(name));
     }
     if let Some(c) = constraint {
-        map.insert("Constraint Name".into(), Value::String(c.into()));
+        map.insert("Constraint Name", Val::str(c));
     }
     if let Some(r) = relation {
-        map.insert("Relation".into(), Value::String(r.into()));
+        map.insert("Relation", Val::str(r));
     }
     for word in value.split(' ') {
         match word.split_once('=') {
@@ -2098,27 +2132,27 @@ fn trigger(head: &str, value: &str) -> Value {
             _ => {}
         }
     }
-    Value::Object(map)
+    Val::Object(map)
 }
 
 /// A line of a `JIT:` block.
-fn jit_line(map: &mut Map<String, Value>, content: &str) {
+fn jit_line<'a>(map: &mut Obj<'a>, content: &'a str) {
     let Some((key, value)) = content.split_once(": ") else {
         return;
     };
     match key {
         "Functions" => insert_number(map, "Functions", value),
         "Options" => {
-            let mut options = Map::new();
+            let mut options = Obj::new();
             for option in value.split(", ") {
                 if let Some((name, flag)) = option.rsplit_once(' ') {
-                    options.insert(name.into(), Value::Bool(flag == "true"));
+                    options.insert(name, Val::Bool(flag == "true"));
                 }
             }
-            map.insert("Options".into(), Value::Object(options));
+            map.insert("Options", Val::Object(options));
         }
         "Timing" => {
-            let mut timing = Map::new();
+            let mut timing = Obj::new();
             for part in value.split(", ") {
                 let Some((name, rest)) = part.split_once(' ') else {
                     continue;
@@ -2129,18 +2163,18 @@ fn jit_line(map: &mut Map<String, Value>, content: &str) {
                 };
                 match deform {
                     Some(d) => {
-                        let mut g = Map::new();
+                        let mut g = Obj::new();
                         insert_number(&mut g, "Deform", d);
                         insert_number(&mut g, "Total", total);
-                        timing.insert(name.into(), Value::Object(g));
+                        timing.insert(name, Val::Object(g));
                     }
                     None => insert_number(&mut timing, name, total),
                 }
             }
-            map.insert("Timing".into(), Value::Object(timing));
+            map.insert("Timing", Val::Object(timing));
         }
         _ => {
-            map.insert(key.into(), typed(key, value));
+            map.insert(key, typed_val(key, value));
         }
     }
 }
@@ -2343,7 +2377,7 @@ mod tests {
             identifier("\"Order \"\"Items\"\"\" oi").0,
             "Order \"Items\""
         );
-        let mut map = Map::new();
+        let mut map = Obj::new();
         target(&mut map, "Seq Scan", " on \"My Schema\".orders o", 1).unwrap();
         assert_eq!(map["Schema"], "My Schema");
         assert_eq!(map["Relation Name"], "orders");
