@@ -145,7 +145,16 @@ impl Layout {
     }
 
     fn line_width(line: &Line) -> usize {
-        line.iter().map(|(_, text)| text.width()).sum()
+        // Printable ASCII, most of a plan's text, is one column a byte: counted without looking
+        // each character up in the Unicode width tables.
+        let width = |text: &str| {
+            if text.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+                text.len()
+            } else {
+                text.width()
+            }
+        };
+        line.iter().map(|(_, text)| width(text)).sum()
     }
 
     /// Widens the columns to hold `row`.
