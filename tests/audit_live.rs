@@ -1207,7 +1207,7 @@ async fn a_primary_and_its_standby() {
         let unused = find(&both, Check::UnusedIndex, "t_w");
         assert_eq!(unused.evidence_value("standbys_not_audited"), Some(0.0));
         assert_eq!(unused.usage.len(), 2);
-        assert_eq!(unused.usage[1].node, "host=standby");
+        assert_eq!(&*unused.usage[1].node, "host=standby");
         assert_eq!(unused.usage[1].index_scans, Some(0));
         let v_usage = both
             .objects

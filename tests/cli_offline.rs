@@ -115,6 +115,15 @@ fn bad_input_gets_a_one_line_error_and_exit_2() {
             "not a plan",
         ),
         (write("binary.bin", "\u{0}\u{1}\u{2}"), "no plan found"),
+        // A file of JSON is read without its white space; an error still points into the file
+        // as the user has it.
+        (
+            write(
+                "typo.json",
+                "[\n  {\n    \"Plan\": {\n      \"Node Type\" \"Result\"\n    }\n  }\n]\n",
+            ),
+            "at line 4, column 19",
+        ),
     ];
     for (path, expected) in &cases {
         let out = run(&["explain", path]);

@@ -97,6 +97,7 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
         min_size_bytes: args.min_size,
         min_stats_age: args.min_stats_age,
         horizon_min_age: args.horizon_min_age,
+        object_figures: matches!(args.format, AuditFormat::Prometheus),
     };
     let limits = Limits::read_only_defaults()
         .with(args.session.statement_timeout, args.session.lock_timeout);

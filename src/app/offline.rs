@@ -2,13 +2,13 @@
 
 use std::io::{self, Write};
 
-use super::input::{PLAN_LIMIT_BYTES, read_text};
+use super::input::{PLAN_LIMIT_BYTES, compact_json_file, read_text};
 
 use anyhow::{Result, bail};
 
 use crate::cli::{DiffArgs, ExplainArgs};
 use crate::exit;
-use crate::plan::{Analysis, Comparison, Severity, read_plan};
+use crate::plan::{Analysis, Comparison, Severity, read_plan, read_server_json};
 use crate::report::{Format, TextOptions, html, markdown, text, wire, write_json};
 
 /// Reads a plan argument: a path, or `-` for standard input.
@@ -19,6 +19,15 @@ pub fn read_plan_input(arg: &str) -> Result<(String, Analysis)> {
 /// Reads plan `choice` (from 1; the first when `None`) of a plan argument, and says on stderr
 /// when the input holds more plans than the one read.
 pub fn read_chosen_plan(arg: &str, choice: Option<usize>) -> Result<(String, Analysis)> {
+    // The common case, a file of EXPLAIN's JSON as the server sent it, is read compacted. When
+    // that does not read, the file is read again whole, for the reader to say what it is.
+    if choice.is_none_or(|n| n == 1)
+        && let Some(json) = compact_json_file(arg)
+        && let Ok(plan) = read_server_json(&json)
+    {
+        drop(json);
+        return Ok((arg.to_owned(), Analysis::of(plan)));
+    }
     let (name, content) = read_text(arg, "the plan", PLAN_LIMIT_BYTES)?;
     let title = if arg == "-" {
         "(standard input)".to_owned()

@@ -10,7 +10,8 @@
 //! key with another index (the duplicate and redundant checks quote their keys), and expression
 //! or partial indexes of the partitions an invalid partitioned index is missing (matched by text).
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet};
+use std::collections::BTreeSet;
 
 use super::snapshot::{Index, IndexColumn, NodeSnapshot};
 
@@ -23,7 +24,8 @@ pub fn indexes_to_deparse(snapshot: &NodeSnapshot) -> Vec<u32> {
         }
     }
     type Group<'a> = (u32, &'a str, Option<&'a str>, Option<&'a IndexColumn>);
-    let mut groups: HashMap<Group, Vec<&Index>> = HashMap::new();
+    // Sized for every index up front: growing a map rehashes what it holds, each time.
+    let mut groups: HashMap<Group, Vec<&Index>> = HashMap::with_capacity(snapshot.indexes.len());
     for index in &snapshot.indexes {
         if !index.valid || !index.ready || index.partition_child || index.columns.is_empty() {
             continue;

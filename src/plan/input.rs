@@ -40,6 +40,12 @@ pub struct ReadPlan {
     pub count: usize,
 }
 
+/// Reads EXPLAIN (FORMAT JSON) output as the server sends it, and nothing else: no psql
+/// decorations, no other format.
+pub fn read_server_json(json: &str) -> Result<Plan, PlanError> {
+    parse::parse_json_body(json)
+}
+
 /// Reads plan `choice` (from 1; the first when `None`) of the input: EXPLAIN output in any
 /// format, as the server sends it, as psql prints it, or as auto_explain logs it.
 pub fn read_plan(input: &str, choice: Option<usize>) -> Result<ReadPlan, PlanError> {

@@ -17,7 +17,7 @@ mod text_object;
 
 pub use diff::{Change, ChangeKind, Pair, PlanDiff, diff};
 pub use findings::{Finding, FindingKind, Severity};
-pub use input::{PlanFormat, ReadPlan, read_plan};
+pub use input::{PlanFormat, ReadPlan, read_plan, read_server_json};
 pub use metrics::{PlanMetrics, measure};
 pub use model::{Actual, Buffers, IoTimes, Node, NodeId, Plan, Trigger, Wal};
 pub use parse::{PlanError, parse_plan};

@@ -6,7 +6,8 @@
 //! check in text and Markdown; every Prometheus series of a database carries a `database` label
 //! (always, so a series keeps its identity when a second database joins the run).
 
-use std::collections::{BTreeMap, HashMap};
+use foldhash::{HashMap, HashMapExt};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 

@@ -9,13 +9,14 @@ pub mod format;
 pub mod html;
 pub mod info;
 pub mod markdown;
+pub mod pretty;
 pub mod text;
 pub mod tree;
 pub mod wire;
 pub mod wire_audit;
 pub mod workload;
 
-use std::io;
+use std::io::{self, Write};
 
 use anstyle::{AnsiColor, Style};
 
@@ -41,8 +42,14 @@ pub struct TextOptions {
 pub fn write_json<T: serde::Serialize>(out: &mut dyn io::Write, value: &T) -> io::Result<()> {
     // io::Error::from keeps an I/O failure's kind (a closed pipe stays BrokenPipe, which the
     // binary treats as the reader having gone away), and wraps anything else.
-    serde_json::to_writer_pretty(&mut *out, value).map_err(io::Error::from)?;
-    writeln!(out)
+    // Written through a buffer of its own, so that serde_json's many small writes (a key, a
+    // quote, a comma) are calls the compiler sees through, not calls through `dyn Write`.
+    let mut buffered = io::BufWriter::with_capacity(1 << 16, &mut *out);
+    let mut serializer =
+        serde_json::Serializer::with_formatter(&mut buffered, pretty::Indented::default());
+    value.serialize(&mut serializer).map_err(io::Error::from)?;
+    buffered.write_all(b"\n")?;
+    buffered.flush()
 }
 
 /// Colours for text output, or none at all.

@@ -8,11 +8,11 @@ use unicode_width::UnicodeWidthStr;
 
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 
-use crate::plan::{Analysis, Comparison, Finding};
+use crate::plan::{Analysis, Comparison, Finding, NodeId};
 
 use super::format::{change, count, ms, printable};
 use super::tree::{
-    TreeRow, figures, labelled, rows, rows_without_details, totals_parts, unified_diff,
+    TreeRow, figures, labelled, rows_without_details, totals_parts, tree_rows, unified_diff,
 };
 use super::{Paint, TextOptions};
 
@@ -113,52 +113,99 @@ impl Grid {
     }
 
     pub fn write(&self, out: &mut dyn Write, color: bool) -> io::Result<()> {
-        let line_width = |line: &Line| -> usize { line.iter().map(|(_, text)| text.width()).sum() };
-        let columns = self.rows.iter().map(Vec::len).max().unwrap_or(0);
-        let mut widths = vec![0; columns];
+        let mut layout = Layout::new(self.right_from);
         for row in &self.rows {
-            for (column, lines) in row.iter().enumerate() {
-                for line in lines {
-                    widths[column] = widths[column].max(line_width(line));
-                }
+            layout.fit(row);
+        }
+        for row in &self.rows {
+            layout.write_row(out, row, color)?;
+        }
+        Ok(())
+    }
+}
+
+/// The column widths and alignment of a [`Grid`]: every row is measured first, then each is
+/// written to those widths. A plan tree of many rows uses it directly, building each row twice
+/// (once to measure, once to write) rather than holding them all: held, the rows of a large plan
+/// took more memory than the plan itself.
+pub struct Layout {
+    widths: Vec<usize>,
+    /// Columns from this one on are right-aligned.
+    right_from: usize,
+    buffer: String,
+}
+
+impl Layout {
+    pub fn new(right_from: usize) -> Layout {
+        Layout {
+            widths: Vec::new(),
+            right_from,
+            buffer: String::new(),
+        }
+    }
+
+    fn line_width(line: &Line) -> usize {
+        // Printable ASCII, most of a plan's text, is one column a byte: counted without looking
+        // each character up in the Unicode width tables.
+        let width = |text: &str| {
+            if text.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+                text.len()
+            } else {
+                text.width()
+            }
+        };
+        line.iter().map(|(_, text)| width(text)).sum()
+    }
+
+    /// Widens the columns to hold `row`.
+    pub fn fit(&mut self, row: &[Vec<Line>]) {
+        if self.widths.len() < row.len() {
+            self.widths.resize(row.len(), 0);
+        }
+        for (column, lines) in row.iter().enumerate() {
+            for line in lines {
+                self.widths[column] = self.widths[column].max(Self::line_width(line));
             }
         }
-        let mut buffer = String::new();
-        for row in &self.rows {
-            let height = row.iter().map(Vec::len).max().unwrap_or(0).max(1);
-            for index in 0..height {
-                buffer.clear();
-                for (column, width) in widths.iter().enumerate() {
-                    let line = row.get(column).and_then(|lines| lines.get(index));
-                    let padding = width - line.map(line_width).unwrap_or(0);
-                    let right = column >= self.right_from;
-                    buffer.push(' ');
-                    if right {
-                        buffer.extend(std::iter::repeat_n(' ', padding));
-                    }
-                    for (tone, text) in line.into_iter().flatten() {
-                        match tone.style().filter(|_| color && !text.is_empty()) {
-                            Some(style) => {
-                                use std::fmt::Write as _;
-                                let _ = write!(
-                                    buffer,
-                                    "{}{text}{}",
-                                    style.render(),
-                                    style.render_reset()
-                                );
-                            }
-                            None => buffer.push_str(text),
-                        }
-                    }
-                    if !right {
-                        buffer.extend(std::iter::repeat_n(' ', padding));
-                    }
-                    buffer.push(' ');
+    }
+
+    /// Writes `row` (measured with [`Layout::fit`]) in as many lines as its tallest cell.
+    pub fn write_row(
+        &mut self,
+        out: &mut dyn Write,
+        row: &[Vec<Line>],
+        color: bool,
+    ) -> io::Result<()> {
+        let height = row.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let buffer = &mut self.buffer;
+        for index in 0..height {
+            buffer.clear();
+            for (column, width) in self.widths.iter().enumerate() {
+                let line = row.get(column).and_then(|lines| lines.get(index));
+                let padding = width - line.map(Self::line_width).unwrap_or(0);
+                let right = column >= self.right_from;
+                buffer.push(' ');
+                if right {
+                    buffer.extend(std::iter::repeat_n(' ', padding));
                 }
-                let trimmed = buffer.trim_end();
-                out.write_all(trimmed.as_bytes())?;
-                out.write_all(b"\n")?;
+                for (tone, text) in line.into_iter().flatten() {
+                    match tone.style().filter(|_| color && !text.is_empty()) {
+                        Some(style) => {
+                            use std::fmt::Write as _;
+                            let _ =
+                                write!(buffer, "{}{text}{}", style.render(), style.render_reset());
+                        }
+                        None => buffer.push_str(text),
+                    }
+                }
+                if !right {
+                    buffer.extend(std::iter::repeat_n(' ', padding));
+                }
+                buffer.push(' ');
             }
+            let trimmed = buffer.trim_end();
+            out.write_all(trimmed.as_bytes())?;
+            out.write_all(b"\n")?;
         }
         Ok(())
     }
@@ -321,12 +368,11 @@ pub fn write_tree(
     } else {
         headers.extend(["est rows", "cost"]);
     }
-    // The figure cells first, unpainted, to know how wide they are.
-    let tree = rows(analysis);
-    let mut figure_rows: Vec<Vec<(String, bool)>> = Vec::with_capacity(tree.len());
-    for row in &tree {
-        let node = &analysis.plan.nodes[row.id];
-        let m = &analysis.metrics.nodes[row.id];
+    // The figure cells, unpainted: on a terminal, measured first to know how wide the node
+    // column can be.
+    let figure_cells = |id: NodeId| -> Vec<(String, bool)> {
+        let node = &analysis.plan.nodes[id];
+        let m = &analysis.metrics.nodes[id];
         let est = node.plan_rows.map(count).unwrap_or_default();
         let mut cells: Vec<(String, bool)> = Vec::new();
         if analyzed {
@@ -366,28 +412,24 @@ pub fn write_tree(
             cells.push((est, false));
             cells.push((node.total_cost.map(cost).unwrap_or_default(), false));
         }
-        figure_rows.push(cells);
-    }
+        cells
+    };
     let node_width = options.width.map(|total| {
+        let mut widest: Vec<usize> = headers[1..].iter().map(|h| h.chars().count()).collect();
+        for id in 0..analysis.plan.nodes.len() {
+            for (column, (text, _)) in figure_cells(id).iter().enumerate() {
+                widest[column] = widest[column].max(text.chars().count());
+            }
+        }
         // Each column is padded by a space on either side.
-        let figures: usize = (1..headers.len())
-            .map(|col| {
-                let widest = figure_rows
-                    .iter()
-                    .map(|cells| cells[col - 1].0.chars().count())
-                    .max()
-                    .unwrap_or(0);
-                widest.max(headers[col].chars().count()) + 2
-            })
-            .sum();
+        let figures: usize = widest.iter().map(|w| w + 2).sum();
         usize::from(total)
             .saturating_sub(figures + 2)
             .max(MIN_NODE_WIDTH)
     });
-    let mut grid = Grid::new(&headers, 1);
-    for (row, figures) in tree.iter().zip(figure_rows) {
+    let cells = |row: &TreeRow| -> Vec<Vec<Line>> {
         let mut cells = vec![node_cell(row, node_width)];
-        for (i, (text, warn)) in figures.into_iter().enumerate() {
+        for (i, (text, warn)) in figure_cells(row.id).into_iter().enumerate() {
             let tone = if warn {
                 Tone::Warn
             } else if analyzed && i == 0 && text == "never executed" {
@@ -397,9 +439,19 @@ pub fn write_tree(
             };
             cells.push(cell(tone, text));
         }
-        grid.push(cells);
+        cells
+    };
+    let header: Vec<Vec<Line>> = headers.iter().map(|h| cell(Tone::Bold, *h)).collect();
+    let mut layout = Layout::new(1);
+    layout.fit(&header);
+    for row in tree_rows(analysis, true) {
+        layout.fit(&cells(&row));
     }
-    grid.write(out, options.color)
+    layout.write_row(out, &header, options.color)?;
+    for row in tree_rows(analysis, true) {
+        layout.write_row(out, &cells(&row), options.color)?;
+    }
+    Ok(())
 }
 
 /// Writes numbered findings with their hints.

@@ -27,30 +27,55 @@ pub struct TreeRow {
 
 /// The rows of `analysis`'s plan in pre-order.
 pub fn rows(analysis: &Analysis) -> Vec<TreeRow> {
-    rows_with(analysis, true)
+    tree_rows(analysis, true).collect()
 }
 
 /// The rows without their detail lines, which the textual diff does not show.
 pub fn rows_without_details(analysis: &Analysis) -> Vec<TreeRow> {
-    rows_with(analysis, false)
+    tree_rows(analysis, false).collect()
 }
 
-fn rows_with(analysis: &Analysis, with_details: bool) -> Vec<TreeRow> {
-    let plan = &analysis.plan;
-    let mut rows = Vec::with_capacity(plan.nodes.len());
-    // For each depth, whether the ancestor at that depth still has siblings to come (draw a bar).
-    let mut open: Vec<bool> = Vec::new();
-    let mut finding_numbers: Vec<Vec<usize>> = vec![Vec::new(); plan.nodes.len()];
+/// The rows one at a time, for a renderer that writes each as it comes instead of holding a
+/// large plan's rows all at once.
+pub fn tree_rows(analysis: &Analysis, with_details: bool) -> TreeRows<'_> {
+    let mut finding_numbers: Vec<Vec<usize>> = vec![Vec::new(); analysis.plan.nodes.len()];
     for (i, f) in analysis.findings.iter().enumerate() {
         if let Some(n) = f.node {
             finding_numbers[n].push(i + 1);
         }
     }
-    for (id, node) in plan.nodes.iter().enumerate() {
+    TreeRows {
+        analysis,
+        with_details,
+        next: 0,
+        open: Vec::new(),
+        finding_numbers,
+    }
+}
+
+/// The iterator of [`tree_rows`].
+pub struct TreeRows<'a> {
+    analysis: &'a Analysis,
+    with_details: bool,
+    next: NodeId,
+    /// For each depth, whether the ancestor at that depth still has siblings to come (draw a bar).
+    open: Vec<bool>,
+    finding_numbers: Vec<Vec<usize>>,
+}
+
+impl Iterator for TreeRows<'_> {
+    type Item = TreeRow;
+
+    fn next(&mut self) -> Option<TreeRow> {
+        let plan = &self.analysis.plan;
+        let id = self.next;
+        let node = plan.nodes.get(id)?;
+        self.next += 1;
         let last = match node.parent {
             Some(p) => plan.nodes[p].children.last() == Some(&id),
             None => true,
         };
+        let open = &mut self.open;
         open.truncate(node.depth);
         let mut prefix = String::new();
         let mut detail_prefix = String::new();
@@ -69,24 +94,23 @@ fn rows_with(analysis: &Analysis, with_details: bool) -> Vec<TreeRow> {
         } else {
             detail_prefix.push_str("  ");
         }
-        rows.push(TreeRow {
+        Some(TreeRow {
             id,
             prefix,
             detail_prefix,
             label: printable(&node_label(node)),
             subplan: subplan_name(node).map(|s| printable(&s)),
-            details: if with_details {
-                details(node, analysis, id)
+            details: if self.with_details {
+                details(node, self.analysis, id)
                     .iter()
                     .map(|d| printable(d))
                     .collect()
             } else {
                 Vec::new()
             },
-            findings: std::mem::take(&mut finding_numbers[id]),
-        });
+            findings: std::mem::take(&mut self.finding_numbers[id]),
+        })
     }
-    rows
 }
 
 /// The figures that matter on one line of a plan: rows against the estimate, loops, pages, rows

@@ -11,7 +11,7 @@
 //! deferrable); two protected duplicates are reported with no DROP. An index's INCLUDE columns
 //! must be covered by the one that replaces it, or index-only scans would be lost.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use crate::audit::snapshot::{Index, IndexColumn};
 use crate::audit::{Check, Context, Finding, Output, Severity};
@@ -93,7 +93,8 @@ pub fn run(ctx: &Context, out: &mut Output) {
     let mut dropped: HashSet<u32> = HashSet::new();
 
     // Duplicates: identical key signatures.
-    let mut groups: HashMap<Signature, Vec<&Index>> = HashMap::new();
+    // Maps sized up front: growing one rehashes what it holds, each time.
+    let mut groups: HashMap<Signature, Vec<&Index>> = HashMap::with_capacity(indexes.len());
     for index in &indexes {
         groups
             .entry(signature(

@@ -8,7 +8,7 @@
 //! null) and the key data, MAXALIGNed, plus a 4-byte line pointer; leaves are filled to the
 //! index's fillfactor (90 by default), inner pages to 70%.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use crate::audit::snapshot::{Column, Index, reloption};
 use crate::audit::{Check, Confidence, Context, Finding, Output, Severity};
@@ -244,7 +244,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
             .evidence("estimated_bloat_bytes", bloat_bytes)
             .evidence("estimated_bloat_percent", estimate.bloat_share() * 100.0)
             .fix(format!("REINDEX INDEX CONCURRENTLY {name};"));
-        finding.confidence = Some(estimate.confidence);
+        finding.confidence = Some(Box::new(estimate.confidence));
         out.findings.push(finding);
     }
     report_not_estimated(out, Check::IndexBloat, "btree index(es)", &not_estimated);

@@ -5,6 +5,7 @@
 
 use crate::audit::snapshot::{Index, IndexBuild, Table, TableKind};
 use crate::audit::{Check, Context, Finding, Output, Severity};
+use foldhash::HashSet;
 
 use super::{count_words, qualified};
 
@@ -167,7 +168,7 @@ fn invalid(ctx: &Context, index: &Index) -> Finding {
 /// SQL that attaches one to each (an equivalent index the partition already has, or a new one).
 fn unattached_partitions(ctx: &Context, index: &Index) -> Option<Finding> {
     let snapshot = ctx.reference.snapshot;
-    let attached: std::collections::HashSet<u32> = snapshot
+    let attached: HashSet<u32> = snapshot
         .indexes
         .iter()
         .filter(|i| i.parent_index_oid == Some(index.oid))

@@ -19,20 +19,38 @@ use crate::sql::quote_ident_to_show as quote_ident;
 use super::snapshot::{Settings, Table};
 use super::{Check, Context, Output};
 
-/// Runs every check.
+/// Runs every check, their findings in this order.
+///
+/// The checks only read the context, so unused_index, a third of the checks' time at fleet scale
+/// (a finding and its message for most indexes), runs on a thread of its own beside the others:
+/// by then every read is done and the server idle, and the audit runs in series after them.
 pub fn run_all(ctx: &Context, out: &mut Output) {
-    unused_index::run(ctx, out);
-    invalid_index::run(ctx, out);
-    duplicate_index::run(ctx, out);
-    missing_fk_index::run(ctx, out);
-    dead_tuples::run(ctx, out);
-    stale_statistics::run(ctx, out);
-    visibility_map::run(ctx, out);
-    index_bloat::run(ctx, out);
-    table_bloat::run(ctx, out);
-    xmin_horizon::run(ctx, out);
-    replication_slot::run(ctx, out);
-    xid_wraparound::run(ctx, out);
+    let unused = std::thread::scope(|scope| {
+        let unused = scope.spawn(|| {
+            let mut unused = Output::default();
+            unused_index::run(ctx, &mut unused);
+            unused
+        });
+        let mut rest = Output::default();
+        invalid_index::run(ctx, &mut rest);
+        duplicate_index::run(ctx, &mut rest);
+        missing_fk_index::run(ctx, &mut rest);
+        dead_tuples::run(ctx, &mut rest);
+        stale_statistics::run(ctx, &mut rest);
+        visibility_map::run(ctx, &mut rest);
+        index_bloat::run(ctx, &mut rest);
+        table_bloat::run(ctx, &mut rest);
+        xmin_horizon::run(ctx, &mut rest);
+        replication_slot::run(ctx, &mut rest);
+        xid_wraparound::run(ctx, &mut rest);
+        match unused.join() {
+            Ok(unused) => (unused, rest),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    });
+    let (unused, rest) = unused;
+    out.append(unused);
+    out.append(rest);
 }
 
 /// `schema.name`, each part quoted only when it must be.

@@ -7,7 +7,7 @@
 //!
 //! Modification counts and analyze times exist only on the primary.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet};
 
 use crate::audit::snapshot::{NodeSnapshot, Table, TableKind};
 use crate::audit::{Check, Context, Finding, Output, Severity};

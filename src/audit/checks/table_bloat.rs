@@ -7,7 +7,7 @@
 //! filled to the table's fillfactor (100 by default). `avg_width` in `pg_stats` measures values
 //! as stored, so compressed and TOASTed values count with their in-row size.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use crate::audit::snapshot::{Column, Table, TableKind};
 use crate::audit::{Check, Context, Finding, Output, Severity};
@@ -165,7 +165,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 "-- rewrites the table under an ACCESS EXCLUSIVE lock (pg_repack does it online)\n\
                  VACUUM (FULL, ANALYZE, VERBOSE) {name};"
             ));
-        finding.confidence = Some(estimate.confidence);
+        finding.confidence = Some(Box::new(estimate.confidence));
         out.findings.push(finding);
     }
     report_not_estimated(out, Check::TableBloat, "table(s)", &not_estimated);

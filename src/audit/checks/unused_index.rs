@@ -38,6 +38,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
     }
     let min_age = ctx.options.min_stats_age.as_secs_f64();
     let window = ctx.shortest_window();
+    let node_names: Vec<std::sync::Arc<str>> = ctx.nodes.iter().map(|n| n.name.into()).collect();
     for index in &ctx.reference.snapshot.indexes {
         if !index.valid || index.is_load_bearing() || !ctx.index_big_enough(index) {
             continue;
@@ -69,12 +70,11 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 .collect();
             (rows, index.size_bytes.unwrap_or(0))
         };
-        let usage: Vec<NodeUsage> = ctx
-            .nodes
+        let usage: Vec<NodeUsage> = node_names
             .iter()
             .zip(&rows)
             .map(|(node, row)| NodeUsage {
-                node: node.name.to_owned(),
+                node: node.clone(),
                 index_scans: row.and_then(|u| u.scans),
                 last_idx_scan: row.and_then(|u| u.last_scan).map(|t| t.iso()),
             })
