@@ -9,7 +9,8 @@
 //! again in the TEXT format, `explain` of each beside `explain` of its JSON), and one-node plans
 //! whose Filter is 16k to 256k characters long, in JSON and in TEXT. Runs are interleaved (each
 //! round runs every command once), medians are reported; peak memory is the child's maximum
-//! resident set (`wait4`), for pgplan, the floor and ExplainSQL, beside the budget: the input's
+//! resident set (`wait4`, in a small spawner process: see [`spawn`]), for pgplan, the floor and
+//! ExplainSQL, beside the budget: the input's
 //! size plus the report's.
 //!
 //! Goals: each command within 1.5× the floor at 10k and 100k nodes, at least 3× faster than
@@ -65,7 +66,15 @@ struct Run {
     output_bytes: u64,
 }
 
+/// Set to a file's path, the bench runs as the spawner (see [`run`]) and writes its child's
+/// resource usage there.
+const SPAWN: &str = "PGPLAN_BENCH_SPAWN";
+
 fn main() {
+    if let Some(usage_file) = std::env::var_os(SPAWN) {
+        spawn(Path::new(&usage_file));
+        return;
+    }
     if std::env::var_os(FLOOR).is_some() {
         let paths: Vec<String> = std::env::args()
             .skip(1)
@@ -364,13 +373,53 @@ fn explainsql() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Runs `program` to completion with its standard output going to `sink`, and measures it.
+/// The spawner: runs the program its arguments name, with this process's standard streams, and
+/// writes the child's CPU time and peak memory to `usage_file`. The bench measures through it
+/// because a process's peak memory (`ru_maxrss`) counts the memory of the process it was
+/// spawned from, which it keeps until exec: spawned straight from the bench, which held the
+/// plans it made, every command's peak was at least the bench's own.
 // The child is reaped by wait4, which also gives its peak memory, not by Child::wait.
 #[allow(clippy::zombie_processes)]
-fn run(program: &Path, args: &[String], env: &[(&str, &str)], sink: Sink, file: &Path) -> Run {
-    let mut command = Command::new(program);
-    command
+fn spawn(usage_file: &Path) {
+    let mut args = std::env::args_os().skip(1);
+    let program = args.next().expect("the spawner is given a program");
+    let child = Command::new(&program)
         .args(args)
+        .env_remove(SPAWN)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", Path::new(&program).display()));
+    let (status, usage) = wait4(child.id() as libc::pid_t);
+    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    std::fs::write(
+        usage_file,
+        format!(
+            "{} {}",
+            cpu(usage.ru_utime) + cpu(usage.ru_stime),
+            // ru_maxrss is in kilobytes on Linux.
+            usage.ru_maxrss as u64 * 1024
+        ),
+    )
+    .unwrap();
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        1
+    };
+    std::process::exit(code);
+}
+
+/// Runs `program` to completion with its standard output going to `sink`, and measures it: the
+/// wall time from spawn to exit, and, through the spawner, the program's own CPU time and peak
+/// memory.
+// The child is reaped by wait4 (for its status), not by Child::wait.
+#[allow(clippy::zombie_processes)]
+fn run(program: &Path, args: &[String], env: &[(&str, &str)], sink: Sink, file: &Path) -> Run {
+    let usage_file = file.with_extension("usage");
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    command
+        .arg(program)
+        .args(args)
+        .env(SPAWN, &usage_file)
         .stdin(Stdio::null())
         .stderr(Stdio::inherit());
     for (k, v) in env {
@@ -397,7 +446,7 @@ fn run(program: &Path, args: &[String], env: &[(&str, &str)], sink: Sink, file: 
             }
         })
     });
-    let (status, usage) = wait4(child.id() as libc::pid_t);
+    let (status, _) = wait4(child.id() as libc::pid_t);
     let seconds = start.elapsed().as_secs_f64();
     let piped = reader.map(|r| r.join().unwrap());
     assert!(
@@ -411,12 +460,12 @@ fn run(program: &Path, args: &[String], env: &[(&str, &str)], sink: Sink, file: 
         "{} {args:?} wrote nothing",
         program.display()
     );
-    let cpu = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let usage = std::fs::read_to_string(&usage_file).unwrap();
+    let (cpu_seconds, peak_bytes) = usage.split_once(' ').unwrap();
     Run {
         seconds,
-        cpu_seconds: cpu(usage.ru_utime) + cpu(usage.ru_stime),
-        // ru_maxrss is in kilobytes on Linux.
-        peak_bytes: usage.ru_maxrss as u64 * 1024,
+        cpu_seconds: cpu_seconds.parse().unwrap(),
+        peak_bytes: peak_bytes.parse().unwrap(),
         output_bytes,
     }
 }

@@ -13,6 +13,7 @@ use crate::plan::{Analysis, Comparison, Finding, NodeId};
 use super::format::{change, count, ms, printable};
 use super::tree::{
     TreeRow, figures, labelled, rows_without_details, totals_parts, tree_rows, unified_diff,
+    write_unified_diff,
 };
 use super::{Paint, TextOptions};
 
@@ -124,6 +125,16 @@ impl Grid {
     }
 }
 
+/// The columns `text` takes on a terminal. Printable ASCII, most of a plan's text, is one column
+/// a byte: counted without looking each character up in the Unicode width tables.
+fn text_width(text: &str) -> usize {
+    if text.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        text.len()
+    } else {
+        text.width()
+    }
+}
+
 /// The column widths and alignment of a [`Grid`]: every row is measured first, then each is
 /// written to those widths. A plan tree of many rows uses it directly, building each row twice
 /// (once to measure, once to write) rather than holding them all: held, the rows of a large plan
@@ -145,28 +156,33 @@ impl Layout {
     }
 
     fn line_width(line: &Line) -> usize {
-        // Printable ASCII, most of a plan's text, is one column a byte: counted without looking
-        // each character up in the Unicode width tables.
-        let width = |text: &str| {
-            if text.bytes().all(|b| (b' '..=b'~').contains(&b)) {
-                text.len()
-            } else {
-                text.width()
-            }
-        };
-        line.iter().map(|(_, text)| width(text)).sum()
+        line.iter().map(|(_, text)| text_width(text)).sum()
     }
 
     /// Widens the columns to hold `row`.
     pub fn fit(&mut self, row: &[Vec<Line>]) {
-        if self.widths.len() < row.len() {
-            self.widths.resize(row.len(), 0);
-        }
         for (column, lines) in row.iter().enumerate() {
-            for line in lines {
-                self.widths[column] = self.widths[column].max(Self::line_width(line));
-            }
+            self.fit_cell(column, lines);
         }
+    }
+
+    /// Widens `column` to hold a cell of `lines`.
+    pub fn fit_cell(&mut self, column: usize, lines: &[Line]) {
+        for line in lines {
+            self.fit_width(column, Self::line_width(line));
+        }
+    }
+
+    /// Widens `column` to hold a cell of one line of `text`, without making the cell.
+    pub fn fit_text(&mut self, column: usize, text: &str) {
+        self.fit_width(column, text_width(text));
+    }
+
+    fn fit_width(&mut self, column: usize, width: usize) {
+        if self.widths.len() <= column {
+            self.widths.resize(column + 1, 0);
+        }
+        self.widths[column] = self.widths[column].max(width);
     }
 
     /// Writes `row` (measured with [`Layout::fit`]) in as many lines as its tallest cell.
@@ -445,7 +461,10 @@ pub fn write_tree(
     let mut layout = Layout::new(1);
     layout.fit(&header);
     for row in tree_rows(analysis, true) {
-        layout.fit(&cells(&row));
+        layout.fit_cell(0, &node_cell(&row, node_width));
+        for (column, (text, _)) in figure_cells(row.id).iter().enumerate() {
+            layout.fit_text(column + 1, text);
+        }
     }
     layout.write_row(out, &header, options.color)?;
     for row in tree_rows(analysis, true) {
@@ -751,19 +770,25 @@ pub fn write_diff(
     write_findings(out, &comparison.after.findings, options)?;
     writeln!(out)?;
     writeln!(out, "{}", paint.bold("Plan trees, before → after"))?;
-    for line in unified_tree_diff(comparison).lines() {
-        let line = if line.starts_with("---") || line.starts_with("+++") || line.starts_with("@@") {
-            paint.dim(line)
-        } else if line.starts_with('-') {
-            paint.bad(line)
-        } else if line.starts_with('+') {
-            paint.good(line)
-        } else {
-            line.to_owned()
-        };
-        writeln!(out, "{line}")?;
-    }
-    Ok(())
+    // Written as it is made: for two large plans the diff is as long as both trees.
+    let before = diff_lines(&comparison.before);
+    let after = diff_lines(&comparison.after);
+    write_unified_diff(
+        &before,
+        &after,
+        &comparison.diff.before_to_after,
+        &mut |line| {
+            if line.starts_with("---") || line.starts_with("+++") || line.starts_with("@@") {
+                writeln!(out, "{}", paint.dim(line))
+            } else if line.starts_with('-') {
+                writeln!(out, "{}", paint.bad(line))
+            } else if line.starts_with('+') {
+                writeln!(out, "{}", paint.good(line))
+            } else {
+                writeln!(out, "{line}")
+            }
+        },
+    )
 }
 
 #[cfg(test)]

@@ -311,6 +311,25 @@ pub fn unified_diff(
     after: &[String],
     before_to_after: &[Option<NodeId>],
 ) -> String {
+    let mut out = String::new();
+    let written: std::io::Result<()> =
+        write_unified_diff(before, after, before_to_after, &mut |line| {
+            out.push_str(line);
+            out.push('\n');
+            Ok(())
+        });
+    written.expect("writing to a String cannot fail");
+    out
+}
+
+/// [`unified_diff`] line by line, each line given to `line` without its newline as it is made:
+/// the diff of two large plans is as long as their trees, and a renderer writes it as it comes.
+pub fn write_unified_diff(
+    before: &[String],
+    after: &[String],
+    before_to_after: &[Option<NodeId>],
+    line: &mut dyn FnMut(&str) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let anchors = increasing_run(before_to_after.iter().enumerate().filter_map(|(b, a)| {
         a.filter(|a| *a < after.len() && b < before.len())
             .map(|a| (b, a))
@@ -345,7 +364,7 @@ pub fn unified_diff(
         .filter(|&i| !matches!(ops[i], Op::Keep(..)))
         .collect();
     let Some(&first) = changes.first() else {
-        return String::new();
+        return Ok(());
     };
     // Where each op stands in the before and after lines, to number the hunks.
     let mut at = Vec::with_capacity(ops.len() + 1);
@@ -370,7 +389,9 @@ pub fn unified_diff(
     }
     hunks.push((start, end));
 
-    let mut out = String::from("--- before\n+++ after\n");
+    line("--- before")?;
+    line("+++ after")?;
+    let mut text = String::new();
     for (start, end) in hunks {
         let lo = start.saturating_sub(DIFF_CONTEXT);
         let hi = (end + DIFF_CONTEXT + 1).min(ops.len());
@@ -383,23 +404,24 @@ pub fn unified_diff(
                 format!("{},{}", from + 1, to - from)
             }
         };
-        out.push_str(&format!(
-            "@@ -{} +{} @@\n",
+        line(&format!(
+            "@@ -{} +{} @@",
             range(at[lo].0, at[hi].0),
             range(at[lo].1, at[hi].1)
-        ));
+        ))?;
         for op in &ops[lo..hi] {
-            let (mark, line) = match *op {
+            let (mark, tree_line) = match *op {
                 Op::Keep(b, _) => (' ', &before[b]),
                 Op::Remove(b) => ('-', &before[b]),
                 Op::Add(a) => ('+', &after[a]),
             };
-            out.push(mark);
-            out.push_str(line);
-            out.push('\n');
+            text.clear();
+            text.push(mark);
+            text.push_str(tree_line);
+            line(&text)?;
         }
     }
-    out
+    Ok(())
 }
 
 /// The longest run of pairs increasing in both coordinates, from pairs given in increasing
