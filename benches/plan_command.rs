@@ -10,8 +10,7 @@
 //! whose Filter is 16k to 256k characters long, in JSON and in TEXT. Runs are interleaved (each
 //! round runs every command once), medians are reported; peak memory is the child's maximum
 //! resident set (`wait4`, in a small spawner process: see [`spawn`]), for pgplan, the floor and
-//! ExplainSQL, beside the budget: the input's
-//! size plus the report's.
+//! ExplainSQL, beside the budget: the input's size plus the report's.
 //!
 //! Goals: each command within 1.5× the floor at 10k and 100k nodes, at least 3× faster than
 //! ExplainSQL at every size, `diff` at most 2× two `explain`s, `explain` of a TEXT plan at most
