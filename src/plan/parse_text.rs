@@ -1317,6 +1317,20 @@ fn complete_node(
         );
         map.insert("Actual Loops", loops.unwrap_or_else(zero));
     }
+    // MERGE's outcome: TEXT prints its `Tuples` line only when some row was merged, JSON always
+    // gives the four counts (explain.c's show_modifytable_info).
+    if node.node_type == "ModifyTable"
+        && map.get("Operation").and_then(Val::as_str) == Some("Merge")
+    {
+        for key in [
+            "Tuples Inserted",
+            "Tuples Updated",
+            "Tuples Deleted",
+            "Tuples Skipped",
+        ] {
+            map.insert_absent(key, zero);
+        }
+    }
     // Zero counts the TEXT format suppresses (explain.c's show_instrumentation_count).
     let removed = [
         ("Filter", "Rows Removed by Filter"),
@@ -2314,6 +2328,23 @@ mod tests {
             ],
             [3, 2, 0, 0]
         );
+        // A MERGE that merged nothing has no `Tuples` line; JSON says four zeros. Without
+        // ANALYZE neither gives counts.
+        let plan = read(&format!(
+            "Merge on t  {COST} {ACTUAL}\n  ->  Seq Scan on s  {COST} {ACTUAL}\n"
+        ));
+        let merge = &plan.root().extra;
+        let counts = [
+            "Tuples Inserted",
+            "Tuples Updated",
+            "Tuples Deleted",
+            "Tuples Skipped",
+        ];
+        assert_eq!(counts.map(|k| &merge[k]), [0, 0, 0, 0]);
+        let plan = read(&format!(
+            "Merge on t  {COST}\n  ->  Seq Scan on s  {COST}\n"
+        ));
+        assert!(counts.iter().all(|k| !plan.root().extra.contains_key(*k)));
     }
 
     #[test]
