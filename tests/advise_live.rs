@@ -924,8 +924,9 @@ async fn interrupts_and_a_lost_connection_leave_nothing_behind() {
         };
 
         // Ctrl-C while the expression index builds: cancelled, rolled back, exit 130.
-        let child = spawn();
-        db.wait_for_pgplan_statement("CREATE INDEX").await;
+        let mut child = spawn();
+        db.wait_for_pgplan_statement("CREATE INDEX", &mut child)
+            .await;
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let out = child.wait_with_output().unwrap();
         assert_eq!(
@@ -938,14 +939,16 @@ async fn interrupts_and_a_lost_connection_leave_nothing_behind() {
 
         // kill -9 during the build: the server rolls back on its own.
         let mut child = spawn();
-        db.wait_for_pgplan_statement("CREATE INDEX").await;
+        db.wait_for_pgplan_statement("CREATE INDEX", &mut child)
+            .await;
         child.kill().unwrap();
         child.wait().unwrap();
         assert_left_nothing(&db, &before).await;
 
         // The server ends pgplan's session mid-build: an error that says so, exit 2.
-        let child = spawn();
-        db.wait_for_pgplan_statement("CREATE INDEX").await;
+        let mut child = spawn();
+        db.wait_for_pgplan_statement("CREATE INDEX", &mut child)
+            .await;
         db.run(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
              WHERE application_name = 'pgplan' AND datname = current_database()",

@@ -743,7 +743,7 @@ async fn ctrl_c_through_pgbouncer_cancels_and_pgbouncer_keeps_serving() {
         let query = dir.path().join("q.sql");
         std::fs::write(&query, "SELECT count(*) FROM t WHERE v = 7").unwrap();
         for round in 0..3 {
-            let child = Command::new(pgplan_bin())
+            let mut child = Command::new(pgplan_bin())
                 .env("NO_COLOR", "1")
                 .args(["compare", "-d", &conninfo, query.to_str().unwrap()])
                 .args(["--index", "CREATE INDEX slow_build ON t (slow_identity(v))"])
@@ -752,7 +752,7 @@ async fn ctrl_c_through_pgbouncer_cancels_and_pgbouncer_keeps_serving() {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
-            db.wait_for_pgplan_statement("CREATE INDEX slow_build")
+            db.wait_for_pgplan_statement("CREATE INDEX slow_build", &mut child)
                 .await;
             // SAFETY: signalling the child this test started.
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };

@@ -337,7 +337,7 @@ async fn sigterm_rolls_back_and_exits_143() {
         let dir = tempfile::tempdir().unwrap();
         let query = dir.path().join("q.sql");
         std::fs::write(&query, "SELECT * FROM slow WHERE id = 7").unwrap();
-        let child = Command::new(pgplan_bin())
+        let mut child = Command::new(pgplan_bin())
             .env("NO_COLOR", "1")
             .args(["compare", "-d", &db.conninfo(), query.to_str().unwrap()])
             .args([
@@ -348,7 +348,7 @@ async fn sigterm_rolls_back_and_exits_143() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        db.wait_for_pgplan_statement("CREATE INDEX slow_build")
+        db.wait_for_pgplan_statement("CREATE INDEX slow_build", &mut child)
             .await;
         let started = Instant::now();
         // SAFETY: signalling the child we started.

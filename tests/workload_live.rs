@@ -472,7 +472,8 @@ async fn failures_and_interrupts_leave_nothing_behind() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-        db.wait_for_pgplan_statement("CREATE INDEX").await;
+        db.wait_for_pgplan_statement("CREATE INDEX", &mut child)
+            .await;
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(130));
@@ -494,7 +495,8 @@ async fn failures_and_interrupts_leave_nothing_behind() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-        db.wait_for_pgplan_statement("CREATE INDEX").await;
+        db.wait_for_pgplan_statement("CREATE INDEX", &mut child)
+            .await;
         child.kill().unwrap();
         child.wait().unwrap();
         assert_nothing_left(&db, &before).await;

@@ -277,18 +277,26 @@ impl TestDb {
 
     /// Waits up to a minute until one of this database's pgplan sessions is running a
     /// statement that starts with `prefix` (a slow `CREATE INDEX`, say), so a test can
-    /// interrupt pgplan in the middle of it; panics if it never does.
-    pub async fn wait_for_pgplan_statement(&self, prefix: &str) {
+    /// interrupt `pgplan` in the middle of it. Panics if it never does, and at once, with what
+    /// pgplan printed, if the process ended before it did.
+    pub async fn wait_for_pgplan_statement(&self, prefix: &str, pgplan: &mut std::process::Child) {
         let sql = format!(
             "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'pgplan' \
              AND datname = current_database() AND state = 'active' AND query LIKE '{prefix}%'"
         );
-        if self
-            .wait_for(&sql, |n| n != "0", std::time::Duration::from_secs(60))
-            .await
-            .is_err()
-        {
-            panic!("pgplan never ran a statement starting with {prefix:?}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while self.value(&sql).await.as_deref() == Some("0") {
+            if let Some(status) = pgplan.try_wait().unwrap() {
+                let mut printed = String::new();
+                if let Some(mut stderr) = pgplan.stderr.take() {
+                    let _ = std::io::Read::read_to_string(&mut stderr, &mut printed);
+                }
+                panic!("pgplan ended ({status}) before running {prefix:?}:\n{printed}");
+            }
+            if std::time::Instant::now() > deadline {
+                panic!("pgplan never ran a statement starting with {prefix:?}");
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     }
 
