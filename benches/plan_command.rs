@@ -279,14 +279,7 @@ fn main() {
         let (mut json_runs, mut text_runs) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
             for (path, runs) in [(&json_path, &mut json_runs), (&text_path, &mut text_runs)] {
-                let a = args(&[
-                    "explain",
-                    "--format",
-                    "text",
-                    "--color",
-                    "never",
-                    path.to_str().unwrap(),
-                ]);
+                let a = explain_text_args(path.to_str().unwrap());
                 runs.push(run(Path::new(PGPLAN), &a, &[], Sink::File, &out));
             }
         }
@@ -327,16 +320,9 @@ fn main() {
         let mut from_text = Vec::new();
         let mut esql = Vec::new();
         for _ in 0..rounds {
-            let a = args(&["explain", "--format", "text", "--color", "never", p]);
+            let a = explain_text_args(p);
             pgplan.push(run(Path::new(PGPLAN), &a, &[], Sink::File, &out).seconds);
-            let a = args(&[
-                "explain",
-                "--format",
-                "text",
-                "--color",
-                "never",
-                text_path.to_str().unwrap(),
-            ]);
+            let a = explain_text_args(text_path.to_str().unwrap());
             from_text.push(run(Path::new(PGPLAN), &a, &[], Sink::File, &out).seconds);
             if let Some(tool) = &explainsql {
                 let a = args(&["--print", "--format", "text", "--color", "never", p]);
@@ -356,6 +342,11 @@ fn main() {
             }
         );
     }
+}
+
+/// `pgplan explain --format text` of `plan`, colour off: the command of the TEXT tables.
+fn explain_text_args(plan: &str) -> Vec<String> {
+    args(&["explain", "--format", "text", "--color", "never", plan])
 }
 
 fn args(a: &[&str]) -> Vec<String> {
