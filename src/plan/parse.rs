@@ -94,6 +94,7 @@ where
     let read = move || {
         let seed = TopLevelSeed {
             nesting: Nesting { value_level: 0 },
+            nodes_hint: 0,
         };
         match seed.deserialize(value) {
             Ok(TopLevel::One(plan)) => Ok(*plan),
@@ -383,6 +384,7 @@ fn parse_json_here(json: &str) -> Result<Plan, PlanError> {
     deserializer.disable_recursion_limit();
     let seed = TopLevelSeed {
         nesting: Nesting { value_level: 0 },
+        nodes_hint: nodes_hint(json),
     };
     let result = seed.deserialize(&mut deserializer).and_then(|plan| {
         deserializer.end()?;
@@ -393,6 +395,15 @@ fn parse_json_here(json: &str) -> Result<Plan, PlanError> {
         Ok(TopLevel::Several(count)) => Err(PlanError::SeveralPlans { count }),
         Err(e) => Err(classify_error(json, e)),
     }
+}
+
+/// About how many nodes `json` holds, to reserve the node arena once: one `"Node Type"` key per
+/// node. Grown by doubling instead, the arena of a 1,000-node plan was copied ten times over
+/// (a node is over a kilobyte), about as many bytes as the plan's JSON. The count is a hint,
+/// never trusted: a text made of nothing but that key reserves at most a node per 64 bytes.
+fn nodes_hint(json: &str) -> usize {
+    let keys = memchr::memmem::find_iter(json.as_bytes(), b"\"Node Type\"").count();
+    keys.min(json.len() / 64)
 }
 
 /// Marker strings our own visitors put in custom errors, to map them back to [`PlanError`].
@@ -552,6 +563,8 @@ enum TopLevel {
 
 struct TopLevelSeed {
     nesting: Nesting,
+    /// [`nodes_hint`]: nodes to reserve room for in the first plan's arena.
+    nodes_hint: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for TopLevelSeed {
@@ -570,7 +583,11 @@ impl<'de> Visitor<'de> for TopLevelSeed {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<TopLevel, A::Error> {
         let nesting = self.nesting;
-        let Some(first) = seq.next_element_seed(PlanObjectSeed { nesting })? else {
+        let seed = PlanObjectSeed {
+            nesting,
+            nodes_hint: self.nodes_hint,
+        };
+        let Some(first) = seq.next_element_seed(seed)? else {
             return Err(de::Error::custom(format!("{NOT_A_PLAN}an empty array")));
         };
         let mut count = 1;
@@ -587,6 +604,7 @@ impl<'de> Visitor<'de> for TopLevelSeed {
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<TopLevel, A::Error> {
         let seed = PlanObjectSeed {
             nesting: self.nesting,
+            nodes_hint: self.nodes_hint,
         };
         seed.visit_map(map).map(|p| TopLevel::One(Box::new(p)))
     }
@@ -640,6 +658,8 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
 struct PlanObjectSeed {
     /// The nesting around the object.
     nesting: Nesting,
+    /// Nodes to reserve room for; a failed reservation only means the arena grows as it goes.
+    nodes_hint: usize,
 }
 
 impl<'de> DeserializeSeed<'de> for PlanObjectSeed {
@@ -659,6 +679,7 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Plan, A::Error> {
         let nesting = self.nesting;
         let mut plan = Plan::default();
+        let _ = plan.nodes.try_reserve_exact(self.nodes_hint);
         let mut saw_plan = false;
         let mut other_keys = Vec::new();
         while let Some(Key(key)) = map.next_key::<Key>()? {
@@ -922,6 +943,8 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         let mut has_wal = false;
         let mut io = IoTimes::default();
         let mut saw_node_type = false;
+        // The unmodelled keys, put in a map of their exact number at the end (see MapSeed).
+        let mut extra = Vec::new();
 
         while let Some(Key(key)) = map.next_key::<Key>()? {
             // A figure the server measured or counted: checked, so that every sum and product
@@ -1067,7 +1090,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                 }
                 other => {
                     let value = map.next_value_seed(ValueSeed(nesting))?;
-                    node.extra.insert(other.to_owned(), value);
+                    extra.push((other.to_owned(), value));
                 }
             }
         }
@@ -1080,6 +1103,9 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         node.buffers = has_buffers.then_some(buffers);
         node.wal = has_wal.then_some(wal);
         node.io = io;
+        if !extra.is_empty() {
+            node.extra = extra.into_iter().collect();
+        }
         self.arena[id] = node;
         Ok(())
     }
@@ -1202,12 +1228,16 @@ impl<'de> Visitor<'de> for MapSeed {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let nesting = self.0.enter_value()?;
-        let mut values = Map::new();
+        // Gathered first, then put in a map of exactly their number: grown key by key, the map
+        // reallocated its entries and rehashed its index at every doubling (a plan's `Workers`
+        // are thousands of such objects of twenty-odd keys each). Collecting keeps `insert`'s
+        // rule for a repeated key: the last value, in the first one's place.
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(24));
         while let Some(key) = map.next_key::<String>()? {
             let value = map.next_value_seed(ValueSeed(nesting))?;
-            values.insert(key, value);
+            entries.push((key, value));
         }
-        Ok(values)
+        Ok(entries.into_iter().collect())
     }
 }
 

@@ -6,9 +6,28 @@
 /// the cursor, recolour the screen or break a line of the tree. PostgreSQL quotes such names in
 /// its own output but keeps the characters themselves.
 pub fn printable(text: &str) -> String {
-    if !text.chars().any(char::is_control) {
+    if !has_control(text) {
         return text.to_owned();
     }
+    escape_controls(text)
+}
+
+/// [`printable`] for text already owned: returned as it is when it has nothing to escape, as
+/// nearly every label and condition of a plan has, instead of copied.
+pub fn printable_owned(text: String) -> String {
+    if !has_control(&text) {
+        return text;
+    }
+    escape_controls(&text)
+}
+
+fn has_control(text: &str) -> bool {
+    // Control characters are C0, DEL and C1 (U+0080..U+009F, two bytes from 0xC2): printable
+    // ASCII is told apart by its byte alone.
+    text.bytes().any(|b| b < 0x20 || b == 0x7f || b == 0xc2) && text.chars().any(char::is_control)
+}
+
+fn escape_controls(text: &str) -> String {
     text.chars()
         .map(|c| {
             if c.is_control() {
@@ -33,30 +52,46 @@ pub fn count(value: f64) -> String {
     let rounded = (abs * 100.0).round() / 100.0;
     let whole = rounded.trunc() as u64;
     let fraction = ((rounded - rounded.trunc()) * 100.0).round() as u64;
-    let mut text = group_thousands(whole);
-    if fraction > 0 {
-        let frac = format!("{fraction:02}");
-        text.push('.');
-        text.push_str(frac.trim_end_matches('0'));
-    }
+    // Built in one allocation: a text report formats several counts per plan node, and the
+    // pieces (groups, the fraction) used to be strings of their own.
+    let mut text = String::with_capacity(24);
     if negative && (whole > 0 || fraction > 0) {
-        text.insert(0, '-');
+        text.push('-');
+    }
+    let mut digits = [0u8; 20];
+    let whole_digits = decimal(whole, &mut digits);
+    for (i, d) in whole_digits.iter().enumerate() {
+        if i > 0 && (whole_digits.len() - i).is_multiple_of(3) {
+            text.push(',');
+        }
+        text.push(char::from(*d));
+    }
+    if fraction > 0 {
+        // Two places, trailing zeros left out: 50 → ".5", 5 → ".05".
+        let mut places = [0u8; 20];
+        let places = decimal(fraction, &mut places);
+        text.push('.');
+        if places.len() < 2 {
+            text.push('0');
+        }
+        let end = places.iter().rposition(|d| *d != b'0').map_or(0, |i| i + 1);
+        text.extend(places[..end].iter().map(|d| char::from(*d)));
     }
     text
 }
 
-fn group_thousands(mut n: u64) -> String {
-    let mut groups = Vec::new();
+/// The decimal digits of `n`, most significant first, written into `buffer`.
+fn decimal(mut n: u64, buffer: &mut [u8; 20]) -> &[u8] {
+    let mut start = buffer.len();
     loop {
-        if n < 1000 {
-            groups.push(n.to_string());
+        start -= 1;
+        buffer[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
             break;
         }
-        groups.push(format!("{:03}", n % 1000));
-        n /= 1000;
     }
-    groups.reverse();
-    groups.join(",")
+    &buffer[start..]
 }
 
 /// Milliseconds with precision that suits their size: "0.071 ms", "12.34 ms", "1,234.5 ms".
@@ -156,6 +191,54 @@ mod tests {
         assert_eq!(count(1_000_000.0), "1,000,000");
         assert_eq!(count(1e30), "1.00e30");
         assert_eq!(count(-1234.0), "-1,234");
+        assert_eq!(count(0.05), "0.05");
+        assert_eq!(count(0.5), "0.5");
+        assert_eq!(count(1_234_567.5), "1,234,567.5");
+        assert_eq!(count(999.999), "1,000");
+        assert_eq!(count(-0.001), "0");
+        assert_eq!(count(12.3456), "12.35");
+        assert_eq!(count(18_446_744.07), "18,446,744.07");
+    }
+
+    /// The previous formulation, pieces joined from strings of their own: the one-allocation
+    /// `count` must write exactly what it wrote.
+    fn count_by_pieces(value: f64) -> String {
+        let negative = value < 0.0;
+        let rounded = (value.abs() * 100.0).round() / 100.0;
+        let mut whole = rounded.trunc() as u64;
+        let fraction = ((rounded - rounded.trunc()) * 100.0).round() as u64;
+        let mut groups = Vec::new();
+        loop {
+            if whole < 1000 {
+                groups.push(whole.to_string());
+                break;
+            }
+            groups.push(format!("{:03}", whole % 1000));
+            whole /= 1000;
+        }
+        groups.reverse();
+        let mut text = groups.join(",");
+        if fraction > 0 {
+            text.push('.');
+            text.push_str(format!("{fraction:02}").trim_end_matches('0'));
+        }
+        if negative && text != "0" {
+            text.insert(0, '-');
+        }
+        text
+    }
+
+    #[test]
+    fn counts_match_the_pieces_they_were_built_from() {
+        let mut value = 0.001_f64;
+        while value < 1e15 {
+            for v in [value, -value, value.round(), value * 1.37, value + 0.005] {
+                if v.abs() < 1e15 {
+                    assert_eq!(count(v), count_by_pieces(v), "{v}");
+                }
+            }
+            value *= 1.013;
+        }
     }
 
     #[test]

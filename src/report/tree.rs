@@ -5,7 +5,7 @@
 use crate::plan::findings::node_label;
 use crate::plan::{Analysis, Node, NodeId};
 
-use super::format::{count, ms, printable};
+use super::format::{count, ms, printable_owned};
 
 /// One node's line in the tree and the detail lines under it.
 #[derive(Debug, Clone)]
@@ -98,12 +98,12 @@ impl Iterator for TreeRows<'_> {
             id,
             prefix,
             detail_prefix,
-            label: printable(&node_label(node)),
-            subplan: subplan_name(node).map(|s| printable(&s)),
+            label: printable_owned(node_label(node)),
+            subplan: subplan_name(node).map(printable_owned),
             details: if self.with_details {
                 details(node, self.analysis, id)
-                    .iter()
-                    .map(|d| printable(d))
+                    .into_iter()
+                    .map(printable_owned)
                     .collect()
             } else {
                 Vec::new()
