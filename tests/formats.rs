@@ -240,14 +240,14 @@ fn node_figures(node: &Node) -> BTreeMap<String, Value> {
     put("merge_cond", serde_json::json!(node.merge_cond));
     put("output", serde_json::json!(node.output));
     put("async_capable", serde_json::json!(node.async_capable));
-    for (k, v) in &node.extra {
-        f.insert(format!("extra {k}"), redact(v));
+    for (k, v) in node.extra.iter() {
+        f.insert(format!("extra {k}"), redact(&Value::from(v)));
     }
     // Each worker's JIT block on its own: the rest of a worker's figures depend on how the run
     // split the rows ("extra Workers" is run-dependent), its compiled functions and options do not.
-    let workers_jit: Vec<Value> = node
-        .extra
-        .get("Workers")
+    let workers = node.extra.get("Workers").map(Value::from);
+    let workers_jit: Vec<Value> = workers
+        .as_ref()
         .and_then(Value::as_array)
         .into_iter()
         .flatten()

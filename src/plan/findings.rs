@@ -6,6 +6,7 @@
 
 use serde::Serialize;
 
+use super::extra::{Extra, Extras};
 use super::hash_mem::{Multiplier, show as show_multiplier, work_mem_setting};
 use super::metrics::{Direction, NodeMetrics, PlanMetrics};
 use super::model::{Node, NodeId, Plan};
@@ -504,15 +505,13 @@ fn own_temp_written(m: &NodeMetrics) -> f64 {
 /// The per-process entries of a node in a parallel section (VERBOSE's `Workers` array): each
 /// worker's own sort method, batches and disk usage, which the node's own keys (the leader's)
 /// do not include.
-fn worker_entries(
-    node: &Node,
-) -> impl Iterator<Item = &serde_json::Map<String, serde_json::Value>> {
+fn worker_entries(node: &Node) -> impl Iterator<Item = &Extras> {
     node.extra
         .get("Workers")
-        .and_then(serde_json::Value::as_array)
+        .and_then(Extra::as_array)
         .into_iter()
         .flatten()
-        .filter_map(serde_json::Value::as_object)
+        .filter_map(Extra::as_object)
 }
 
 fn is_external(method: &str) -> bool {
@@ -522,26 +521,24 @@ fn is_external(method: &str) -> bool {
 /// An Incremental Sort's group summaries (`Full-sort Groups`, `Pre-sorted Groups`, PostgreSQL
 /// 13+): the sort methods used and, when any group went to disk, `Sort Space Disk`. Returns
 /// the external method seen and the peak disk space in kB.
-fn group_spill(
-    entry: &serde_json::Map<String, serde_json::Value>,
-) -> Option<(Option<String>, Option<f64>)> {
+fn group_spill(entry: &Extras) -> Option<(Option<String>, Option<f64>)> {
     let mut found = None;
     for key in ["Full-sort Groups", "Pre-sorted Groups"] {
-        let Some(groups) = entry.get(key).and_then(serde_json::Value::as_object) else {
+        let Some(groups) = entry.get(key).and_then(Extra::as_object) else {
             continue;
         };
         let method = groups
             .get("Sort Methods Used")
-            .and_then(serde_json::Value::as_array)
+            .and_then(Extra::as_array)
             .into_iter()
             .flatten()
-            .filter_map(serde_json::Value::as_str)
+            .filter_map(Extra::as_str)
             .find(|m| is_external(m))
             .map(str::to_owned);
         let disk = groups
             .get("Sort Space Disk")
             .and_then(|d| d.get("Peak Sort Space Used"))
-            .and_then(serde_json::Value::as_f64);
+            .and_then(Extra::as_f64);
         if method.is_some() || disk.is_some() {
             let (m0, d0): (Option<String>, Option<f64>) = found.unwrap_or((None, None));
             found = Some((
@@ -601,18 +598,15 @@ pub fn sort_spill(node: &Node, m: &NodeMetrics) -> Option<SortSpill> {
     for worker in worker_entries(node) {
         let method = worker
             .get("Sort Method")
-            .and_then(serde_json::Value::as_str)
+            .and_then(Extra::as_str)
             .filter(|m| is_external(m));
-        let disk = worker
-            .get("Sort Space Type")
-            .and_then(serde_json::Value::as_str)
-            == Some("Disk");
+        let disk = worker.get("Sort Space Type").and_then(Extra::as_str) == Some("Disk");
         let groups = group_spill(worker);
         if method.is_some() || disk || groups.is_some() {
             spill.workers += 1;
             let kb = worker
                 .get("Sort Space Used")
-                .and_then(serde_json::Value::as_f64)
+                .and_then(Extra::as_f64)
                 .filter(|_| disk);
             note(&mut spill, method.map(str::to_owned), kb);
             if let Some((method, kb)) = groups {
@@ -644,12 +638,7 @@ pub fn hash_aggregate_spill(node: &Node, m: &NodeMetrics) -> Option<(f64, f64)> 
     let mut batches = node.hashagg_batches.unwrap_or(0.0);
     let mut disk = node.disk_usage_kb.unwrap_or(0.0);
     for worker in worker_entries(node) {
-        let get = |k: &str| {
-            worker
-                .get(k)
-                .and_then(serde_json::Value::as_f64)
-                .unwrap_or(0.0)
-        };
+        let get = |k: &str| worker.get(k).and_then(Extra::as_f64).unwrap_or(0.0);
         batches = batches.max(get("HashAgg Batches"));
         disk = disk.max(get("Disk Usage"));
     }

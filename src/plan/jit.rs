@@ -131,7 +131,7 @@ fn has_worker_jit(plan: &Plan) -> bool {
     plan.nodes.iter().any(|n| {
         n.extra
             .get("Workers")
-            .and_then(Value::as_array)
+            .and_then(super::Extra::as_array)
             .is_some_and(|ws| ws.iter().any(|w| w.get("JIT").is_some()))
     })
 }

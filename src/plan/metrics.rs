@@ -10,6 +10,7 @@
 //! - A parallel node's figures sum the leader and the workers, and its `Actual Loops` counts the
 //!   processes, so a parallel node's time × loops is CPU time, not elapsed time.
 
+use super::extra::Extra;
 use super::model::{Buffers, Node, NodeId, Plan};
 
 /// Which way the planner was wrong.
@@ -210,10 +211,8 @@ fn node_mentions(node: &Node, references: &[String]) -> bool {
     texts.extend(node.output.iter().map(String::as_str));
     for value in node.extra.values() {
         match value {
-            serde_json::Value::String(s) => texts.push(s),
-            serde_json::Value::Array(items) => {
-                texts.extend(items.iter().filter_map(|v| v.as_str()))
-            }
+            Extra::String(s) => texts.push(s),
+            Extra::Array(items) => texts.extend(items.iter().filter_map(|v| v.as_str())),
             _ => {}
         }
     }

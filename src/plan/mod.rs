@@ -2,6 +2,7 @@
 //! it, findings, and a node-matched diff of two plans. Pure: no database, no async.
 
 pub mod diff;
+pub mod extra;
 pub mod findings;
 pub mod hash_mem;
 pub mod input;
@@ -16,6 +17,7 @@ pub mod side_effects;
 mod text_object;
 
 pub use diff::{Change, ChangeKind, Pair, PlanDiff, diff};
+pub use extra::{Extra, Extras};
 pub use findings::{Finding, FindingKind, Severity};
 pub use input::{PlanFormat, ReadPlan, read_plan, read_server_json};
 pub use metrics::{PlanMetrics, measure};

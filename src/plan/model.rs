@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value};
 
+use super::extra::Extras;
+
 /// Index of a node in [`Plan::nodes`] (pre-order: root first, then each child's subtree in the
 /// order of the `Plans` array).
 pub type NodeId = usize;
@@ -257,7 +259,7 @@ pub struct Node {
     pub output: Vec<String>,
 
     /// Keys pgplan does not model, kept in their order (`Sort Key`, `Workers`, `Cache Hits`, ...).
-    pub extra: Map<String, Value>,
+    pub extra: Extras,
 }
 
 impl Node {

@@ -10,6 +10,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
+use super::extra::{Extra, Extras, known_name};
 use super::model::{Actual, Buffers, IoTimes, Node, NodeId, Plan, Trigger, Wal};
 
 /// The deepest plan pgplan reads. Each level costs stack; real plans stay far below this.
@@ -713,7 +714,8 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
                 }
                 "Query Text" => plan.query_text = Some(map.next_value()?),
                 "Planning" => {
-                    let value = map.next_value_seed(MapSeed(nesting))?;
+                    let value: Map<String, Value> =
+                        map.next_value_seed(ExtrasSeed(nesting))?.into();
                     plan.planning_buffers = buffers_from_map(&value)?;
                     for (k, v) in value {
                         if !is_buffer_key(&k) {
@@ -726,7 +728,8 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
                     plan.triggers = value.iter().map(trigger_from_map).collect();
                 }
                 "Settings" => {
-                    let value = map.next_value_seed(MapSeed(nesting))?;
+                    let value: Map<String, Value> =
+                        map.next_value_seed(ExtrasSeed(nesting))?.into();
                     plan.settings = value
                         .into_iter()
                         .map(|(k, v)| {
@@ -742,8 +745,8 @@ impl<'de> Visitor<'de> for PlanObjectSeed {
                     if other_keys.len() < 5 {
                         other_keys.push(one_line(other));
                     }
-                    let value = map.next_value_seed(ValueSeed(nesting))?;
-                    plan.extra.insert(other.to_owned(), value);
+                    let value = map.next_value_seed(ExtraSeed(nesting))?;
+                    plan.extra.insert(other.to_owned(), value.into());
                 }
             }
         }
@@ -943,7 +946,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         let mut has_wal = false;
         let mut io = IoTimes::default();
         let mut saw_node_type = false;
-        // The unmodelled keys, put in a map of their exact number at the end (see MapSeed).
+        // The unmodelled keys, in their order.
         let mut extra = Vec::new();
 
         while let Some(Key(key)) = map.next_key::<Key>()? {
@@ -1089,8 +1092,8 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                     })?;
                 }
                 other => {
-                    let value = map.next_value_seed(ValueSeed(nesting))?;
-                    extra.push((other.to_owned(), value));
+                    let value = map.next_value_seed(ExtraSeed(nesting))?;
+                    extra.push((known_name(other), value));
                 }
             }
         }
@@ -1104,7 +1107,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         node.wal = has_wal.then_some(wal);
         node.io = io;
         if !extra.is_empty() {
-            node.extra = extra.into_iter().collect();
+            node.extra = Extras::from_entries(extra);
         }
         self.arena[id] = node;
         Ok(())
@@ -1149,95 +1152,92 @@ impl<'de> de::Deserialize<'de> for ReportedNumber {
     }
 }
 
-/// Reads any JSON value exactly as `serde_json::Value`'s own `Deserialize` does, but counting
-/// its nesting: the values of keys pgplan does not model are kept, and may nest arbitrarily.
-struct ValueSeed(Nesting);
+/// Reads any JSON value exactly as `serde_json::Value`'s own `Deserialize` does (the same
+/// visits, the same errors), but counting its nesting, into an [`Extra`]: the values of keys
+/// pgplan does not model are kept, and may nest arbitrarily.
+struct ExtraSeed(Nesting);
 
-impl<'de> DeserializeSeed<'de> for ValueSeed {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+impl<'de> DeserializeSeed<'de> for ExtraSeed {
+    type Value = Extra;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Extra, D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for ValueSeed {
-    type Value = Value;
+impl<'de> Visitor<'de> for ExtraSeed {
+    type Value = Extra;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("any valid JSON value")
     }
-    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Extra, E> {
+        Ok(Extra::Bool(v))
     }
-    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Extra, E> {
+        Ok(Extra::Number(v.into()))
     }
-    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
-        Ok(Value::Number(v.into()))
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Extra, E> {
+        Ok(Extra::Number(v.into()))
     }
-    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Extra, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(Extra::Null, Extra::Number))
     }
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Extra, E> {
+        Ok(Extra::String(v.into()))
     }
-    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Extra, E> {
+        Ok(Extra::String(v.into_boxed_str()))
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_unit<E: de::Error>(self) -> Result<Extra, E> {
+        Ok(Extra::Null)
     }
-    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_none<E: de::Error>(self) -> Result<Extra, E> {
+        Ok(Extra::Null)
     }
-    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Extra, D::Error> {
         self.deserialize(d)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Extra, A::Error> {
         let nesting = self.0.enter_value()?;
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(ValueSeed(nesting))? {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element_seed(ExtraSeed(nesting))? {
             items.push(item);
         }
-        Ok(Value::Array(items))
+        Ok(Extra::Array(items.into_boxed_slice()))
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
-        MapSeed(self.0).visit_map(map).map(Value::Object)
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Extra, A::Error> {
+        ExtrasSeed(self.0).visit_map(map).map(Extra::Object)
     }
 }
 
 /// Reads a JSON object as `serde_json::Map`'s own `Deserialize` does (same errors for anything
-/// else), counting nesting.
-struct MapSeed(Nesting);
+/// else), counting nesting, into [`Extras`].
+struct ExtrasSeed(Nesting);
 
-impl<'de> DeserializeSeed<'de> for MapSeed {
-    type Value = Map<String, Value>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+impl<'de> DeserializeSeed<'de> for ExtrasSeed {
+    type Value = Extras;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Extras, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for MapSeed {
-    type Value = Map<String, Value>;
+impl<'de> Visitor<'de> for ExtrasSeed {
+    type Value = Extras;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a map")
     }
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        Ok(Map::new())
+    fn visit_unit<E: de::Error>(self) -> Result<Extras, E> {
+        Ok(Extras::default())
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Extras, A::Error> {
         let nesting = self.0.enter_value()?;
-        // Gathered first, then put in a map of exactly their number: grown key by key, the map
-        // reallocated its entries and rehashed its index at every doubling (a plan's `Workers`
-        // are thousands of such objects of twenty-odd keys each). Collecting keeps `insert`'s
-        // rule for a repeated key: the last value, in the first one's place.
         let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(24));
-        while let Some(key) = map.next_key::<String>()? {
-            let value = map.next_value_seed(ValueSeed(nesting))?;
-            entries.push((key, value));
+        while let Some(Key(key)) = map.next_key::<Key>()? {
+            let value = map.next_value_seed(ExtraSeed(nesting))?;
+            entries.push((known_name(&key), value));
         }
-        Ok(entries.into_iter().collect())
+        Ok(Extras::from_entries(entries))
     }
 }
 
@@ -1260,8 +1260,8 @@ impl<'de> Visitor<'de> for TriggersSeed {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let nesting = self.0.enter_value()?;
         let mut triggers = Vec::new();
-        while let Some(trigger) = seq.next_element_seed(MapSeed(nesting))? {
-            triggers.push(trigger);
+        while let Some(trigger) = seq.next_element_seed(ExtrasSeed(nesting))? {
+            triggers.push(trigger.into());
         }
         Ok(triggers)
     }

@@ -2344,7 +2344,7 @@ mod tests {
         let plan = read(&format!(
             "Merge on t  {COST}\n  ->  Seq Scan on s  {COST}\n"
         ));
-        assert!(counts.iter().all(|k| !plan.root().extra.contains_key(*k)));
+        assert!(counts.iter().all(|k| !plan.root().extra.contains_key(k)));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::plan::diff::{ChangeKind, Pair};
-use crate::plan::{Analysis, Buffers, Comparison, Finding, Node, NodeId};
+use crate::plan::{Analysis, Buffers, Comparison, Extras, Finding, Node, NodeId};
 
 /// The version of the JSON documents pgplan writes (`audit`, `info`; the plan documents have
 /// [`PLAN_SCHEMA_VERSION`]).
@@ -341,7 +341,7 @@ pub struct NodeDoc<'a> {
     pub merge_cond: Option<&'a str>,
     pub output: &'a [String],
     /// Every key of the node that pgplan does not model, as the server sent it.
-    pub other: &'a Map<String, Value>,
+    pub other: &'a Extras,
 }
 
 #[derive(Debug, Serialize)]
