@@ -77,8 +77,9 @@ impl Iterator for TreeRows<'_> {
         };
         let open = &mut self.open;
         open.truncate(node.depth);
-        let mut prefix = String::new();
-        let mut detail_prefix = String::new();
+        // A level's bar is at most five bytes ("│  "): sized once, not doubled level by level.
+        let mut prefix = String::with_capacity(5 * node.depth + 4);
+        let mut detail_prefix = String::with_capacity(5 * node.depth + 8);
         if node.depth > 0 {
             for &bar in &open[1..] {
                 prefix.push_str(if bar { "│  " } else { "   " });
