@@ -72,18 +72,39 @@ impl Extra {
 impl Extras {
     /// The entries in their order; a key given twice keeps its first place and its last value,
     /// as `serde_json::Map::insert` (and so `Value`) has it.
-    pub fn from_entries(mut entries: Vec<(Name, Extra)>) -> Extras {
-        let mut i = 1;
-        while i < entries.len() {
-            match entries[..i].iter().position(|(k, _)| *k == entries[i].0) {
-                Some(first) => {
-                    let (_, value) = entries.remove(i);
-                    entries[first].1 = value;
+    pub fn from_entries(entries: Vec<(Name, Extra)>) -> Extras {
+        // EXPLAIN's objects are small and never repeat a key: a scan of the keys before each
+        // one is the cheapest check. An object of many keys (only hand-made input has them) is
+        // checked through a hash set, so that no input makes the check quadratic.
+        const SCANNED: usize = 32;
+        let repeated = if entries.len() <= SCANNED {
+            (1..entries.len()).any(|i| entries[..i].iter().any(|(k, _)| *k == entries[i].0))
+        } else {
+            let mut seen = foldhash::HashSet::with_capacity_and_hasher(
+                entries.len(),
+                foldhash::fast::RandomState::default(),
+            );
+            !entries.iter().all(|(k, _)| seen.insert(k.as_ref()))
+        };
+        if !repeated {
+            return Extras(entries.into_boxed_slice());
+        }
+        let mut kept: Vec<(Name, Extra)> = Vec::with_capacity(entries.len());
+        let mut places: foldhash::HashMap<String, usize> =
+            foldhash::HashMap::with_capacity_and_hasher(
+                entries.len(),
+                foldhash::fast::RandomState::default(),
+            );
+        for (key, value) in entries {
+            match places.get(key.as_ref()) {
+                Some(&at) => kept[at].1 = value,
+                None => {
+                    places.insert(key.to_string(), kept.len());
+                    kept.push((key, value));
                 }
-                None => i += 1,
             }
         }
-        Extras(entries.into_boxed_slice())
+        Extras(kept.into_boxed_slice())
     }
 
     pub fn get(&self, key: &str) -> Option<&Extra> {
@@ -413,6 +434,24 @@ mod tests {
         map.insert("a".into(), json!(3));
         assert_eq!(Map::from(extras.clone()), map);
         assert_eq!(extras.keys().collect::<Vec<_>>(), ["a", "b"]);
+    }
+
+    #[test]
+    fn many_keys_are_checked_in_linear_time_with_the_same_rule() {
+        // 200,000 distinct keys and then each again: a scan of the keys before each one would
+        // take 10^10 steps.
+        let n = 200_000;
+        let entries: Vec<(Name, Extra)> = (0..2 * n)
+            .map(|i| (Cow::Owned(format!("k{}", i % n)), Extra::Number(i.into())))
+            .collect();
+        let extras = Extras::from_entries(entries);
+        assert_eq!(extras.len(), n);
+        assert_eq!(extras["k0"], n as u64);
+        assert_eq!(extras.keys().nth(7), Some("k7"));
+        let distinct: Vec<(Name, Extra)> = (0..n)
+            .map(|i| (Cow::Owned(format!("k{i}")), Extra::Null))
+            .collect();
+        assert_eq!(Extras::from_entries(distinct).len(), n);
     }
 
     #[test]
