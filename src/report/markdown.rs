@@ -7,7 +7,7 @@ use crate::plan::{Analysis, Comparison, Finding};
 
 use super::format::{change, count, ms, printable};
 use super::text::{both_measured, estimate_rows, headline, totals_line, unified_tree_diff};
-use super::tree::{figures, labelled, rows};
+use super::tree::{figures_line, tree_rows};
 
 /// Escapes text for a Markdown table cell; control characters (a newline in a condition
 /// included) are shown escaped, as in the text output.
@@ -18,13 +18,8 @@ pub fn cell(text: &str) -> String {
 /// The plan tree in a fenced code block, one line per node with its main figures.
 pub fn write_tree_block(out: &mut dyn Write, analysis: &Analysis) -> io::Result<()> {
     writeln!(out, "```text")?;
-    for row in rows(analysis) {
-        let mut line = labelled(&row);
-        let figures = figures(analysis, row.id);
-        if !figures.is_empty() {
-            line.push_str("  ");
-            line.push_str(&figures.join(", "));
-        }
+    for row in tree_rows(analysis, true) {
+        let mut line = figures_line(analysis, &row);
         if !row.findings.is_empty() {
             let marks: Vec<String> = row.findings.iter().map(|n| format!("[{n}]")).collect();
             line.push(' ');

@@ -12,8 +12,7 @@ use crate::plan::{Analysis, Comparison, Finding, NodeId};
 
 use super::format::{change, count, ms, printable};
 use super::tree::{
-    TreeRow, figures, labelled, rows_without_details, totals_parts, tree_rows, unified_diff,
-    write_unified_diff,
+    TreeRow, figures_line, totals_parts, tree_rows, unified_diff, write_unified_diff,
 };
 use super::{Paint, TextOptions};
 
@@ -534,17 +533,8 @@ fn one_line(text: &str) -> String {
 /// The plan as plain lines for the textual diff: structure and the figures that matter, without
 /// timings (which differ on every run and would make every line a change).
 pub fn diff_lines(analysis: &Analysis) -> Vec<String> {
-    rows_without_details(analysis)
-        .into_iter()
-        .map(|row| {
-            let mut line = labelled(&row);
-            let figures = figures(analysis, row.id);
-            if !figures.is_empty() {
-                line.push_str("  ");
-                line.push_str(&figures.join(", "));
-            }
-            line
-        })
+    tree_rows(analysis, false)
+        .map(|row| figures_line(analysis, &row))
         .collect()
 }
 

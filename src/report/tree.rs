@@ -25,18 +25,9 @@ pub struct TreeRow {
     pub findings: Vec<usize>,
 }
 
-/// The rows of `analysis`'s plan in pre-order.
-pub fn rows(analysis: &Analysis) -> Vec<TreeRow> {
-    tree_rows(analysis, true).collect()
-}
-
-/// The rows without their detail lines, which the textual diff does not show.
-pub fn rows_without_details(analysis: &Analysis) -> Vec<TreeRow> {
-    tree_rows(analysis, false).collect()
-}
-
-/// The rows one at a time, for a renderer that writes each as it comes instead of holding a
-/// large plan's rows all at once.
+/// The rows of `analysis`'s plan in pre-order, one at a time, for a renderer that writes each
+/// as it comes instead of holding a large plan's rows all at once; `with_details: false` leaves
+/// out the detail lines, which the textual diff does not show.
 pub fn tree_rows(analysis: &Analysis, with_details: bool) -> TreeRows<'_> {
     let mut finding_numbers: Vec<Vec<usize>> = vec![Vec::new(); analysis.plan.nodes.len()];
     for (i, f) in analysis.findings.iter().enumerate() {
@@ -147,6 +138,17 @@ pub fn figures(analysis: &Analysis, id: NodeId) -> Vec<String> {
 }
 
 /// "├─ [InitPlan 1] Index Scan using ... on ..." : the tree prefix, the subplan name and label.
+/// A row's line with its [`figures`]: the line of the textual diff and of Markdown's tree.
+pub fn figures_line(analysis: &Analysis, row: &TreeRow) -> String {
+    let mut line = labelled(row);
+    let figures = figures(analysis, row.id);
+    if !figures.is_empty() {
+        line.push_str("  ");
+        line.push_str(&figures.join(", "));
+    }
+    line
+}
+
 pub fn labelled(row: &TreeRow) -> String {
     match &row.subplan {
         Some(sub) => format!("{}[{sub}] {}", row.prefix, row.label),
