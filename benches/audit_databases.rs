@@ -142,7 +142,7 @@ async fn read(cluster: &Cluster, database: &str) -> NodeResult {
     });
     client.batch_execute("BEGIN READ ONLY").await.unwrap();
     let facts = pgplan::db::facts::read_facts(&client).await.unwrap();
-    let snapshot = pgplan::db::catalog::read_snapshot(&client, &facts, &Scope::default())
+    let snapshot = pgplan::db::catalog::read_snapshot(&client, &facts, &Scope::default(), None)
         .await
         .expect("snapshot");
     client.batch_execute("COMMIT").await.unwrap();

@@ -255,7 +255,7 @@ async fn measure(cluster: &Cluster, label: &str, scope: &Scope) -> InProcess {
         let before = LIVE.load(Ordering::Relaxed);
         PEAK.store(before, Ordering::Relaxed);
         let started = Instant::now();
-        let snapshot = pgplan::db::catalog::read_snapshot(&client, &facts, scope)
+        let snapshot = pgplan::db::catalog::read_snapshot(&client, &facts, scope, None)
             .await
             .expect("snapshot");
         let read = started.elapsed();

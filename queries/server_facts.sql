@@ -3,7 +3,8 @@
 -- superuser, pg_monitor, pg_read_all_stats, extensions (name=version), available_extensions (the
 -- names of those whose package is installed on the server), tls_version, tls_cipher,
 -- system_identifier (null without the privilege to read pg_control_system()), started_at,
--- uptime_seconds.
+-- uptime_seconds, index_catalog_bytes (pg_index's size: how many indexes there are to read,
+-- known before reading them; pg_relation_size needs no privilege).
 -- Minimum server version: 10 (pg_monitor and pg_read_all_stats roles).
 SELECT current_setting('server_version_num') AS version_num,
        split_part(current_setting('server_version'), ' ', 1) AS version,
@@ -24,4 +25,5 @@ SELECT current_setting('server_version_num') AS version_num,
             THEN (SELECT system_identifier::text FROM pg_control_system())
        END AS system_identifier,
        to_char(pg_postmaster_start_time() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS started_at,
-       extract(epoch FROM now() - pg_postmaster_start_time())::float8 AS uptime_seconds
+       extract(epoch FROM now() - pg_postmaster_start_time())::float8 AS uptime_seconds,
+       pg_relation_size('pg_catalog.pg_index')::int8 AS index_catalog_bytes

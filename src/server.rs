@@ -36,6 +36,9 @@ pub struct ServerFacts {
     pub started_at: Option<String>,
     /// Seconds since the server started.
     pub uptime_seconds: Option<f64>,
+    /// `pg_index`'s size in bytes (about 200 per index): how large the catalog an audit reads
+    /// is, known before reading it.
+    pub index_catalog_bytes: Option<i64>,
 }
 
 impl ServerFacts {
@@ -216,6 +219,7 @@ mod tests {
             system_identifier: None,
             started_at: None,
             uptime_seconds: None,
+            index_catalog_bytes: None,
         }
     }
 

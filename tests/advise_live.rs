@@ -275,7 +275,7 @@ async fn unused_existing_indexes_come_from_audits_check() {
             tables: vec!["public.t".into(), "public.elsewhere".into()],
             ..Scope::default()
         };
-        let snapshot = pgplan::db::catalog::read_snapshot(&client, &server, &scope)
+        let snapshot = pgplan::db::catalog::read_snapshot(&client, &server, &scope, None)
             .await
             .unwrap();
         client.batch_execute("COMMIT").await.unwrap();

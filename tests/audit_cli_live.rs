@@ -467,3 +467,99 @@ async fn interrupted_or_killed_audits_leave_nothing() {
     })
     .await;
 }
+
+/// Indexes of every shape the audit names or compares (expression, partial, INCLUDE, unique,
+/// a foreign key's), beside SETUP's duplicates.
+const SHAPES: &str = "
+CREATE TABLE customers (id integer PRIMARY KEY, email text NOT NULL, \"Region\" text);
+INSERT INTO customers SELECT i, 'c' || i || '@example.com', 'r' || i % 5 FROM generate_series(1, 2000) i;
+CREATE UNIQUE INDEX customers_email_lower_idx ON customers (lower(email));
+CREATE INDEX customers_email_lower_again_idx ON customers (lower(email));
+CREATE INDEX customers_region_idx ON customers (\"Region\") INCLUDE (email);
+CREATE INDEX customers_region_partial_idx ON customers (\"Region\") WHERE id > 100;
+CREATE INDEX customers_region_partial_again_idx ON customers (\"Region\") WHERE id > 100;
+ALTER TABLE orders ADD CONSTRAINT orders_customer_fk FOREIGN KEY (customer_id) REFERENCES customers (id) NOT VALID;
+VACUUM (ANALYZE) customers;
+";
+
+/// An audit document without what moves with the clock (ages, windows, durations in words), so
+/// two runs a moment apart compare equal.
+fn without_clock(doc: &Value) -> String {
+    let seconds = regex::Regex::new(r#""([a-z_]*_seconds)":-?[0-9.eE+-]+"#).unwrap();
+    let words = regex::Regex::new(r"\b[0-9]+(\.[0-9]+)? (ms|s|min|h|d|days?)\b").unwrap();
+    let text = seconds
+        .replace_all(&doc.to_string(), r#""$1":0"#)
+        .into_owned();
+    words.replace_all(&text, "N $2").into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_second_connection_reads_the_indexes_on_the_same_snapshot() {
+    for_each_version("audit_helper", |major| async move {
+        let db = TestDb::create(major, "audit_helper").await;
+        db.run(SETUP).await;
+        db.run(SHAPES).await;
+        db.run("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .await;
+        let d = db.conninfo();
+        // Long enough a window that no finding's wording changes between the two runs.
+        let base = [
+            "-d",
+            d.as_str(),
+            "--format",
+            "json",
+            "--min-stats-age",
+            "1ms",
+        ];
+        let one = audit(&[&base[..], &["--connections", "1"]].concat());
+        let two = audit(&[&base[..], &["--connections", "2"]].concat());
+        let auto = audit(&[&base[..], &["--connections", "auto"]].concat());
+        assert_eq!(
+            one.status.code(),
+            two.status.code(),
+            "{}",
+            String::from_utf8_lossy(&two.stderr)
+        );
+        let (one, two, auto) = (json(&one), json(&two), json(&auto));
+        assert!(!findings(&one, "duplicate_index").is_empty(), "{one:#}");
+        let quoted = one.to_string();
+        // Expressions deparsed, plain columns named (and quoted) from the columns read beside
+        // the indexes; the partial duplicates were compared by predicate.
+        for name in [
+            "lower(email)",
+            "\\\"Region\\\"",
+            "customers_region_partial_again_idx",
+        ] {
+            assert!(quoted.contains(name), "{name} is quoted: {one:#}");
+        }
+        assert_eq!(
+            without_clock(&one),
+            without_clock(&two),
+            "one connection or two, one report"
+        );
+        assert_eq!(without_clock(&one), without_clock(&auto));
+        // Only the `--connections 2` run shared its snapshot: a catalog this small is read on
+        // one connection by `auto`.
+        let counted = |pattern: &str| {
+            format!(
+                "SELECT coalesce(sum(s.calls), 0) FROM pg_stat_statements s \
+                 JOIN pg_database d ON d.oid = s.dbid \
+                 WHERE d.datname = current_database() AND s.query ILIKE '{pattern}'"
+            )
+        };
+        assert_eq!(
+            db.value(&counted("%pg_export_snapshot()%"))
+                .await
+                .as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            db.value(&counted("SET TRANSACTION SNAPSHOT%"))
+                .await
+                .as_deref(),
+            Some("1")
+        );
+        assert_no_pgplan_session(&db).await;
+    })
+    .await;
+}

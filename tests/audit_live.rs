@@ -29,7 +29,7 @@ async fn read_node(config: &tokio_postgres::Config, scope: &Scope) -> Result<Nod
         .await
         .map_err(|e| pgplan::db::error::describe(&e))?;
     let facts = pgplan::db::facts::read_facts(&client).await?;
-    let snapshot = pgplan::db::catalog::read_snapshot(&client, &facts, scope)
+    let snapshot = pgplan::db::catalog::read_snapshot(&client, &facts, scope, None)
         .await
         .map_err(|e| e.to_string())?;
     client

@@ -748,7 +748,7 @@ pub async fn run_advise(
                 .collect(),
             ..Scope::default()
         };
-        let snapshot = read_audit_snapshot(conn, limits, &scope).await;
+        let snapshot = read_audit_snapshot(conn, limits, &scope, None).await;
         let audited = audit(
             &[NodeResult {
                 name: conn.target.clone(),

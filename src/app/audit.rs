@@ -11,7 +11,8 @@ use std::io::Write;
 use anyhow::{Context, Result};
 
 use crate::audit::{AuditOptions, DatabaseNodes, NodeResult, Scope, Severity, audit_databases};
-use crate::cli::{AuditArgs, AuditFormat, ConnArgs};
+use crate::cli::{AuditArgs, AuditFormat, ConnArgs, ConnectionsArg};
+use crate::db::catalog::Helper;
 use crate::db::conninfo::{ConnParams, redact};
 use crate::db::session::Limits;
 use crate::report::TextOptions;
@@ -20,6 +21,7 @@ use crate::report::audit::{
     write_audit_text_from,
 };
 use crate::report::wire_audit::write_audit_json;
+use crate::server::ServerFacts;
 
 use super::live::{Interrupt, open, read_audit_snapshot, report_destination, resolve, runtime};
 
@@ -105,6 +107,7 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     let interrupt = Interrupt::new();
     let session = &args.session;
+    let connections = args.connections;
     let results = runtime()?.block_on(interrupt.run(async {
         // Nodes are read concurrently: the slowest node, not their sum, sets the time.
         let reads = targets.iter().map(|target| {
@@ -114,7 +117,15 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
                     let mut conn = open(&target.params, session, interrupt)
                         .await
                         .map_err(|e| super::render_error(&e))?;
-                    read_audit_snapshot(&mut conn, &limits, scope).await
+                    let helper = wants_helper(connections, &conn.facts).then(|| Helper {
+                        // A helper that cannot connect is done without: one connection reads
+                        // everything, as it would with `--connections 1`.
+                        connection: Box::pin(async move {
+                            open(&target.params, session, interrupt).await.ok()
+                        }),
+                        limits,
+                    });
+                    read_audit_snapshot(&mut conn, &limits, scope, helper).await
                 }
                 .await;
                 NodeResult {
@@ -157,6 +168,22 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     // thousands at 50,000 findings) would only delay the exit.
     std::mem::forget(report);
     Ok(code)
+}
+
+/// pg_index's size from which `--connections auto` reads the indexes on a second connection:
+/// about 10,000 indexes (some 200 bytes each), where the index statement takes some 50 ms and a
+/// local connection a few.
+const HELPER_FROM_INDEX_CATALOG_BYTES: i64 = 2 << 20;
+
+/// Whether to open a second connection to read the indexes beside everything else.
+fn wants_helper(connections: ConnectionsArg, facts: &ServerFacts) -> bool {
+    match connections {
+        ConnectionsArg::One => false,
+        ConnectionsArg::Two => true,
+        ConnectionsArg::Auto => {
+            facts.index_catalog_bytes.unwrap_or(0) >= HELPER_FROM_INDEX_CATALOG_BYTES
+        }
+    }
 }
 
 /// The nodes grouped by the database they asked for, groups in the order their first node was

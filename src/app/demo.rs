@@ -259,8 +259,13 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
             Ok(())
         })
         .await?;
-        let snapshot =
-            read_audit_snapshot(&mut conn, &Limits::read_only_defaults(), &Scope::default()).await;
+        let snapshot = read_audit_snapshot(
+            &mut conn,
+            &Limits::read_only_defaults(),
+            &Scope::default(),
+            None,
+        )
+        .await;
         let nodes = [NodeResult {
             name: format!(
                 "the throwaway server (database pgplan_demo, port {})",

@@ -95,15 +95,17 @@ pub async fn open(
 
 pub use super::output::report_destination;
 
-/// Reads one node's audit snapshot in a read-only transaction with `limits`.
+/// Reads one node's audit snapshot in a read-only transaction with `limits`, on its snapshot
+/// with a `helper` connection reading the indexes.
 pub async fn read_audit_snapshot(
     conn: &mut Connection,
     limits: &Limits,
     scope: &crate::audit::Scope,
+    helper: Option<crate::db::catalog::Helper<'_>>,
 ) -> Result<crate::audit::NodeSnapshot, String> {
     let facts = conn.facts.clone();
-    conn.read_only(limits, async |client| {
-        crate::db::catalog::read_snapshot(client, &facts, scope)
+    conn.read_only_repeatable(limits, async |client| {
+        crate::db::catalog::read_snapshot(client, &facts, scope, helper)
             .await
             .map_err(|e| crate::db::session::SessionError {
                 context: "reading the catalog".into(),

@@ -15,8 +15,10 @@ use futures_util::TryStreamExt;
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, ToSql, Type};
 
+use super::connect::Connection;
 use super::error::describe;
 use super::facts::ServerFacts;
+use super::session::Limits;
 use crate::audit::Scope;
 use crate::audit::snapshot::*;
 
@@ -149,11 +151,30 @@ fn database_statement(version_num: u32, superuser: bool) -> String {
     )
 }
 
-/// Reads everything the audit needs from one node, in the caller's read-only transaction.
+/// A second connection to the same node, for reading a large catalog's indexes beside
+/// everything else: the server runs one connection's statements one after another, and on
+/// 50,000 indexes the index statement alone takes as long as all the others together.
+pub struct Helper<'a> {
+    /// The connection, being opened meanwhile; `None` if it could not be.
+    pub connection: std::pin::Pin<Box<dyn Future<Output = Option<Connection>> + Send + 'a>>,
+    pub limits: Limits,
+}
+
+/// How long the audit waits for the helper to be connected and inside a transaction on the
+/// audit's snapshot before reading the indexes itself: a transaction-mode pooler whose pool the
+/// audit's own transaction has exhausted would queue the helper until its timeout (PgBouncer's
+/// query_wait_timeout, two minutes by default).
+const HELPER_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Reads everything the audit needs from one node, in the caller's read-only transaction, which
+/// is REPEATABLE READ when there is a `helper`: it exports its snapshot (`pg_export_snapshot()`,
+/// which takes no transaction id and works on a standby), the helper imports it, and both read
+/// the catalog as of one moment.
 pub async fn read_snapshot(
     client: &tokio_postgres::Client,
     facts: &ServerFacts,
     scope: &Scope,
+    helper: Option<Helper<'_>>,
 ) -> Result<NodeSnapshot, CatalogError> {
     if facts.version_num < MIN_VERSION_NUM {
         return Err(CatalogError::Unsupported {
@@ -196,30 +217,64 @@ pub async fn read_snapshot(
     };
 
     // Statements are sent together (tokio-postgres pipelines the requests of one connection,
-    // in the order they are first polled): one round trip for the setting above, the settings
-    // and the clock, one for everything else but the indexes, whose column names come from the
-    // columns read, and one for the indexes.
+    // in the order they are first polled): one round trip for the setting above, the settings,
+    // the clock and the exported snapshot, one for everything else. Indexes name their columns
+    // once both are read.
     let database_sql = database_statement(v, facts.superuser);
     let settings_params: [(&(dyn ToSql + Sync), Type); 1] = [(&setting_names, Type::TEXT_ARRAY)];
-    let ((), settings_rows, database_rows) = futures_util::try_join!(
-        local_settings,
-        run(
-            client,
-            "settings",
-            SETTINGS_SQL,
-            v,
-            &settings_params,
-            setting,
-        ),
-        run(
-            client,
-            "database statistics",
-            &database_sql,
-            v,
-            &[],
-            database
-        ),
-    )?;
+    let sharing = helper.is_some();
+    let export = async move {
+        if !sharing {
+            return Ok(None);
+        }
+        let rows = client
+            .query_typed("SELECT pg_export_snapshot()", &[])
+            .await
+            .map_err(|e| CatalogError::Query {
+                what: "the snapshot to share",
+                message: describe(&e),
+            })?;
+        Ok(rows.first().and_then(|r| r.get::<_, Option<String>>(0)))
+    };
+    // The helper connects while the first round trip runs.
+    let mut helper = helper.map(|h| {
+        (
+            Box::pin(futures_util::future::maybe_done(h.connection)),
+            h.limits,
+        )
+    });
+    let first_round = async {
+        futures_util::try_join!(
+            local_settings,
+            run(
+                client,
+                "settings",
+                SETTINGS_SQL,
+                v,
+                &settings_params,
+                setting,
+            ),
+            run(
+                client,
+                "database statistics",
+                &database_sql,
+                v,
+                &[],
+                database
+            ),
+            export,
+        )
+    };
+    let first_round = std::pin::pin!(first_round);
+    let ((), settings_rows, database_rows, snapshot_id) = match &mut helper {
+        Some((connecting, _)) => {
+            match futures_util::future::select(first_round, connecting.as_mut()).await {
+                futures_util::future::Either::Left((read, _)) => read,
+                futures_util::future::Either::Right(((), first_round)) => first_round.await,
+            }
+        }
+        None => first_round.await,
+    }?;
     let settings = settings(&settings_rows);
     let (now, database) = database_rows
         .into_iter()
@@ -235,6 +290,62 @@ pub async fn read_snapshot(
     } else {
         COLUMNS_SQL
     };
+    let index_params = scope_params.clone();
+    let indexes_here = async move || {
+        run(client, "indexes", INDEXES_SQL, v, &index_params, |r| {
+            index(r, now)
+        })
+        .await
+    };
+    let indexes = async {
+        let (Some((mut connecting, limits)), Some(snapshot_id)) = (helper, snapshot_id) else {
+            return indexes_here().await;
+        };
+        let ready = tokio::time::timeout(HELPER_WAIT, connecting.as_mut()).await;
+        let Some(mut connection) = ready
+            .ok()
+            .and_then(|()| connecting.as_mut().take_output())
+            .flatten()
+        else {
+            return indexes_here().await;
+        };
+        // The same transaction-local settings as this connection's; on 15+ its statistics
+        // snapshot is its own, taken a few milliseconds from this one's.
+        let read = connection.read_only_imported(
+            &limits,
+            &snapshot_id,
+            HELPER_WAIT,
+            async |helper_client| {
+                if let Err(e) = helper_client.batch_execute(session_settings).await {
+                    return Ok(Err(CatalogError::Query {
+                        what: "settings",
+                        message: describe(&e),
+                    }));
+                }
+                Ok(run(
+                    helper_client,
+                    "indexes",
+                    INDEXES_SQL,
+                    v,
+                    &scope_params,
+                    |r| index(r, now),
+                )
+                .await)
+            },
+        );
+        match read.await {
+            Ok(Some(read)) => read,
+            Err(e) => Err(CatalogError::Query {
+                what: "indexes",
+                message: e.to_string(),
+            }),
+            // Not imported (the server refused the snapshot), or not begun in time.
+            Ok(None) => {
+                drop(connection);
+                indexes_here().await
+            }
+        }
+    };
     let (
         tables,
         columns,
@@ -244,6 +355,7 @@ pub async fn read_snapshot(
         prepared_xacts,
         standbys,
         index_builds,
+        mut indexes,
     ) = futures_util::try_join!(
         run(client, "tables", TABLES_SQL, v, &scope_params, |r| {
             table(r, now)
@@ -278,16 +390,9 @@ pub async fn read_snapshot(
             &[],
             index_build,
         ),
+        indexes,
     )?;
-    let names: HashMap<(u32, i16), &str> = columns
-        .iter()
-        .map(|c| ((c.table_oid, c.attnum), c.name.as_str()))
-        .collect();
-    let indexes = run(client, "indexes", INDEXES_SQL, v, &scope_params, |r| {
-        index(r, now, &names)
-    })
-    .await?;
-    drop(names);
+    name_columns(&mut indexes, &columns);
 
     let server = ServerInfo {
         version_num: facts.version_num,
@@ -854,7 +959,28 @@ fn table(row: &Cells, now: f64) -> Result<Table, CatalogError> {
     })
 }
 
-fn index(row: &Cells, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Index, CatalogError> {
+/// Names each plain index column as pg_get_indexdef would (quoted when needed), from the
+/// columns read beside the indexes; an expression's text is deparsed later, only if a finding
+/// quotes it.
+fn name_columns(indexes: &mut [Index], columns: &[Column]) {
+    let names: HashMap<(u32, i16), &str> = columns
+        .iter()
+        .map(|c| ((c.table_oid, c.attnum), c.name.as_str()))
+        .collect();
+    for index in indexes {
+        for column in &mut index.columns {
+            if column.attnum != 0 {
+                column.definition = names
+                    .get(&(index.table_oid, column.attnum))
+                    .map(|n| crate::sql::quote_ident(n))
+                    .unwrap_or_else(|| format!("column {}", column.attnum));
+            }
+        }
+    }
+}
+
+/// An index row; its plain columns are named by [`name_columns`] once the columns are read.
+fn index(row: &Cells, now: f64) -> Result<Index, CatalogError> {
     const W: &str = "indexes";
     let table_oid = oid(row, W, "table_oid")?;
     let attnums = array::<i16>(row, W, "attnums")?;
@@ -870,18 +996,12 @@ fn index(row: &Cells, now: f64, names: &HashMap<(u32, i16), &str>) -> Result<Ind
         .into_iter()
         .map(crate::audit::deparse::without_locations);
     // indkey covers every column; indclass, indcollation and indoption only the key columns
-    // (INCLUDE columns have no operator class). A plain column is named as pg_get_indexdef
-    // would (quoted when needed); an expression's text is deparsed later, only if a finding
-    // quotes it.
+    // (INCLUDE columns have no operator class).
     let columns = (0..attnums.len())
         .map(|i| {
             let attnum = attnums.get(i).copied().flatten().unwrap_or(0);
             if attnum != 0 {
-                let name = names
-                    .get(&(table_oid, attnum))
-                    .map(|n| crate::sql::quote_ident(n))
-                    .unwrap_or_else(|| format!("column {attnum}"));
-                (attnum, name, None)
+                (attnum, String::new(), None)
             } else {
                 (attnum, String::new(), expressions.next())
             }

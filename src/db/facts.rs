@@ -39,5 +39,6 @@ pub async fn read_facts(client: &tokio_postgres::Client) -> Result<ServerFacts, 
         system_identifier: row.get("system_identifier"),
         started_at: row.get("started_at"),
         uptime_seconds: row.get("uptime_seconds"),
+        index_catalog_bytes: row.get("index_catalog_bytes"),
     })
 }

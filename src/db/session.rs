@@ -124,6 +124,40 @@ pub fn set_local_statements(
     sql
 }
 
+/// How a transaction begins: read-only unless `Write`.
+#[derive(Debug, Clone, Copy)]
+enum Begin<'a> {
+    /// `READ ONLY`.
+    Only,
+    /// Read-write (and always rolled back).
+    Write,
+    /// `REPEATABLE READ READ ONLY`: every statement sees one snapshot, which
+    /// `pg_export_snapshot()` can hand to another connection.
+    Repeatable,
+    /// `REPEATABLE READ READ ONLY` on the snapshot another transaction exported.
+    Imported(&'a str),
+}
+
+impl Begin<'_> {
+    fn sql(self) -> String {
+        match self {
+            Begin::Only => "BEGIN READ ONLY".into(),
+            Begin::Write => "BEGIN".into(),
+            Begin::Repeatable => "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY".into(),
+            // SET TRANSACTION SNAPSHOT must come before the transaction's first query; the SET
+            // LOCALs after it take no snapshot, but it goes first all the same.
+            Begin::Imported(snapshot) => format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SET TRANSACTION SNAPSHOT {}",
+                string_literal(snapshot)
+            ),
+        }
+    }
+
+    fn read_only(self) -> bool {
+        !matches!(self, Begin::Write)
+    }
+}
+
 impl Connection {
     /// Runs `work` inside `BEGIN READ ONLY` with the limits set transaction-locally; the
     /// transaction is always rolled back (it has nothing to commit).
@@ -131,7 +165,43 @@ impl Connection {
     where
         F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
     {
-        self.transaction(limits, true, work).await
+        self.transaction(limits, Begin::Only, work).await
+    }
+
+    /// [`Connection::read_only`] at REPEATABLE READ: every statement of `work` sees the same
+    /// snapshot, and `work` may export it (`pg_export_snapshot()`) for another connection to
+    /// read the same catalog with [`Connection::read_only_imported`].
+    pub async fn read_only_repeatable<T, F>(
+        &mut self,
+        limits: &Limits,
+        work: F,
+    ) -> Result<T, SessionError>
+    where
+        F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
+    {
+        self.transaction(limits, Begin::Repeatable, work).await
+    }
+
+    /// [`Connection::read_only`] on the snapshot another connection's transaction exported, which
+    /// must still be open. `Ok(None)` when the snapshot could not be imported (the exporting
+    /// transaction ended, or the server refused it) or the transaction had not begun within
+    /// `begin_within` (a pooler queueing it for a server connection): `work` did not run, and
+    /// the caller, which must then drop this connection, reads on its own instead.
+    pub async fn read_only_imported<T, F>(
+        &mut self,
+        limits: &Limits,
+        snapshot: &str,
+        begin_within: Duration,
+        work: F,
+    ) -> Result<Option<T>, SessionError>
+    where
+        F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
+    {
+        let begin = self.begin(limits, Begin::Imported(snapshot));
+        match tokio::time::timeout(begin_within, begin).await {
+            Ok(Ok(())) => self.run_and_roll_back(work).await.map(Some),
+            Ok(Err(_)) | Err(_) => Ok(None),
+        }
     }
 
     /// Runs `work` inside a read-write transaction that is always rolled back, whatever `work`
@@ -140,29 +210,31 @@ impl Connection {
     where
         F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
     {
-        self.transaction(limits, false, work).await
+        self.transaction(limits, Begin::Write, work).await
     }
 
     async fn transaction<T, F>(
         &mut self,
         limits: &Limits,
-        read_only: bool,
+        begin: Begin<'_>,
         work: F,
     ) -> Result<T, SessionError>
     where
         F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
     {
-        let begin = if read_only {
-            "BEGIN READ ONLY"
-        } else {
-            "BEGIN"
-        };
+        self.begin(limits, begin).await?;
+        self.run_and_roll_back(work).await
+    }
+
+    /// Begins the transaction with every setting `SET LOCAL`; on failure nothing is left open.
+    async fn begin(&mut self, limits: &Limits, begin: Begin<'_>) -> Result<(), SessionError> {
         let setup = format!(
-            "{begin}; {}",
+            "{}; {}",
+            begin.sql(),
             set_local_statements(
                 limits,
                 self.facts.major(),
-                !read_only,
+                !begin.read_only(),
                 &self.application_name,
                 &self.session_settings,
             )
@@ -171,6 +243,13 @@ impl Connection {
             let _ = self.client.batch_execute("ROLLBACK").await;
             return Err(SessionError::from_pg("starting a transaction", &e));
         }
+        Ok(())
+    }
+
+    async fn run_and_roll_back<T, F>(&mut self, work: F) -> Result<T, SessionError>
+    where
+        F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
+    {
         let result = work(&self.client).await;
         let rollback = self.client.batch_execute("ROLLBACK").await;
         match (result, rollback) {
@@ -184,6 +263,24 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_imported_snapshot_is_named_first_and_quoted() {
+        assert_eq!(
+            Begin::Imported("00000003-0000001B-1").sql(),
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
+             SET TRANSACTION SNAPSHOT '00000003-0000001B-1'"
+        );
+        assert_eq!(
+            Begin::Imported("x'; DROP TABLE t; --").sql(),
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; \
+             SET TRANSACTION SNAPSHOT 'x''; DROP TABLE t; --'"
+        );
+        for begin in [Begin::Only, Begin::Repeatable, Begin::Imported("s")] {
+            assert!(begin.read_only() && begin.sql().contains("READ ONLY"));
+        }
+        assert!(!Begin::Write.read_only());
+    }
 
     #[test]
     fn every_setting_is_transaction_local() {
