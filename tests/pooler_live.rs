@@ -792,3 +792,94 @@ async fn ctrl_c_through_pgbouncer_cancels_and_pgbouncer_keeps_serving() {
     })
     .await;
 }
+
+/// `audit --connections 2` through PgBouncer in transaction mode: the helper's transaction gets
+/// a server connection of its own and imports the audit's snapshot; when the pool is taken (one
+/// of its two server connections held by another client's transaction, the other by the audit's
+/// own), the helper waits in PgBouncer's queue, is given up after a second, and the audit reads
+/// the indexes itself: the same report, no hang until PgBouncer's query_wait_timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn audit_with_a_second_connection_through_pgbouncer() {
+    for_each_version("pooler_audit_helper", |major| async move {
+        let db = TestDb::create(major, "pooler_audit_helper").await;
+        db.run(
+            "CREATE EXTENSION IF NOT EXISTS pg_stat_statements; \
+             CREATE TABLE t (id integer PRIMARY KEY, v integer NOT NULL); \
+             INSERT INTO t SELECT i, i % 50 FROM generate_series(1, 1000) i; \
+             CREATE INDEX t_v_idx ON t (v); CREATE INDEX t_v_again_idx ON t (v); \
+             VACUUM (ANALYZE) t;",
+        )
+        .await;
+        let bouncer = start_bouncer(&db);
+        let conninfo = bouncer.conninfo(&db);
+        let imports = "SELECT coalesce(sum(s.calls), 0) FROM pg_stat_statements s \
+                       JOIN pg_database d ON d.oid = s.dbid \
+                       WHERE d.datname = current_database() \
+                         AND s.query ILIKE 'SET TRANSACTION SNAPSHOT%'";
+        let duplicates = |out: &std::process::Output| -> Vec<String> {
+            assert!(
+                out.status.code().is_some_and(|c| c <= 1),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            doc["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["check"] == "duplicate_index")
+                .map(|f| f["index"].as_str().unwrap().to_owned())
+                .collect()
+        };
+
+        let helped = run(&[
+            "audit",
+            "--connections",
+            "2",
+            "--format",
+            "json",
+            "-d",
+            &conninfo,
+        ]);
+        assert_eq!(duplicates(&helped), ["t_v_again_idx"]);
+        assert_eq!(
+            db.value(imports).await.as_deref(),
+            Some("1"),
+            "the helper imported the snapshot"
+        );
+
+        // Another client holds one of the pool's two server connections in a transaction.
+        let holder = pooled_client(&conninfo).await;
+        holder.batch_execute("BEGIN; SELECT 1").await.unwrap();
+        let started = Instant::now();
+        let alone = run(&[
+            "audit",
+            "--connections",
+            "2",
+            "--format",
+            "json",
+            "-d",
+            &conninfo,
+        ]);
+        let took = started.elapsed();
+        assert_eq!(duplicates(&alone), ["t_v_again_idx"]);
+        assert!(
+            took < Duration::from_secs(20),
+            "the audit did not wait for the pool: {took:?}"
+        );
+        assert_eq!(
+            db.value(imports).await.as_deref(),
+            Some("1"),
+            "no second import"
+        );
+        holder.batch_execute("ROLLBACK").await.unwrap();
+
+        // Every pooled server connection is clean afterwards: no transaction left open.
+        let open = "SELECT count(*) FROM pg_stat_activity \
+                    WHERE datname = current_database() AND state LIKE 'idle in transaction%'";
+        db.wait_for(open, |n| n == "0", Duration::from_secs(10))
+            .await
+            .expect("no transaction is left open");
+    })
+    .await;
+}
