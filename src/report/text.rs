@@ -197,7 +197,8 @@ impl Layout {
             buffer.clear();
             for (column, width) in self.widths.iter().enumerate() {
                 let line = row.get(column).and_then(|lines| lines.get(index));
-                let padding = width - line.map(Self::line_width).unwrap_or(0);
+                // A detail line may run past its column (see DETAIL_WIDTH_CAP).
+                let padding = width.saturating_sub(line.map(Self::line_width).unwrap_or(0));
                 let right = column >= self.right_from;
                 buffer.push(' ');
                 if right {
@@ -297,10 +298,18 @@ fn wrap(text: &str, first: usize, rest: usize) -> Vec<String> {
     pieces
 }
 
+/// How wide a detail line (a condition, an output list) may make the node column when it is not
+/// wrapped (output to a file or a pipe). A longer one runs on over the figure columns, with which
+/// it shares no line, instead of pushing every row's figures that far right: one Filter of
+/// 16,000 characters padded every row of the table to 16,000 characters, a 1,000-node plan's
+/// report to 16 MB of spaces.
+const DETAIL_WIDTH_CAP: usize = 120;
+
 /// The node column's lines for one row: the node's line and its detail lines, each wrapped to
 /// `width` characters (when given) with the tree's bars repeated on every continuation line,
-/// so that a long condition never breaks the tree apart.
-fn node_cell(row: &TreeRow, width: Option<usize>) -> Vec<Line> {
+/// so that a long condition never breaks the tree apart. Also how many of the lines are the
+/// node's own (the first of them carries the row's figures), the rest being its details.
+fn node_cell(row: &TreeRow, width: Option<usize>) -> (Vec<Line>, usize) {
     let tag = row.subplan.as_ref().map(|sub| format!("[{sub}]"));
     let marks: String = row.findings.iter().map(|n| format!("[{n}]")).collect();
     let mut label_text = String::new();
@@ -332,6 +341,7 @@ fn node_cell(row: &TreeRow, width: Option<usize>) -> Vec<Line> {
         label_pieces(piece, tag.as_deref(), &marks, &mut line);
         lines.push(line);
     }
+    let label_lines = lines.len();
     for detail in &row.details {
         for (i, piece) in fit(&row.detail_prefix, detail).into_iter().enumerate() {
             let prefix = if i == 0 {
@@ -342,7 +352,7 @@ fn node_cell(row: &TreeRow, width: Option<usize>) -> Vec<Line> {
             lines.push(vec![(Tone::Dim, prefix.clone()), (Tone::Dim, piece)]);
         }
     }
-    lines
+    (lines, label_lines)
 }
 
 /// The pieces of a node's line: the subplan tag and the finding marks in their colours.
@@ -443,7 +453,7 @@ pub fn write_tree(
             .max(MIN_NODE_WIDTH)
     });
     let cells = |row: &TreeRow| -> Vec<Vec<Line>> {
-        let mut cells = vec![node_cell(row, node_width)];
+        let mut cells = vec![node_cell(row, node_width).0];
         for (i, (text, warn)) in figure_cells(row.id).into_iter().enumerate() {
             let tone = if warn {
                 Tone::Warn
@@ -460,7 +470,16 @@ pub fn write_tree(
     let mut layout = Layout::new(1);
     layout.fit(&header);
     for row in tree_rows(analysis, true) {
-        layout.fit_cell(0, &node_cell(&row, node_width));
+        let (lines, label_lines) = node_cell(&row, node_width);
+        for (i, line) in lines.iter().enumerate() {
+            let width = Layout::line_width(line);
+            let width = if i < label_lines {
+                width
+            } else {
+                width.min(DETAIL_WIDTH_CAP)
+            };
+            layout.fit_width(0, width);
+        }
         for (column, (text, _)) in figure_cells(row.id).iter().enumerate() {
             layout.fit_text(column + 1, text);
         }
@@ -830,6 +849,49 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// Not on a terminal, a long condition runs on over the figure columns on its own line: the
+    /// node column, and so every row, stays as wide as the nodes' own lines (or
+    /// DETAIL_WIDTH_CAP), and the report grows with the condition once, not once per row.
+    #[test]
+    fn a_long_condition_does_not_widen_every_row() {
+        let options = TextOptions {
+            color: false,
+            width: None,
+        };
+        let mut analysis = fixture("fixtures/story/before.pg16.json");
+        let rows = |analysis: &Analysis| {
+            let mut out = Vec::new();
+            write_tree(&mut out, analysis, &options).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let short = rows(&analysis);
+        let id = (0..analysis.plan.nodes.len())
+            .find(|&id| analysis.plan.nodes[id].filter.is_some())
+            .expect("the story's scan has a filter");
+        let long = format!("({})", vec!["(v = 1)"; 20_000].join(" OR "));
+        analysis.plan.nodes[id].filter = Some(long.clone());
+        let text = rows(&analysis);
+        let header = |text: &str| text.lines().next().unwrap().len();
+        assert!(
+            header(&text) <= header(&short) + DETAIL_WIDTH_CAP,
+            "{}",
+            &text[..2000]
+        );
+        for line in text.lines() {
+            assert!(
+                line.len() <= header(&short) + DETAIL_WIDTH_CAP
+                    || line.trim_start().starts_with("Filter: ((v = 1)"),
+                "{line:.200}"
+            );
+        }
+        // Once, not once per row (the story's plan has a dozen).
+        assert!(
+            text.len() < short.len() + 2 * long.len(),
+            "{} bytes",
+            text.len()
+        );
     }
 
     /// A name cut because it is wider than the column goes on at the start of the next line,
