@@ -309,7 +309,7 @@ const DETAIL_WIDTH_CAP: usize = 120;
 /// `width` characters (when given) with the tree's bars repeated on every continuation line,
 /// so that a long condition never breaks the tree apart. Also how many of the lines are the
 /// node's own (the first of them carries the row's figures), the rest being its details.
-fn node_cell(row: &TreeRow, width: Option<usize>) -> (Vec<Line>, usize) {
+fn node_cell(row: TreeRow, width: Option<usize>) -> (Vec<Line>, usize) {
     let tag = row.subplan.as_ref().map(|sub| format!("[{sub}]"));
     let marks: String = row.findings.iter().map(|n| format!("[{n}]")).collect();
     let mut label_text = String::new();
@@ -323,26 +323,28 @@ fn node_cell(row: &TreeRow, width: Option<usize>) -> (Vec<Line>, usize) {
         label_text.push_str(&marks);
     }
     let continuation = format!("{}  ", row.detail_prefix);
-    let fit = |prefix: &str, text: &str| -> Vec<String> {
+    // Unwrapped, a text is its one line, moved rather than copied (a condition may be
+    // megabytes long).
+    let fit = |prefix: &str, text: String| -> Vec<String> {
         match width {
             Some(w) => {
                 // However deep the node, a few characters of text per line.
                 let first = w.saturating_sub(prefix.chars().count()).max(12);
                 let rest = w.saturating_sub(continuation.chars().count()).max(12);
-                wrap(text, first, rest)
+                wrap(&text, first, rest)
             }
-            None => vec![text.to_owned()],
+            None => vec![text],
         }
     };
     let mut lines = Vec::new();
-    for (i, piece) in fit(&row.prefix, &label_text).into_iter().enumerate() {
+    for (i, piece) in fit(&row.prefix, label_text).into_iter().enumerate() {
         let prefix = if i == 0 { &row.prefix } else { &continuation };
         let mut line = vec![(Tone::Dim, prefix.clone())];
         label_pieces(piece, tag.as_deref(), &marks, &mut line);
         lines.push(line);
     }
     let label_lines = lines.len();
-    for detail in &row.details {
+    for detail in row.details {
         for (i, piece) in fit(&row.detail_prefix, detail).into_iter().enumerate() {
             let prefix = if i == 0 {
                 &row.detail_prefix
@@ -353,6 +355,31 @@ fn node_cell(row: &TreeRow, width: Option<usize>) -> (Vec<Line>, usize) {
         }
     }
     (lines, label_lines)
+}
+
+/// The widths [`node_cell`] would give its lines when they are not wrapped (one line for the
+/// node, one per detail), each with whether it is the node's own line: what the layout's
+/// measuring pass needs, without building the lines twice.
+fn unwrapped_node_widths(row: &TreeRow) -> impl Iterator<Item = (usize, bool)> + '_ {
+    let mut label = text_width(&row.label);
+    if let Some(sub) = &row.subplan {
+        // "[sub] ": the brackets and the space.
+        label += text_width(sub) + 3;
+    }
+    if !row.findings.is_empty() {
+        // " [1][2]".
+        label += 1 + row
+            .findings
+            .iter()
+            .map(|n| n.checked_ilog10().unwrap_or(0) as usize + 3)
+            .sum::<usize>();
+    }
+    let detail_prefix = text_width(&row.detail_prefix);
+    std::iter::once((text_width(&row.prefix) + label, true)).chain(
+        row.details
+            .iter()
+            .map(move |d| (detail_prefix + text_width(d), false)),
+    )
 }
 
 /// The pieces of a node's line: the subplan tag and the finding marks in their colours.
@@ -452,9 +479,10 @@ pub fn write_tree(
             .saturating_sub(figures + 2)
             .max(MIN_NODE_WIDTH)
     });
-    let cells = |row: &TreeRow| -> Vec<Vec<Line>> {
+    let cells = |row: TreeRow| -> Vec<Vec<Line>> {
+        let id = row.id;
         let mut cells = vec![node_cell(row, node_width).0];
-        for (i, (text, warn)) in figure_cells(row.id).into_iter().enumerate() {
+        for (i, (text, warn)) in figure_cells(id).into_iter().enumerate() {
             let tone = if warn {
                 Tone::Warn
             } else if analyzed && i == 0 && text == "never executed" {
@@ -470,23 +498,35 @@ pub fn write_tree(
     let mut layout = Layout::new(1);
     layout.fit(&header);
     for row in tree_rows(analysis, true) {
-        let (lines, label_lines) = node_cell(&row, node_width);
-        for (i, line) in lines.iter().enumerate() {
-            let width = Layout::line_width(line);
-            let width = if i < label_lines {
-                width
-            } else {
-                width.min(DETAIL_WIDTH_CAP)
-            };
-            layout.fit_width(0, width);
+        let id = row.id;
+        let widths: Vec<(usize, bool)> = match node_width {
+            None => unwrapped_node_widths(&row).collect(),
+            Some(_) => {
+                let (lines, label_lines) = node_cell(row, node_width);
+                lines
+                    .iter()
+                    .enumerate()
+                    .map(|(i, line)| (Layout::line_width(line), i < label_lines))
+                    .collect()
+            }
+        };
+        for (width, label) in widths {
+            layout.fit_width(
+                0,
+                if label {
+                    width
+                } else {
+                    width.min(DETAIL_WIDTH_CAP)
+                },
+            );
         }
-        for (column, (text, _)) in figure_cells(row.id).iter().enumerate() {
+        for (column, (text, _)) in figure_cells(id).iter().enumerate() {
             layout.fit_text(column + 1, text);
         }
     }
     layout.write_row(out, &header, options.color)?;
     for row in tree_rows(analysis, true) {
-        layout.write_row(out, &cells(&row), options.color)?;
+        layout.write_row(out, &cells(row), options.color)?;
     }
     Ok(())
 }

@@ -202,7 +202,17 @@ pub fn condition_lines(node: &Node) -> impl Iterator<Item = String> + '_ {
         ("Filter", &node.filter),
     ]
     .into_iter()
-    .filter_map(|(name, value)| value.as_ref().map(|v| format!("{name}: {v}")))
+    .filter_map(|(name, value)| {
+        // Sized once: format! would grow a long condition's line by doubling, holding up to
+        // three times its length while it copies.
+        value.as_ref().map(|v| {
+            let mut line = String::with_capacity(name.len() + 2 + v.len());
+            line.push_str(name);
+            line.push_str(": ");
+            line.push_str(v);
+            line
+        })
+    })
 }
 
 /// "Sort: external merge, 2048 kB disk" for a node that sorted.
