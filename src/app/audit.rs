@@ -117,11 +117,15 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
                     let mut conn = open(&target.params, session, interrupt)
                         .await
                         .map_err(|e| super::render_error(&e))?;
-                    let helper = wants_helper(connections, &conn.facts).then(|| Helper {
+                    let first = conn.facts.clone();
+                    let helper = wants_helper(connections, &first).then(|| Helper {
                         // A helper that cannot connect is done without: one connection reads
-                        // everything, as it would with `--connections 1`.
+                        // everything, as it would with `--connections 1`. So is one that reached
+                        // another server (a host list, a load balancer): it could not import
+                        // the snapshot there anyway.
                         connection: Box::pin(async move {
-                            open(&target.params, session, interrupt).await.ok()
+                            let helper = open(&target.params, session, interrupt).await.ok()?;
+                            same_node(&first, &helper.facts).then_some(helper)
                         }),
                         limits,
                     });
@@ -184,6 +188,15 @@ fn wants_helper(connections: ConnectionsArg, facts: &ServerFacts) -> bool {
             facts.index_catalog_bytes.unwrap_or(0) >= HELPER_FROM_INDEX_CATALOG_BYTES
         }
     }
+}
+
+/// Whether two connections' facts are of one node and database, as far as the role can tell.
+fn same_node(a: &ServerFacts, b: &ServerFacts) -> bool {
+    a.database == b.database
+        && a.in_recovery == b.in_recovery
+        && a.version_num == b.version_num
+        && a.system_identifier == b.system_identifier
+        && a.started_at == b.started_at
 }
 
 /// The nodes grouped by the database they asked for, groups in the order their first node was

@@ -4,8 +4,9 @@
 //! No pairwise self-joins and no bloat arithmetic here: on 10,000 tables and 50,000 indexes the
 //! usual audit SQL takes seconds to a minute, while reading every index's figures once takes a
 //! fraction of a second; comparisons and estimates happen in `audit`. The caller has opened a
-//! `BEGIN READ ONLY` transaction with its timeouts; every statement here only reads, calls no
-//! function with side effects, and runs as a role with nothing more than `pg_monitor`.
+//! `REPEATABLE READ READ ONLY` transaction with its timeouts (a helper connection reads the
+//! indexes on its exported snapshot); every statement here only reads, calls no function with
+//! side effects, and runs as a role with nothing more than `pg_monitor`.
 //! Statements go through `query_typed` (unnamed, never prepared), so they also work behind a
 //! transaction-mode pooler.
 
