@@ -832,15 +832,18 @@ async fn audit_with_a_second_connection_through_pgbouncer() {
                 .collect()
         };
 
-        let helped = run(&[
-            "audit",
-            "--connections",
-            "2",
-            "--format",
-            "json",
-            "-d",
-            &conninfo,
-        ]);
+        let audit_with_helper = || {
+            run(&[
+                "audit",
+                "--connections",
+                "2",
+                "--format",
+                "json",
+                "-d",
+                &conninfo,
+            ])
+        };
+        let helped = audit_with_helper();
         assert_eq!(duplicates(&helped), ["t_v_again_idx"]);
         assert_eq!(
             db.value(imports).await.as_deref(),
@@ -852,15 +855,7 @@ async fn audit_with_a_second_connection_through_pgbouncer() {
         let holder = pooled_client(&conninfo).await;
         holder.batch_execute("BEGIN; SELECT 1").await.unwrap();
         let started = Instant::now();
-        let alone = run(&[
-            "audit",
-            "--connections",
-            "2",
-            "--format",
-            "json",
-            "-d",
-            &conninfo,
-        ]);
+        let alone = audit_with_helper();
         let took = started.elapsed();
         assert_eq!(duplicates(&alone), ["t_v_again_idx"]);
         assert!(
