@@ -108,14 +108,18 @@ async fn whole(server: &BenchServer) {
     const ROUNDS: usize = 5;
     let conninfo = server.cluster.conninfo("postgres");
     let audit_args = ["--format", "json", "-d", conninfo.as_str()];
+    // The same audit kept to one connection: what the second one buys.
+    let one_args = [&audit_args[..], &["--connections", "1"]].concat();
     // Warm-up: shared buffers and the page cache hold every catalog page.
     floor_query(server).await;
     server.pgplan_audit(&audit_args);
     let before = audit_server::before_binary();
     let (mut floors, mut audits, mut befores) = (Vec::new(), Vec::new(), Vec::new());
+    let mut ones = Vec::new();
     for _ in 0..ROUNDS {
         floors.push(floor_query(server).await);
         audits.push(server.pgplan_audit(&audit_args));
+        ones.push(server.pgplan_audit(&one_args));
         if let Some(binary) = &before {
             befores.push(server.audit_with(binary, &audit_args));
         }
@@ -130,6 +134,7 @@ async fn whole(server: &BenchServer) {
     println!("{TABLE_HEADER}");
     let floor = row("floor query", &floors);
     let audit = row("pgplan audit", &audits);
+    let one = row("pgplan audit --connections 1", &ones);
     let earlier = (!befores.is_empty()).then(|| row("pgplan audit, before", &befores));
     println!();
     let ratios = |label: &str, audit: Run, runs: &[Run]| {
@@ -145,6 +150,7 @@ async fn whole(server: &BenchServer) {
         );
     };
     ratios("pgplan audit", audit, &audits);
+    ratios("pgplan audit --connections 1", one, &ones);
     if let Some(earlier) = earlier {
         ratios("before", earlier, &befores);
     }
