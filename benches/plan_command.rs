@@ -307,11 +307,29 @@ fn main() {
         let _ = std::fs::remove_file(&text_path);
     }
 
+    // What the process holds before it reads anything: its own code and libc's pages, which
+    // every peak below includes.
+    let bare = dir.path().join("bare");
+    let bare_peak = median((0..rounds).map(|_| {
+        run(
+            Path::new(PGPLAN),
+            &args(&["--version"]),
+            &[],
+            Sink::File,
+            &bare,
+        )
+        .peak_bytes as f64
+    }));
     println!();
     println!(
-        "| Filter length | explain text to a file | per 1,000 characters | from a TEXT plan | ExplainSQL |"
+        "`pgplan --version`, the process alone: {:.1} MB resident at its peak.",
+        bare_peak / 1e6
     );
-    println!("|---:|---:|---:|---:|---:|");
+    println!();
+    println!(
+        "| Filter length | explain text to a file | per 1,000 characters | from a TEXT plan | ExplainSQL | peak (JSON, TEXT) | input + report |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
     for chars in LONG_CONDITIONS {
         let path = dir.path().join(format!("long-{chars}.json"));
         std::fs::write(&path, synthetic::long_condition_plan(chars)).unwrap();
@@ -322,19 +340,27 @@ fn main() {
         let mut pgplan = Vec::new();
         let mut from_text = Vec::new();
         let mut esql = Vec::new();
+        let mut peaks = (Vec::new(), Vec::new());
+        let mut report_bytes = 0;
         for _ in 0..rounds {
             let a = explain_text_args(p);
-            pgplan.push(run(Path::new(PGPLAN), &a, &[], Sink::File, &out).seconds);
+            let r = run(Path::new(PGPLAN), &a, &[], Sink::File, &out);
+            pgplan.push(r.seconds);
+            peaks.0.push(r.peak_bytes as f64);
+            report_bytes = r.output_bytes;
             let a = explain_text_args(text_path.to_str().unwrap());
-            from_text.push(run(Path::new(PGPLAN), &a, &[], Sink::File, &out).seconds);
+            let r = run(Path::new(PGPLAN), &a, &[], Sink::File, &out);
+            from_text.push(r.seconds);
+            peaks.1.push(r.peak_bytes as f64);
             if let Some(tool) = &explainsql {
                 let a = args(&["--print", "--format", "text", "--color", "never", p]);
                 esql.push(run(tool, &a, &[], Sink::File, &out).seconds);
             }
         }
         let t = median(pgplan.into_iter());
+        let input_bytes = std::fs::metadata(&path).unwrap().len();
         println!(
-            "| {chars} | {} | {:.3} ms | {} | {} |",
+            "| {chars} | {} | {:.3} ms | {} | {} | {:.1} MB, {:.1} MB | {:.1} MB |",
             seconds(t),
             t * 1e3 / (chars as f64 / 1e3),
             seconds(median(from_text.into_iter())),
@@ -342,7 +368,10 @@ fn main() {
                 "—".into()
             } else {
                 seconds(median(esql.into_iter()))
-            }
+            },
+            median(peaks.0.into_iter()) / 1e6,
+            median(peaks.1.into_iter()) / 1e6,
+            (input_bytes + report_bytes) as f64 / 1e6,
         );
     }
 }

@@ -4,6 +4,8 @@
 //! Thresholds are deliberately conservative: a finding should be worth a person's attention on a
 //! production query, not a lint on every plan.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use super::extra::{Extra, Extras};
@@ -120,6 +122,30 @@ pub struct Finding {
 
 fn fmt_count(value: f64) -> String {
     crate::report::format::count(value)
+}
+
+/// Conditions longer than this many characters are quoted in a hint by their start only.
+pub const QUOTED_CONDITION_MAX_CHARS: usize = 1_000;
+/// How much of a longer condition a hint quotes.
+const QUOTED_CONDITION_START_CHARS: usize = 200;
+
+/// `condition` as a hint quotes it: whole when it is short enough to copy into a statement, else
+/// its start and its length. The node carries the whole condition already, in every report; a
+/// generated `IN`/`OR` list of millions of characters quoted again in the hint (twice, for an
+/// index scan's) made the report several times the plan's size.
+fn quoted(condition: &str) -> Cow<'_, str> {
+    let Some((cut, _)) = condition.char_indices().nth(QUOTED_CONDITION_MAX_CHARS) else {
+        return Cow::Borrowed(condition);
+    };
+    let start = match condition.char_indices().nth(QUOTED_CONDITION_START_CHARS) {
+        Some((at, _)) => at,
+        None => cut,
+    };
+    Cow::Owned(format!(
+        "{} … [{} characters in all: the node's condition]",
+        &condition[..start],
+        fmt_count(condition.chars().count() as f64)
+    ))
 }
 
 /// A share as a percentage that never rounds 99.6% up to a misleading "100%".
@@ -249,7 +275,7 @@ fn misestimate(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &P
          the columns in the condition are probably correlated: CREATE STATISTICS (dependencies, mcv) on them"
     );
     if let Some(cond) = condition {
-        hint.push_str(&format!(" (condition: {cond})"));
+        hint.push_str(&format!(" (condition: {})", quoted(cond)));
     }
     findings.push(Finding {
         kind: FindingKind::Misestimate,
@@ -296,7 +322,7 @@ fn filter(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &PlanMe
             && read > 0.0
             && removed / read >= FILTER_DISCARD_SHARE
         {
-            let filter = node.filter.as_deref().unwrap_or("the filter");
+            let filter = quoted(node.filter.as_deref().unwrap_or("the filter"));
             let table = node.qualified_relation().unwrap_or_default();
             let hint = if node.node_type.contains("Index") {
                 format!(
@@ -350,7 +376,7 @@ fn filter(findings: &mut Vec<Finding>, id: NodeId, node: &Node, metrics: &PlanMe
                 hint: format!(
                     "The join condition {} is checked after rows are paired; an index or a rewritten \
                      condition the join can use as a key would avoid forming the pairs",
-                    node.join_filter.as_deref().unwrap_or("")
+                    quoted(node.join_filter.as_deref().unwrap_or(""))
                 ),
                 evidence: vec![
                     ("rows_removed_by_join_filter_total", removed),
@@ -956,6 +982,50 @@ mod tests {
     fn findings_on(json: &str, major: Option<u32>) -> Vec<Finding> {
         let plan = parse_plan(json).unwrap();
         find(&plan, &measure(&plan), major)
+    }
+
+    #[test]
+    fn a_hint_quotes_a_short_condition_whole_and_a_long_one_by_its_start() {
+        let short = "(t.a = 1) AND (t.b = ANY ('{1,2,3}'::integer[]))";
+        assert_eq!(quoted(short), short);
+        // Exactly at the limit, counted in characters: still whole.
+        let at_limit = "é".repeat(QUOTED_CONDITION_MAX_CHARS);
+        assert_eq!(quoted(&at_limit), at_limit.as_str());
+
+        let long: String = (0..10_000).map(|i| format!("(t.id = {i}) OR ")).collect();
+        let q = quoted(&long);
+        assert!(q.starts_with("(t.id = 0) OR (t.id = 1) OR "), "{q}");
+        assert!(
+            q.ends_with(&format!(
+                " … [{} characters in all: the node's condition]",
+                fmt_count(long.len() as f64)
+            )),
+            "{q}"
+        );
+        assert!(q.chars().count() < 300, "{}", q.len());
+        // Cut on a character boundary in text of multi-byte characters.
+        let wide = "é".repeat(5_000);
+        assert!(quoted(&wide).starts_with(&"é".repeat(200)));
+    }
+
+    #[test]
+    fn a_long_filter_is_quoted_short_in_the_hint() {
+        let filter: String = (0..20_000)
+            .map(|i| format!("(t.id = {i})"))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let json = format!(
+            r#"[{{"Plan": {{"Node Type": "Index Scan", "Relation Name": "t", "Schema": "public",
+            "Alias": "t", "Index Name": "t_pkey", "Plan Rows": 10, "Actual Rows": 10,
+            "Actual Loops": 1, "Filter": "{filter}", "Rows Removed by Filter": 99990}}}}]"#
+        );
+        let found = findings(&json);
+        let f = found
+            .iter()
+            .find(|f| f.kind == FindingKind::FilterRemovesMostRows)
+            .expect("the filter finding");
+        assert!(f.hint.len() < 1_500, "{}", f.hint.len());
+        assert_eq!(f.hint.matches("characters in all").count(), 2, "{}", f.hint);
     }
 
     /// The work_mem advice for a hash join in batches divides the memory it needed by

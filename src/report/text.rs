@@ -208,10 +208,11 @@ impl Layout {
                     match tone.style().filter(|_| color && !text.is_empty()) {
                         Some(style) => {
                             use std::fmt::Write as _;
-                            let _ =
-                                write!(buffer, "{}{text}{}", style.render(), style.render_reset());
+                            let _ = write!(buffer, "{}", style.render());
+                            push_text(buffer, out, text)?;
+                            let _ = write!(buffer, "{}", style.render_reset());
                         }
-                        None => buffer.push_str(text),
+                        None => push_text(buffer, out, text)?,
                     }
                 }
                 if !right {
@@ -225,6 +226,28 @@ impl Layout {
         }
         Ok(())
     }
+}
+
+/// Pieces of a line at least this long are written straight out rather than copied into the
+/// line's buffer first.
+const DIRECT_WRITE_BYTES: usize = 8 * 1024;
+
+/// Appends `text` to the line being built in `buffer`; a long piece (a condition of millions of
+/// characters) goes straight to `out` after what the buffer holds, so the line is never held a
+/// second time. Its trailing white space stays in the buffer, where the line's end is trimmed.
+fn push_text(buffer: &mut String, out: &mut dyn Write, text: &str) -> io::Result<()> {
+    if text.len() < DIRECT_WRITE_BYTES {
+        buffer.push_str(text);
+        return Ok(());
+    }
+    let kept = text.trim_end();
+    if !kept.is_empty() {
+        out.write_all(buffer.as_bytes())?;
+        buffer.clear();
+        out.write_all(kept.as_bytes())?;
+    }
+    buffer.push_str(&text[kept.len()..]);
+    Ok(())
 }
 
 fn plan_kind(analysis: &Analysis) -> &'static str {
