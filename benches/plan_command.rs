@@ -360,7 +360,7 @@ fn main() {
         let t = median(pgplan.into_iter());
         let input_bytes = std::fs::metadata(&path).unwrap().len();
         println!(
-            "| {chars} | {} | {:.3} ms | {} | {} | {:.1} MB, {:.1} MB | {:.1} MB |",
+            "| {chars} | {} | {:.3} ms | {} | {} | {:.1} MB, {:.1} MB | {:.2} MB |",
             seconds(t),
             t * 1e3 / (chars as f64 / 1e3),
             seconds(median(from_text.into_iter())),
