@@ -40,7 +40,7 @@ SELECT i.indexrelid AS index_oid,
        coalesce(c.reloptions, '{}')::text[] AS reloptions,
        c.relpages::int8 AS relpages,
        c.reltuples::float8 AS reltuples,
-       c.relpages::int8 * current_setting('block_size')::int8 AS size_bytes,
+       c.relpages::int8 * (SELECT current_setting('block_size')::int8) AS size_bytes,
        pg_stat_get_numscans(i.indexrelid) AS idx_scan,
        extract(epoch FROM {{last_idx_scan}})::float8 AS last_idx_scan_epoch,
        CASE WHEN c.relispartition THEN
