@@ -125,7 +125,7 @@ fn fmt_count(value: f64) -> String {
 }
 
 /// Conditions longer than this many characters are quoted in a hint by their start only.
-pub const QUOTED_CONDITION_MAX_CHARS: usize = 1_000;
+const QUOTED_CONDITION_MAX_CHARS: usize = 1_000;
 /// How much of a longer condition a hint quotes.
 const QUOTED_CONDITION_START_CHARS: usize = 200;
 
@@ -134,13 +134,13 @@ const QUOTED_CONDITION_START_CHARS: usize = 200;
 /// generated `IN`/`OR` list of millions of characters quoted again in the hint (twice, for an
 /// index scan's) made the report several times the plan's size.
 fn quoted(condition: &str) -> Cow<'_, str> {
-    let Some((cut, _)) = condition.char_indices().nth(QUOTED_CONDITION_MAX_CHARS) else {
+    if condition.chars().nth(QUOTED_CONDITION_MAX_CHARS).is_none() {
         return Cow::Borrowed(condition);
-    };
-    let start = match condition.char_indices().nth(QUOTED_CONDITION_START_CHARS) {
-        Some((at, _)) => at,
-        None => cut,
-    };
+    }
+    let start = condition
+        .char_indices()
+        .nth(QUOTED_CONDITION_START_CHARS)
+        .map_or(condition.len(), |(at, _)| at);
     Cow::Owned(format!(
         "{} … [{} characters in all: the node's condition]",
         &condition[..start],
