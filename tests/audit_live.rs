@@ -1389,6 +1389,136 @@ async fn a_role_with_only_pg_monitor() {
     .await;
 }
 
+/// The statistics a role that cannot read pg_statistic gets are what pg_stats shows it: for the
+/// tables it may read (a PUBLIC grant, its own, a column grant, a table its group owns;
+/// everything through pg_read_all_data on 14+), none for the rest; both when few tables are
+/// readable (each looked up on its own) and when more than 1,000 are (pg_stats joined whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_role_reads_the_statistics_pg_stats_shows_it() {
+    for_each_version("audit_stats_roles", |major| async move {
+        let db = TestDb::create(major, "audit_stats_roles").await;
+        let n = &db.name;
+        let (reader, group, everything) =
+            (format!("rd_{n}"), format!("grp_{n}"), format!("all_{n}"));
+        let mut setup = format!(
+            "CREATE ROLE {reader} LOGIN; CREATE ROLE {group}; GRANT {group} TO {reader};
+             CREATE TABLE t_public (id int, v text); GRANT SELECT ON t_public TO PUBLIC;
+             CREATE TABLE t_granted (id int, v text); GRANT SELECT ON t_granted TO {reader};
+             CREATE TABLE t_column (id int, v text, w text);
+             GRANT SELECT (v) ON t_column TO {reader};
+             CREATE TABLE t_owned (id int, v text); ALTER TABLE t_owned OWNER TO {group};
+             CREATE TABLE t_hidden (id int, v text);"
+        );
+        for table in ["t_public", "t_granted", "t_owned", "t_hidden"] {
+            setup.push_str(&format!(
+                "INSERT INTO {table} SELECT i, 'v' || (i % 7) FROM generate_series(1, 500) i;"
+            ));
+        }
+        setup.push_str(
+            "INSERT INTO t_column SELECT i, 'v' || (i % 7), NULL FROM generate_series(1, 500) i;
+             ANALYZE;",
+        );
+        if major >= 14 {
+            setup.push_str(&format!(
+                "CREATE ROLE {everything} LOGIN IN ROLE pg_read_all_data;"
+            ));
+        }
+        db.run(&setup).await;
+        let roles: Vec<&str> = if major >= 14 {
+            vec![reader.as_str(), everything.as_str()]
+        } else {
+            vec![reader.as_str()]
+        };
+
+        // (table, column) → null_frac, avg_width, n_distinct, as the snapshot has them and as
+        // pg_stats shows the same role.
+        type Stats = std::collections::BTreeMap<(String, String), (f64, f64, f64)>;
+        let compare = async |role: &str| -> Stats {
+            let mut config = db.cluster.config(&db.name);
+            config.user(role);
+            let snapshot = read_node(&config, &Scope::default())
+                .await
+                .unwrap_or_else(|e| panic!("PostgreSQL {major} as {role}: {e}"));
+            assert!(!snapshot.server.superuser);
+            let table_names: std::collections::HashMap<u32, &str> = snapshot
+                .tables
+                .iter()
+                .map(|t| (t.oid, t.name.as_str()))
+                .collect();
+            let read: Stats = snapshot
+                .columns
+                .iter()
+                .filter_map(|c| {
+                    Some((
+                        (table_names[&c.table_oid].to_string(), c.name.clone()),
+                        (c.null_frac?, c.avg_width?, c.n_distinct?),
+                    ))
+                })
+                .collect();
+            let (client, connection) = config.connect(tokio_postgres::NoTls).await.unwrap();
+            tokio::spawn(connection);
+            let shown: Stats = client
+                .query(
+                    "SELECT tablename::text, attname::text, null_frac::float8, \
+                     avg_width::float8, n_distinct::float8 \
+                     FROM pg_stats WHERE schemaname = 'public' AND NOT inherited",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| ((r.get(0), r.get(1)), (r.get(2), r.get(3), r.get(4))))
+                .collect();
+            assert_eq!(read, shown, "PostgreSQL {major} as {role}");
+            read
+        };
+        let few = compare(&reader).await;
+        let tables: std::collections::BTreeSet<(&str, &str)> =
+            few.keys().map(|(t, c)| (t.as_str(), c.as_str())).collect();
+        let expected: std::collections::BTreeSet<(&str, &str)> = [
+            ("t_column", "v"),
+            ("t_granted", "id"),
+            ("t_granted", "v"),
+            ("t_owned", "id"),
+            ("t_owned", "v"),
+            ("t_public", "id"),
+            ("t_public", "v"),
+        ]
+        .into();
+        assert_eq!(tables, expected, "PostgreSQL {major}");
+        if major >= 14 {
+            assert_eq!(compare(&everything).await.len(), 11, "PostgreSQL {major}");
+        }
+
+        // More than 1,000 readable tables: pg_stats is joined whole, and agrees just the same.
+        db.run(
+            "DO $$
+             BEGIN
+               FOR i IN 1..1001 LOOP
+                 EXECUTE format('CREATE TABLE m%s (id int)', i);
+                 EXECUTE format('INSERT INTO m%s VALUES (1), (2)', i);
+                 EXECUTE format('GRANT SELECT ON m%s TO PUBLIC', i);
+               END LOOP;
+             END $$;
+             ANALYZE;",
+        )
+        .await;
+        for role in &roles {
+            let many = compare(role).await;
+            assert!(many.len() > 1001, "PostgreSQL {major} as {role}");
+        }
+        assert!(
+            compare(&reader).await.keys().all(|(t, _)| t != "t_hidden"),
+            "PostgreSQL {major}"
+        );
+        db.drop_db().await;
+        for role in [&reader, &group, &everything] {
+            db_cluster_drop_role(major, role).await;
+        }
+    })
+    .await;
+}
+
 async fn db_cluster_drop_role(major: u32, role: &str) {
     common::server(major)
         .execute("postgres", &format!("DROP ROLE IF EXISTS {role}"))
