@@ -2,9 +2,11 @@
 //! 50,400 indexes (400 of them on expressions or partial), then
 //!
 //! - the whole `pgplan audit` (the real binary, spawn to exit, JSON to /dev/null) against the
-//!   floor a person would compare it with: one query fetching `pg_stat_user_indexes ⋈ pg_index ⋈
-//!   pg_class` on a fresh connection; and against the CPU floor, (pgplan CPU + server CPU) /
-//!   cores. Server CPU is what the server's processes that exited used (the backend and any
+//!   floor a person would compare it with, `psql` fetching `pg_stat_user_indexes ⋈ pg_index ⋈
+//!   pg_class` (spawn to exit, output to /dev/null: the issue's measure); against the same query
+//!   fetched in this process on a fresh connection (stricter: no process start, no psql); and
+//!   against the CPU floor, (pgplan CPU + server CPU) / cores; also on one connection, and as a
+//!   `pg_monitor` role (which reads `pg_stats`, not `pg_statistic`). Server CPU is what the server's processes that exited used (the backend and any
 //!   parallel workers, reaped by the postmaster: its cutime and cstime), so nothing else running
 //!   on the machine counts; pgplan's CPU and peak resident memory are its own (`wait4`), the
 //!   memory also per index;
@@ -95,6 +97,10 @@ async fn build_catalog(cluster: &Cluster) {
         eprintln!("  schema s{s}: {TABLES_PER_SCHEMA} tables");
     }
     client.batch_execute("ANALYZE").await.unwrap();
+    client
+        .batch_execute("CREATE ROLE bench_monitor LOGIN IN ROLE pg_monitor")
+        .await
+        .unwrap();
 }
 
 async fn floor_query(server: &BenchServer) -> Run {
@@ -110,16 +116,25 @@ async fn whole(server: &BenchServer) {
     let audit_args = ["--format", "json", "-d", conninfo.as_str()];
     // The same audit kept to one connection: what the second one buys.
     let one_args = [&audit_args[..], &["--connections", "1"]].concat();
+    // And as the role a scheduled audit runs as: pg_monitor, which may not read pg_statistic.
+    let monitor_conninfo = conninfo.replace("user=postgres", "user=bench_monitor");
+    let monitor_args = ["--format", "json", "-d", monitor_conninfo.as_str()];
     // Warm-up: shared buffers and the page cache hold every catalog page.
     floor_query(server).await;
+    let has_psql = server.psql_floor("postgres").is_some();
+    if !has_psql {
+        eprintln!("no psql on the PATH (PGPLAN_BENCH_PSQL): the psql floor is left out");
+    }
     server.pgplan_audit(&audit_args);
     let before = audit_server::before_binary();
     let (mut floors, mut audits, mut befores) = (Vec::new(), Vec::new(), Vec::new());
-    let mut ones = Vec::new();
+    let (mut ones, mut psqls, mut monitors) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         floors.push(floor_query(server).await);
+        psqls.extend(server.psql_floor("postgres"));
         audits.push(server.pgplan_audit(&audit_args));
         ones.push(server.pgplan_audit(&one_args));
+        monitors.push(server.pgplan_audit(&monitor_args));
         if let Some(binary) = &before {
             befores.push(server.audit_with(binary, &audit_args));
         }
@@ -132,16 +147,21 @@ async fn whole(server: &BenchServer) {
     );
     println!();
     println!("{TABLE_HEADER}");
-    let floor = row("floor query", &floors);
+    let psql = (!psqls.is_empty()).then(|| row("psql fetching the join (`-X -A -t`)", &psqls));
+    let floor = row("floor query (in process)", &floors);
     let audit = row("pgplan audit", &audits);
     let one = row("pgplan audit --connections 1", &ones);
+    let monitor = row("pgplan audit as a pg_monitor role", &monitors);
     let earlier = (!befores.is_empty()).then(|| row("pgplan audit, before", &befores));
     println!();
     let ratios = |label: &str, audit: Run, runs: &[Run]| {
+        let over_psql = psql.map_or("no psql".to_string(), |psql: Run| {
+            format!("{:.2}", audit.wall.as_secs_f64() / psql.wall.as_secs_f64())
+        });
         println!(
-            "{label}: wall ÷ floor query **{:.2}** (goal ≤ 1.3); wall ÷ CPU floor **{:.2}**; \
-             server CPU per audit **{:.0} ms**; pgplan CPU {:.0} ms; pgplan peak memory \
-             {:.2} KB per index ({indexes} indexes)",
+            "{label}: wall ÷ psql **{over_psql}** (goal ≤ 1.3); wall ÷ floor query in process \
+             **{:.2}**; wall ÷ CPU floor **{:.2}**; server CPU per audit **{:.0} ms**; pgplan \
+             CPU {:.0} ms; pgplan peak memory {:.2} KB per index ({indexes} indexes)",
             audit.wall.as_secs_f64() / floor.wall.as_secs_f64(),
             audit.wall.as_secs_f64() / median_cpu_floor(runs).as_secs_f64(),
             ms(audit.server_cpu),
@@ -151,6 +171,7 @@ async fn whole(server: &BenchServer) {
     };
     ratios("pgplan audit", audit, &audits);
     ratios("pgplan audit --connections 1", one, &ones);
+    ratios("pgplan audit as a pg_monitor role", monitor, &monitors);
     if let Some(earlier) = earlier {
         ratios("before", earlier, &befores);
     }

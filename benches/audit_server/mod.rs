@@ -110,27 +110,52 @@ impl BenchServer {
     }
 
     /// [`BenchServer::pgplan_audit`] with another pgplan binary.
+    pub fn audit_with(&self, binary: &str, args: &[&str]) -> Run {
+        let args = [&["audit"], args].concat();
+        self.spawned(binary, &args, &[0, 1])
+    }
+
+    /// The floor the issue measured the audit against: `psql` itself, spawn to exit, fetching
+    /// the same join as [`floor_query`] in unaligned tuples-only output (psql's fastest) to
+    /// /dev/null, with its own CPU counted as the client's. `None` when no `psql` is on the
+    /// PATH (Debian's postgresql-client, or `PGPLAN_BENCH_PSQL`).
+    #[allow(dead_code)] // audit_scale's floor; audit_databases compares with many at once
+    pub fn psql_floor(&self, database: &str) -> Option<Run> {
+        let psql = std::env::var("PGPLAN_BENCH_PSQL").unwrap_or_else(|_| "psql".into());
+        Command::new(&psql)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .ok()?;
+        let conninfo = self.cluster.conninfo(database);
+        let args = ["-X", "-A", "-t", "-c", FLOOR_SQL, "-d", conninfo.as_str()];
+        Some(self.spawned(&psql, &args, &[0]))
+    }
+
+    /// One run of `binary`, spawn to exit, stdout discarded: its wall time, its own CPU and
+    /// peak memory, the server's CPU for it. An exit code outside `ok_codes` fails the
+    /// benchmark.
     // The child is reaped by wait4 below (std's wait does not return the child's own usage).
     #[allow(clippy::zombie_processes)]
-    pub fn audit_with(&self, binary: &str, args: &[&str]) -> Run {
+    fn spawned(&self, binary: &str, args: &[&str], ok_codes: &[i32]) -> Run {
         let server = self.settled_cpu();
         let busy = machine_busy();
         let started = Instant::now();
         let mut child = Command::new(binary)
-            .arg("audit")
             .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("pgplan runs");
+            .unwrap_or_else(|e| panic!("{binary} runs: {e}"));
         let mut stderr = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
         let (status, usage) = wait4(child.id());
         let wall = started.elapsed();
         let machine = machine_busy().saturating_sub(busy);
         assert!(
-            libc::WIFEXITED(status) && matches!(libc::WEXITSTATUS(status), 0 | 1),
-            "pgplan audit failed: {stderr}"
+            libc::WIFEXITED(status) && ok_codes.contains(&libc::WEXITSTATUS(status)),
+            "{binary} {} failed: {stderr}",
+            args.first().unwrap_or(&"")
         );
         let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
         Run {
@@ -145,9 +170,14 @@ impl BenchServer {
     }
 }
 
-/// The floor a person compares an audit with: fetching every index's row of
-/// `pg_stat_user_indexes ⋈ pg_index ⋈ pg_class`, as psql would (text, on a fresh connection,
-/// connecting included), in each of `databases` at once. Returns the run (no client CPU: the
+/// The join the floor queries fetch: every index's statistics, catalog row and relation.
+const FLOOR_SQL: &str = "SELECT * FROM pg_stat_user_indexes s JOIN pg_index i ON i.indexrelid = \
+                         s.indexrelid JOIN pg_class c ON c.oid = s.indexrelid";
+
+/// The stricter floor: fetching every index's row of `pg_stat_user_indexes ⋈ pg_index ⋈
+/// pg_class` as psql would (text, on a fresh connection, connecting included) but in this
+/// process, so neither a process start nor psql's own handling of the rows counts, in each of
+/// `databases` at once. Returns the run (no client CPU: the
 /// floor is the query) and the rows fetched.
 pub async fn floor_query(server: &BenchServer, databases: &[&str]) -> (Run, usize) {
     let server_before = server.settled_cpu();
@@ -162,13 +192,7 @@ pub async fn floor_query(server: &BenchServer, databases: &[&str]) -> (Run, usiz
         let task = tokio::spawn(async move {
             let _ = connection.await;
         });
-        let rows = client
-            .simple_query(
-                "SELECT * FROM pg_stat_user_indexes s JOIN pg_index i ON i.indexrelid = \
-                 s.indexrelid JOIN pg_class c ON c.oid = s.indexrelid",
-            )
-            .await
-            .expect("floor query");
+        let rows = client.simple_query(FLOOR_SQL).await.expect("floor query");
         drop(client);
         let _ = task.await;
         rows.len()
@@ -202,7 +226,7 @@ fn wait4(pid: u32) -> (i32, libc::rusage) {
     // SAFETY: wait4 writes into the status and the struct we pass.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let waited = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid as libc::pid_t, "wait4 on pgplan");
+    assert_eq!(waited, pid as libc::pid_t, "wait4 on the child");
     (status, usage)
 }
 
