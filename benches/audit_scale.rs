@@ -3,12 +3,13 @@
 //!
 //! - the whole `pgplan audit` (the real binary, spawn to exit, JSON to /dev/null) against the
 //!   floor a person would compare it with, `psql` fetching `pg_stat_user_indexes ⋈ pg_index ⋈
-//!   pg_class` (spawn to exit, output to /dev/null: the measure); against the same query
-//!   fetched in this process on a fresh connection (stricter: no process start, no psql); and
-//!   against the CPU floor, (pgplan CPU + server CPU) / cores; also on one connection, and as a
-//!   `pg_monitor` role (which reads `pg_stats`, not `pg_statistic`). Server CPU is what the server's processes that exited used (the backend and any
-//!   parallel workers, reaped by the postmaster: its cutime and cstime), so nothing else running
-//!   on the machine counts; pgplan's CPU and peak resident memory are its own (`wait4`), the
+//!   pg_class` (spawn to exit, output to /dev/null: the measure the speed goal names); against
+//!   the same query fetched in this process on a fresh connection (stricter: no process start,
+//!   no psql); and against the CPU floor, (pgplan CPU + server CPU) / cores; also on one
+//!   connection, and as a `pg_monitor` role (which reads `pg_stats`, not `pg_statistic`).
+//!   Server CPU is what the server's processes that exited used (the backend and any parallel
+//!   workers, reaped by the postmaster: its cutime and cstime), so nothing else running on the
+//!   machine counts; pgplan's CPU and peak resident memory are its own (`wait4`), the
 //!   memory also per index;
 //! - in process, the catalog read (`db::catalog::read_snapshot`) and the pure audit
 //!   (`audit::audit`) timed separately, with the heap they allocate, at 10%, 50% and 100% of the

@@ -115,7 +115,7 @@ impl BenchServer {
         self.spawned(binary, &args, &[0, 1])
     }
 
-    /// The floor the issue measured the audit against: `psql` itself, spawn to exit, fetching
+    /// The floor the audit's speed goal is stated against: `psql` itself, spawn to exit, fetching
     /// the same join as [`floor_query`] in unaligned tuples-only output (psql's fastest) to
     /// /dev/null, with its own CPU counted as the client's. `None` when no `psql` is on the
     /// PATH (Debian's postgresql-client, or `PGPLAN_BENCH_PSQL`).
@@ -177,8 +177,8 @@ const FLOOR_SQL: &str = "SELECT * FROM pg_stat_user_indexes s JOIN pg_index i ON
 /// The stricter floor: fetching every index's row of `pg_stat_user_indexes ⋈ pg_index ⋈
 /// pg_class` as psql would (text, on a fresh connection, connecting included) but in this
 /// process, so neither a process start nor psql's own handling of the rows counts, in each of
-/// `databases` at once. Returns the run (no client CPU: the
-/// floor is the query) and the rows fetched.
+/// `databases` at once. Returns the run (no client CPU: the floor is the query) and the rows
+/// fetched.
 pub async fn floor_query(server: &BenchServer, databases: &[&str]) -> (Run, usize) {
     let server_before = server.settled_cpu();
     let started = Instant::now();
