@@ -122,7 +122,41 @@ pub fn bytes(value: f64) -> String {
     if unit == 0 {
         format!("{} bytes", count(value))
     } else {
-        format!("{v:.1} {}", UNITS[unit])
+        format!("{} {}", OneDecimal(v), UNITS[unit])
+    }
+}
+
+/// `{:.0}` of a number, the same digits, written from an integer: std rounds an exact tie to
+/// even, as `round_ties_even` does, and every f64 below 2^53 converts to u64 exactly. (std's
+/// exact formatting falls back to big-number arithmetic for most such numbers.)
+pub struct WholeNumber(pub f64);
+
+impl std::fmt::Display for WholeNumber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0.is_sign_positive() && self.0 < 9.0e15 {
+            write!(f, "{}", self.0.round_ties_even() as u64)
+        } else {
+            write!(f, "{:.0}", self.0)
+        }
+    }
+}
+
+/// `{:.1}` of a number, the same digits, written from integers when ten times the number is a
+/// whole number (most sizes are whole kB or MB). std's exact formatting gives up its fast path
+/// for such numbers and falls back to big-number arithmetic: a tenth of the audit's own checks
+/// at 50,000 indexes. When `10 × v` rounds to an integer k, the exact `10 × v` lies within half
+/// an ulp of k, far from a rounding boundary, so k / 10 is the correctly rounded result.
+pub struct OneDecimal(pub f64);
+
+impl std::fmt::Display for OneDecimal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tenths = self.0 * 10.0;
+        if self.0.is_sign_positive() && tenths < 9.0e15 && tenths.fract() == 0.0 {
+            let tenths = tenths as u64;
+            write!(f, "{}.{}", tenths / 10, tenths % 10)
+        } else {
+            write!(f, "{:.1}", self.0)
+        }
     }
 }
 
@@ -181,6 +215,52 @@ pub fn ratio(value: Option<f64>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_decimal_writes_what_std_writes() {
+        let mut values = vec![
+            0.0, 0.05, 0.15, 0.25, 0.35, 0.45, 0.95, 1.0, 1.6, 2.5, 15.95, 16.0, 1023.95, 1023.99,
+            1024.0, 3.0e14, 8.999e14, 9.0e14, 1.0e15, 1.0e16, 1.0e300, -0.0,
+        ];
+        // Whole multiples of a tenth and their neighbours, and sizes as bytes() divides them.
+        for k in 0..20_000u64 {
+            let v = k as f64 / 10.0;
+            values.extend([v, f64::from_bits(v.to_bits() + 1), v + 0.05]);
+            values.push((k * 8192) as f64 / 1024.0);
+            values.push((k * 8191 + 7) as f64 / (1024.0 * 1024.0));
+        }
+        for v in values {
+            assert_eq!(OneDecimal(v).to_string(), format!("{v:.1}"), "{v:e}");
+        }
+    }
+
+    #[test]
+    fn whole_number_writes_what_std_writes() {
+        let mut values = vec![
+            0.0,
+            -0.0,
+            0.4999999999999999,
+            0.5,
+            1.5,
+            2.5,
+            3.5,
+            1e15,
+            8.9e15,
+            9.0e15,
+            1e16,
+            1e300,
+            -1.5,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        for k in 0..50_000u64 {
+            let v = k as f64 / 4.0;
+            values.extend([v, f64::from_bits(v.to_bits() + 1), v / 60.0, v / 7.0]);
+        }
+        for v in values {
+            assert_eq!(WholeNumber(v).to_string(), format!("{v:.0}"), "{v:e}");
+        }
+    }
 
     #[test]
     fn counts() {

@@ -97,15 +97,16 @@ pub fn skip_without_counters<'a>(
 
 /// An age in words: "45 s", "12 min", "3.5 h", "9.2 days".
 pub fn age_words(seconds: f64) -> String {
+    use crate::report::format::{OneDecimal, WholeNumber};
     let s = seconds.max(0.0);
     if s < 120.0 {
-        format!("{s:.0} s")
+        format!("{} s", WholeNumber(s))
     } else if s < 7200.0 {
-        format!("{:.0} min", s / 60.0)
+        format!("{} min", WholeNumber(s / 60.0))
     } else if s < 172_800.0 {
-        format!("{:.1} h", s / 3600.0)
+        format!("{} h", OneDecimal(s / 3600.0))
     } else {
-        format!("{:.1} days", s / 86_400.0)
+        format!("{} days", OneDecimal(s / 86_400.0))
     }
 }
 
