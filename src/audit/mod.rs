@@ -601,6 +601,14 @@ impl Node<'_> {
     }
 }
 
+/// The position of `item` in `items` when it is one of them (the same element, not an equal
+/// one), found from its address.
+fn position_in<T>(items: &[T], item: &T) -> Option<usize> {
+    let size = std::mem::size_of::<T>();
+    let offset = (item as *const T as usize).checked_sub(items.as_ptr() as usize)?;
+    (size > 0 && offset % size == 0 && offset / size < items.len()).then_some(offset / size)
+}
+
 /// What every check sees: the combined nodes and lookups built once.
 pub struct Context<'a> {
     pub options: &'a AuditOptions,
@@ -620,6 +628,10 @@ pub struct Context<'a> {
     /// allocation, not one per index (50,000 at fleet scale).
     usage: HashMap<(&'a str, &'a str), usize>,
     usage_rows: Vec<Option<&'a Index>>,
+    /// The usage position of each of the reference's indexes, in its order: the checks ask
+    /// about the reference's own rows, 50,000 times each at fleet scale, and find them here
+    /// without hashing two names.
+    reference_usage: Vec<usize>,
     pub tables_by_oid: HashMap<u32, &'a Table>,
     /// The primary's table rows by (schema, name): the only place table statistics are kept.
     primary_tables: HashMap<&'a str, HashMap<&'a str, &'a Table>>,
@@ -657,6 +669,12 @@ impl<'a> Context<'a> {
                 usage_rows[position * nodes.len() + i] = Some(index);
             }
         }
+        let reference_usage = reference
+            .snapshot
+            .indexes
+            .iter()
+            .map(|index| usage[&(index.schema.as_str(), index.name.as_str())])
+            .collect();
         let tables_by_oid = reference
             .snapshot
             .tables
@@ -702,6 +720,7 @@ impl<'a> Context<'a> {
             nodes_not_read: Vec::new(),
             usage,
             usage_rows,
+            reference_usage,
             tables_by_oid,
             primary_tables,
             indexes_by_table,
@@ -714,11 +733,15 @@ impl<'a> Context<'a> {
     /// The index's row on each combined node (none where the node does not have it yet).
     pub fn usage_of(&self, index: &Index) -> &[Option<&'a Index>] {
         let n = self.nodes.len();
-        match self
-            .usage
-            .get(&(index.schema.as_str(), index.name.as_str()))
-        {
-            Some(&position) => &self.usage_rows[position * n..][..n],
+        let position = match position_in(&self.reference.snapshot.indexes, index) {
+            Some(i) => Some(self.reference_usage[i]),
+            None => self
+                .usage
+                .get(&(index.schema.as_str(), index.name.as_str()))
+                .copied(),
+        };
+        match position {
+            Some(position) => &self.usage_rows[position * n..][..n],
             None => &[],
         }
     }
@@ -730,6 +753,18 @@ impl<'a> Context<'a> {
             .flatten()
             .map(|i| i.scans.unwrap_or(0))
             .sum()
+    }
+
+    /// The primary's row for one of the audited tables: the row itself when the primary is
+    /// the reference (one lookup fewer per index at fleet scale), else by name.
+    pub fn primary_row(&self, table: &'a Table) -> Option<&'a Table> {
+        let primary = self.primary?;
+        if std::ptr::eq(primary.snapshot, self.reference.snapshot)
+            && position_in(&primary.snapshot.tables, table).is_some()
+        {
+            return Some(table);
+        }
+        self.primary_table(&table.schema, &table.name)
     }
 
     /// The primary's row for a table (the one with real statistics).
@@ -749,9 +784,9 @@ impl<'a> Context<'a> {
     /// at all: `reltuples` is -1 (14+) until the first VACUUM, ANALYZE or CREATE INDEX, and
     /// `relpages` 0 while the counters show rows (a table bulk-loaded with autovacuum off reads
     /// as empty).
-    fn growth_since_pg_class(&self, table: &Table) -> Option<f64> {
+    fn growth_since_pg_class(&self, table: &'a Table) -> Option<f64> {
         let rows_now = self
-            .primary_table(&table.schema, &table.name)
+            .primary_row(table)
             .map(|t| {
                 t.stats.n_live_tup.unwrap_or(0).max(0) + t.stats.n_dead_tup.unwrap_or(0).max(0)
             })
@@ -1143,22 +1178,12 @@ fn index_reason_rank(check: Check) -> Option<u8> {
 /// evidence figures are added where the finding lacks them, and an unused index's per-node
 /// usage and a bloat estimate's confidence are kept. Every other finding passes through unchanged, in order.
 pub fn one_per_index(mut findings: Vec<Finding>) -> Vec<Finding> {
-    // Grouped by position under borrowed names, and merged in place: an audit of 50,000
-    // indexes must not hold its findings twice.
-    let mut groups: HashMap<(&str, &str, &str), Vec<usize>> =
-        HashMap::with_capacity(findings.len());
-    for (i, f) in findings.iter().enumerate() {
-        if index_reason_rank(f.check).is_none() {
-            continue;
-        }
-        if let (Some(s), Some(t), Some(x)) = (&f.schema, &f.table, &f.index) {
-            groups
-                .entry((s.as_str(), t.as_str(), x.as_str()))
-                .or_default()
-                .push(i);
-        }
-    }
-    let mut merges: Vec<Vec<usize>> = groups.into_values().filter(|g| g.len() > 1).collect();
+    // Grouped by position and merged in place: an audit of 50,000 indexes must not hold its
+    // findings twice.
+    let hasher = foldhash::fast::FixedState::default();
+    let mut merges = same_index_groups(&findings, |names| {
+        std::hash::BuildHasher::hash_one(&hasher, names)
+    });
     let mut removed = vec![false; findings.len()];
     for group in &mut merges {
         group.sort_by_key(|&i| {
@@ -1204,6 +1229,52 @@ pub fn one_per_index(mut findings: Vec<Finding>) -> Vec<Finding> {
     // unused duplicate is two), kept to the end otherwise.
     findings.shrink_to_fit();
     findings
+}
+
+/// The findings about the same index (by schema, table and index name), as groups of two or
+/// more positions, each in finding order. The table is keyed by the names' `hash` (16-byte
+/// entries, where the names themselves made 72-byte ones whose random accesses missed the cache
+/// at every insert); a hit is confirmed by comparing the names, and different indexes whose
+/// names share a hash meet in a map by the names themselves.
+fn same_index_groups(
+    findings: &[Finding],
+    hash: impl Fn(&(&str, &str, &str)) -> u64,
+) -> Vec<Vec<usize>> {
+    fn key(f: &Finding) -> Option<(&str, &str, &str)> {
+        index_reason_rank(f.check)?;
+        match (&f.schema, &f.table, &f.index) {
+            (Some(s), Some(t), Some(x)) => Some((s.as_str(), t.as_str(), x.as_str())),
+            _ => None,
+        }
+    }
+    let mut first_by_hash: HashMap<u64, usize> = HashMap::with_capacity(findings.len());
+    let mut first_by_name: HashMap<(&str, &str, &str), usize> = HashMap::new();
+    // (the group's first finding, another of its findings), in finding order.
+    let mut members: Vec<(usize, usize)> = Vec::new();
+    for (i, f) in findings.iter().enumerate() {
+        let Some(names) = key(f) else { continue };
+        let first = *first_by_hash.entry(hash(&names)).or_insert(i);
+        if first == i {
+            continue;
+        }
+        if key(&findings[first]) == Some(names) {
+            members.push((first, i));
+        } else {
+            match *first_by_name.entry(names).or_insert(i) {
+                j if j == i => {}
+                j => members.push((j, i)),
+            }
+        }
+    }
+    members.sort_by_key(|&(first, _)| first);
+    members
+        .chunk_by(|a, b| a.0 == b.0)
+        .map(|group| {
+            std::iter::once(group[0].0)
+                .chain(group.iter().map(|&(_, other)| other))
+                .collect()
+        })
+        .collect()
 }
 
 /// Each finding's object size: an index's from its evidence (a partitioned index's is its
@@ -1702,6 +1773,45 @@ mod tests {
             "{:?}",
             mixed.notes
         );
+    }
+
+    #[test]
+    fn a_position_is_found_for_the_slice_s_own_elements_only() {
+        let items = vec![String::from("a"), String::from("b"), String::from("c")];
+        assert_eq!(position_in(&items, &items[2]), Some(2));
+        assert_eq!(position_in(&items, &items[0]), Some(0));
+        let equal = items[1].clone();
+        assert_eq!(position_in(&items, &equal), None);
+        assert_eq!(position_in(&items[1..], &items[0]), None);
+    }
+
+    #[test]
+    fn findings_about_one_index_are_grouped_whatever_their_names_hash_to() {
+        let about = |check, table: &str, index: &str| {
+            let mut f = Finding::new(check, Severity::Info, String::new());
+            f.schema = Some("public".into());
+            f.table = Some(table.into());
+            f.index = Some(index.into());
+            f
+        };
+        let findings = vec![
+            about(Check::UnusedIndex, "t", "a"),
+            about(Check::UnusedIndex, "t", "b"),
+            about(Check::DuplicateIndex, "t", "a"),
+            about(Check::RedundantIndex, "u", "a"),
+            about(Check::IndexBloat, "t", "b"),
+            about(Check::UnusedIndex, "u", "a"),
+            about(Check::DeadTuples, "t", "a"),
+            about(Check::InvalidIndex, "t", "a"),
+            about(Check::UnusedIndex, "t", "c"),
+        ];
+        let expected = vec![vec![0, 2, 7], vec![1, 4], vec![3, 5]];
+        let hasher = foldhash::fast::FixedState::default();
+        let real = same_index_groups(&findings, |n| std::hash::BuildHasher::hash_one(&hasher, n));
+        assert_eq!(real, expected);
+        // Every name colliding, or only some: the names decide.
+        assert_eq!(same_index_groups(&findings, |_| 7), expected);
+        assert_eq!(same_index_groups(&findings, |n| n.2.len() as u64), expected);
     }
 
     #[test]
