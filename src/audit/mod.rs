@@ -657,7 +657,9 @@ impl<'a> Context<'a> {
             HashMap::with_capacity(reference.snapshot.indexes.len());
         let mut usage_rows: Vec<Option<&Index>> =
             Vec::with_capacity(reference.snapshot.indexes.len() * nodes.len());
+        let mut reference_usage = Vec::with_capacity(reference.snapshot.indexes.len());
         for (i, node) in nodes.iter().enumerate() {
+            let is_reference = std::ptr::eq(node.snapshot, reference.snapshot);
             for index in &node.snapshot.indexes {
                 let next = usage.len();
                 let position = *usage
@@ -667,14 +669,11 @@ impl<'a> Context<'a> {
                     usage_rows.resize(usage_rows.len() + nodes.len(), None);
                 }
                 usage_rows[position * nodes.len() + i] = Some(index);
+                if is_reference {
+                    reference_usage.push(position);
+                }
             }
         }
-        let reference_usage = reference
-            .snapshot
-            .indexes
-            .iter()
-            .map(|index| usage[&(index.schema.as_str(), index.name.as_str())])
-            .collect();
         let tables_by_oid = reference
             .snapshot
             .tables
@@ -1400,9 +1399,7 @@ fn object_figures(ctx: &Context, database: &str) -> ObjectFigures {
         if !ctx.table_big_enough(table) || table.kind == snapshot::TableKind::Partitioned {
             continue;
         }
-        let stats = ctx
-            .primary_table(&table.schema, &table.name)
-            .map(|t| &t.stats);
+        let stats = ctx.primary_row(table).map(|t| &t.stats);
         let last = |a: Option<Timestamp>, b: Option<Timestamp>| {
             [a, b]
                 .into_iter()

@@ -117,7 +117,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
             }
         };
         if let Some(m) = ctx
-            .primary_table(&table.schema, &table.name)
+            .primary_row(table)
             .and_then(|t| t.stats.n_mod_since_analyze)
             && m as f64 > 0.2 * table.reltuples.max(1.0)
         {

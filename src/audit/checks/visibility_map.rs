@@ -73,9 +73,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
         }
         let mut fix = format!("VACUUM (VERBOSE) {name};");
         let settings = &ctx.reference.snapshot.settings;
-        let stats = ctx
-            .primary_table(&table.schema, &table.name)
-            .map(|t| &t.stats);
+        let stats = ctx.primary_row(table).map(|t| &t.stats);
         let inserted = stats.and_then(|s| s.n_ins_since_vacuum);
         // 13+ vacuums a table after enough inserts, which is what sets the bits on an
         // insert-mostly table; a lower scale factor helps only while that trigger is on.

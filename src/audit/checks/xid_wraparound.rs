@@ -55,7 +55,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 count_words(age),
                 count_words(limit)
             );
-            if let Some(primary_table) = ctx.primary_table(&table.schema, &table.name)
+            if let Some(primary_table) = ctx.primary_row(table)
                 && let Some(t) = latest(
                     primary_table.stats.last_vacuum,
                     primary_table.stats.last_autovacuum,
