@@ -193,7 +193,24 @@ async fn facts_read_back_statistics_and_every_shape_of_index() {
         let tickets = facts.table(Some("public"), "tickets").unwrap();
         assert_eq!(tickets.rows, Some(200_000.0), "PostgreSQL {major}");
         assert!(tickets.pages > 1000.0);
-        assert_eq!(tickets.all_visible_pages, tickets.pages, "PostgreSQL {major}: VACUUM set every page all-visible");
+        // Read back exactly what pg_class holds. VACUUM may leave a page or two unmarked: it
+        // skips setting the visibility map bit on a page whose cleanup lock it could not get at
+        // once, as when the checkpointer has it pinned to write it out.
+        let catalog = db
+            .value("SELECT relpages || ' ' || relallvisible FROM pg_class WHERE oid = 'tickets'::regclass")
+            .await
+            .unwrap();
+        assert_eq!(
+            format!("{} {}", tickets.pages, tickets.all_visible_pages),
+            catalog,
+            "PostgreSQL {major}"
+        );
+        assert!(
+            tickets.all_visible_pages >= tickets.pages - 8.0,
+            "PostgreSQL {major}: VACUUM marked {} of {} pages all-visible",
+            tickets.all_visible_pages,
+            tickets.pages
+        );
         assert_eq!(tickets.inserts, Some(200_000.0));
         assert_eq!((tickets.updates, tickets.deletes), (Some(0.0), Some(0.0)));
         let state = tickets.column("state").unwrap();
