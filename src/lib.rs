@@ -7,6 +7,7 @@
 pub mod advise;
 pub mod app;
 pub mod audit;
+pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod db;
