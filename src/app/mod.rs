@@ -3,6 +3,7 @@
 
 pub mod advise;
 pub mod audit;
+pub mod check;
 pub mod compare;
 pub mod demo;
 pub mod docs;
@@ -35,6 +36,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Demo(args) => demo::demo(args, &text),
         Command::Audit(args) => audit::audit_command(args, &text),
         Command::Advise(args) => advise::advise(*args, &text),
+        Command::Check(args) => check::check(*args, &text),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
     }

@@ -5,6 +5,7 @@ pub mod advise;
 pub mod buffercache;
 pub mod cancel;
 pub mod catalog;
+pub mod check;
 pub mod cluster;
 pub mod connect;
 pub mod conninfo;

@@ -4,6 +4,7 @@
 
 pub mod advise;
 pub mod audit;
+pub mod check;
 pub mod compare;
 pub mod format;
 pub mod html;

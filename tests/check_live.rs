@@ -1,0 +1,242 @@
+//! `pgplan check` on real servers 13–18: without a baseline it says to record one (exit 2);
+//! `--update` records a stable, sorted baseline with no timings or host names; unchanged runs
+//! pass twenty times in a row; a dropped index fails (exit 1) naming the new sequential scan and
+//! the pages; an added index passes as an improvement; the baseline is never rewritten without
+//! `--update`; and nothing is left on the server.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{TestDb, for_each_version, json_stdout, pgplan_command, stderr};
+use serde_json::Value;
+
+/// `orders`: ten rows per customer, scattered over the table (a lookup by customer reads them
+/// through the index, a few pages; without it, every page); `created_day` has no index at first.
+const SETUP: &str = "
+CREATE TABLE orders (
+    id bigint PRIMARY KEY,
+    customer_id integer NOT NULL,
+    created_day integer NOT NULL,
+    status text NOT NULL,
+    pad text NOT NULL
+);
+INSERT INTO orders
+SELECT i, i % 5000, (i * 7) % 365, CASE WHEN i % 3 = 0 THEN 'done' ELSE 'open' END, md5(i::text)
+FROM generate_series(1, 50000) AS i;
+CREATE INDEX orders_customer_idx ON orders (customer_id);
+VACUUM (ANALYZE) orders;
+";
+
+fn workload_dir(dir: &Path) {
+    std::fs::write(
+        dir.join("lookup.sql"),
+        "-- calls: 5000\n-- params: [42]\nSELECT id, status FROM orders WHERE customer_id = $1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("day_totals.sql"),
+        "-- calls: 10\nSELECT status, count(*) FROM orders WHERE created_day = 17 GROUP BY status\n",
+    )
+    .unwrap();
+}
+
+fn check(db: &TestDb, dir: &Path, baseline: &Path, extra: &[&str]) -> Output {
+    let mut cmd = pgplan_command(&["check", "-d", &db.conninfo()]);
+    cmd.arg("--workload")
+        .arg(dir)
+        .arg("--baseline")
+        .arg(baseline)
+        .args(extra);
+    cmd.output().expect("running pgplan")
+}
+
+fn query<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["id"] == id)
+        .unwrap_or_else(|| panic!("no query {id}: {doc:#}"))
+}
+
+fn classes(q: &Value) -> Vec<String> {
+    q["regressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["class"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Every key of a JSON document, at any depth.
+fn keys(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map {
+                out.push(k.clone());
+                keys(v, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| keys(v, out)),
+        _ => {}
+    }
+}
+
+async fn state(db: &TestDb) -> (String, String) {
+    (
+        db.value("SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes WHERE schemaname = 'public'")
+            .await
+            .unwrap(),
+        db.value("SELECT md5(string_agg(o::text, ',' ORDER BY id)) FROM orders o")
+            .await
+            .unwrap(),
+    )
+}
+
+async fn assert_nothing_left(db: &TestDb, before: &(String, String)) {
+    db.wait_until_pgplan_sessions_are_gone().await;
+    assert_eq!(&state(db).await, before, "the server changed");
+    let (locks, in_transaction) = db.pgplan_holdings().await;
+    assert_eq!((locks.as_str(), in_transaction.as_str()), ("0", "0"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dropped_index_fails_an_added_one_passes() {
+    for_each_version("check_gate", |major| async move {
+        let db = TestDb::create(major, "check_gate").await;
+        db.run(SETUP).await;
+        let dir = tempfile::tempdir().unwrap();
+        workload_dir(dir.path());
+        let baseline = dir.path().join("baseline.json");
+
+        // No baseline yet: the check cannot run, and says how to start.
+        let out = check(&db, dir.path(), &baseline, &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains("--update"), "{}", stderr(&out));
+        assert!(!baseline.exists());
+
+        let before = state(&db).await;
+        let out = check(&db, dir.path(), &baseline, &["--update"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let recorded = std::fs::read_to_string(&baseline).unwrap();
+        let doc: Value = serde_json::from_str(&recorded).unwrap();
+        assert_eq!(doc["pgplan_baseline"], 1);
+        assert_eq!(doc["mode"], "measured");
+        assert_eq!(doc["server_major"], major);
+        let ids: Vec<&str> = doc["queries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| q["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, vec!["day_totals.sql", "lookup.sql"], "sorted by id");
+        let lookup = &doc["queries"][1]["samples"][0];
+        assert_eq!(lookup["params"], serde_json::json!(["42"]));
+        assert!(lookup["pages"]["median"].as_f64().unwrap() > 0.0, "{lookup:#}");
+        assert!(
+            lookup["relations"]["public.orders"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|c| c.as_str().unwrap().contains("Index") || c == "Bitmap Heap Scan"),
+            "{lookup:#}"
+        );
+        // No timings and nothing of the machine: only what changes with a plan.
+        let mut all = Vec::new();
+        keys(&doc, &mut all);
+        assert!(
+            !all.iter().any(|k| k.ends_with("_ms") || k.contains("time")),
+            "{all:?}"
+        );
+        let socket = db.cluster.conninfo("x");
+        let host = socket
+            .split_whitespace()
+            .find_map(|p| p.strip_prefix("host="))
+            .unwrap()
+            .trim_matches('\'');
+        assert!(!recorded.contains(host), "the baseline names the host {host}");
+        assert_nothing_left(&db, &before).await;
+
+        // Unchanged: passes, twenty times in a row, and never touches the baseline.
+        for run in 0..20 {
+            let out = check(&db, dir.path(), &baseline, &["--format", "json"]);
+            let doc = json_stdout(&out);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "run {run} of an unchanged workload failed: {doc:#}\n{}",
+                stderr(&out)
+            );
+            assert_eq!(doc["schema_version"], 1);
+            assert_eq!(doc["result"], "passed");
+            assert_eq!(doc["summary"]["regressed"], 0);
+        }
+        assert_eq!(std::fs::read_to_string(&baseline).unwrap(), recorded);
+
+        // The index is dropped: the lookup reads the whole table.
+        db.run("DROP INDEX orders_customer_idx").await;
+        let before = state(&db).await;
+        let out = check(&db, dir.path(), &baseline, &["--format", "json"]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let doc = json_stdout(&out);
+        assert_eq!(doc["result"], "regressed");
+        let lookup = query(&doc, "lookup.sql");
+        assert_eq!(lookup["status"], "regressed", "{lookup:#}");
+        let found = classes(lookup);
+        assert!(found.contains(&"pages_regression".to_owned()), "{found:?}");
+        assert!(found.contains(&"new_seq_scan".to_owned()), "{found:?}");
+        assert_eq!(lookup["location"]["line"], 3, "{lookup:#}");
+        assert!(
+            lookup["location"]["file"].as_str().unwrap().ends_with("lookup.sql"),
+            "{lookup:#}"
+        );
+        assert_eq!(query(&doc, "day_totals.sql")["status"], "unchanged");
+        let text = check(&db, dir.path(), &baseline, &[]);
+        assert_eq!(text.status.code(), Some(1));
+        let text = String::from_utf8(text.stdout).unwrap();
+        assert!(text.contains("REGRESSED  lookup.sql"), "{text}");
+        assert!(text.contains("[new_seq_scan] Seq Scan on public.orders"), "{text}");
+        assert_eq!(std::fs::read_to_string(&baseline).unwrap(), recorded);
+        assert_nothing_left(&db, &before).await;
+
+        // Back, and an index that helps the other query: passes, named as an improvement.
+        db.run(
+            "CREATE INDEX orders_customer_idx ON orders (customer_id); \
+             CREATE INDEX orders_day_idx ON orders (created_day); ANALYZE orders",
+        )
+        .await;
+        let before = state(&db).await;
+        let out = check(&db, dir.path(), &baseline, &["--format", "json"]);
+        let doc = json_stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{doc:#}\n{}", stderr(&out));
+        assert_eq!(query(&doc, "day_totals.sql")["status"], "improved", "{doc:#}");
+        assert_eq!(query(&doc, "lookup.sql")["status"], "unchanged", "{doc:#}");
+        assert_eq!(std::fs::read_to_string(&baseline).unwrap(), recorded);
+        assert_nothing_left(&db, &before).await;
+
+        // A changed query text is matched by its file and shown with its diff; a new query is
+        // reported; neither fails.
+        std::fs::write(
+            dir.path().join("lookup.sql"),
+            "-- calls: 5000\n-- params: [42]\nSELECT id, status, pad FROM orders WHERE customer_id = $1\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("extra.sql"), "SELECT count(*) FROM orders WHERE id < 100\n").unwrap();
+        let out = check(&db, dir.path(), &baseline, &["--format", "json"]);
+        let doc = json_stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{doc:#}\n{}", stderr(&out));
+        let lookup = query(&doc, "lookup.sql");
+        assert_eq!(lookup["text_changed"], true);
+        let diff = lookup["sql_diff"].as_str().unwrap();
+        assert!(
+            diff.contains("-SELECT id, status FROM orders") && diff.contains("+SELECT id, status, pad FROM orders"),
+            "{diff}"
+        );
+        assert_eq!(query(&doc, "extra.sql")["status"], "new");
+        assert_eq!(std::fs::read_to_string(&baseline).unwrap(), recorded);
+        db.drop_db().await;
+    })
+    .await;
+}
