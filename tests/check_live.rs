@@ -84,6 +84,95 @@ fn keys(value: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// Holds a SARIF log to what SARIF 2.1.0 requires of it (version, runs, the tool's driver with
+/// its name, each result's message, its rule among the driver's rules at `ruleIndex`, a level
+/// of the four, and locations as URI references with a 1-based start line); returns the results.
+fn validate_sarif(log: &Value) -> Vec<Value> {
+    assert_eq!(log["version"], "2.1.0", "{log:#}");
+    assert!(log["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let runs = log["runs"].as_array().expect("runs is an array");
+    assert_eq!(runs.len(), 1);
+    let driver = &runs[0]["tool"]["driver"];
+    assert!(
+        !driver["name"]
+            .as_str()
+            .expect("tool.driver.name")
+            .is_empty()
+    );
+    let rules = driver["rules"].as_array().expect("driver.rules");
+    let ids: Vec<&str> = rules
+        .iter()
+        .map(|r| r["id"].as_str().expect("rule id"))
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "rule ids repeat: {ids:?}");
+    for r in rules {
+        assert!(r["shortDescription"]["text"].is_string(), "{r:#}");
+    }
+    let results = runs[0]["results"].as_array().expect("results is an array");
+    for r in results {
+        assert!(
+            !r["message"]["text"]
+                .as_str()
+                .expect("message.text")
+                .is_empty()
+        );
+        let rule = r["ruleId"].as_str().expect("ruleId");
+        let index = r["ruleIndex"].as_u64().expect("ruleIndex") as usize;
+        assert_eq!(ids[index], rule);
+        assert!(["none", "note", "warning", "error"].contains(&r["level"].as_str().unwrap()));
+        for l in r["locations"].as_array().expect("locations") {
+            let uri = l["physicalLocation"]["artifactLocation"]["uri"]
+                .as_str()
+                .expect("uri");
+            assert!(
+                !uri.is_empty() && !uri.contains('\\') && !uri.contains(' '),
+                "{uri}"
+            );
+            assert!(
+                l["physicalLocation"]["region"]["startLine"]
+                    .as_u64()
+                    .unwrap()
+                    >= 1
+            );
+        }
+    }
+    results.clone()
+}
+
+/// Parses JUnit XML back: (test case, failure type) for every failure, after checking the
+/// suite's counts agree with its test cases.
+fn junit_failures(xml: &str) -> Vec<(String, String)> {
+    let doc = roxmltree::Document::parse(xml).unwrap_or_else(|e| panic!("not XML ({e}):\n{xml}"));
+    assert!(doc.root_element().has_tag_name("testsuites"));
+    let suite = doc
+        .descendants()
+        .find(|n| n.has_tag_name("testsuite"))
+        .unwrap();
+    let cases: Vec<_> = suite
+        .children()
+        .filter(|n| n.has_tag_name("testcase"))
+        .collect();
+    assert_eq!(suite.attribute("tests").unwrap(), cases.len().to_string());
+    let failed = cases
+        .iter()
+        .filter(|c| c.children().any(|n| n.has_tag_name("failure")))
+        .count();
+    assert_eq!(suite.attribute("failures").unwrap(), failed.to_string());
+    let mut found = Vec::new();
+    for case in cases {
+        for f in case.children().filter(|n| n.has_tag_name("failure")) {
+            found.push((
+                case.attribute("name").unwrap().to_owned(),
+                f.attribute("type").unwrap().to_owned(),
+            ));
+        }
+    }
+    found
+}
+
 async fn state(db: &TestDb) -> (String, String) {
     (
         db.value("SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes WHERE schemaname = 'public'")
@@ -198,6 +287,22 @@ async fn a_dropped_index_fails_an_added_one_passes() {
         let text = String::from_utf8(text.stdout).unwrap();
         assert!(text.contains("REGRESSED  lookup.sql"), "{text}");
         assert!(text.contains("[new_seq_scan] Seq Scan on public.orders"), "{text}");
+        let sarif_file = dir.path().join("check.sarif");
+        let out = check(&db, dir.path(), &baseline, &["--format", "sarif", "-o", sarif_file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let sarif: Value = serde_json::from_str(&std::fs::read_to_string(&sarif_file).unwrap()).unwrap();
+        let results = validate_sarif(&sarif);
+        assert_eq!(results.len(), 1, "{sarif:#}");
+        assert_eq!(results[0]["ruleId"], "pages_regression");
+        let location = &results[0]["locations"][0]["physicalLocation"];
+        assert!(location["artifactLocation"]["uri"].as_str().unwrap().ends_with("/lookup.sql"));
+        assert_eq!(location["region"]["startLine"], 3);
+        let out = check(&db, dir.path(), &baseline, &["--format", "junit"]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let failures = junit_failures(&String::from_utf8(out.stdout).unwrap());
+        assert_eq!(failures.len(), 2, "{failures:?}");
+        assert!(failures.contains(&("lookup.sql".to_owned(), "new_seq_scan".to_owned())), "{failures:?}");
+        assert!(failures.contains(&("lookup.sql".to_owned(), "pages_regression".to_owned())), "{failures:?}");
         assert_eq!(std::fs::read_to_string(&baseline).unwrap(), recorded);
         assert_nothing_left(&db, &before).await;
 

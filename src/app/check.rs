@@ -310,9 +310,9 @@ pub fn check(args: CheckArgs, options: &TextOptions) -> Result<u8> {
     match args.format {
         CheckFormat::Text => render::write_text(&mut out, &report, &text_options)?,
         CheckFormat::Json => crate::report::write_json(&mut out, &render::CheckDoc::new(&report))?,
-        CheckFormat::Markdown | CheckFormat::Sarif | CheckFormat::Junit => {
-            bail!("this format is not available yet: use text or json")
-        }
+        CheckFormat::Markdown => crate::report::check_markdown::write_markdown(&mut out, &report)?,
+        CheckFormat::Sarif => crate::report::check_sarif::write_sarif(&mut out, &report)?,
+        CheckFormat::Junit => crate::report::check_junit::write_junit(&mut out, &report)?,
     }
     out.flush()?;
     Ok(if report.regressed() {
