@@ -345,3 +345,67 @@ async fn a_dropped_index_fails_an_added_one_passes() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn estimated_checks_compare_plan_shapes_and_costs() {
+    for_each_version("check_estimated", |major| async move {
+        let db = TestDb::create(major, "check_estimated").await;
+        db.run(SETUP).await;
+        let dir = tempfile::tempdir().unwrap();
+        workload_dir(dir.path());
+        let baseline = dir.path().join("baseline.json");
+        let before = state(&db).await;
+        let out = check(&db, dir.path(), &baseline, &["--update", "--estimated"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
+        assert_eq!(doc["mode"], "estimated");
+        let sample = &doc["queries"][1]["samples"][0];
+        assert!(sample["total_cost"].as_f64().unwrap() > 0.0, "{sample:#}");
+        assert!(
+            sample.get("pages").is_none(),
+            "nothing is measured: {sample:#}"
+        );
+        assert!(sample["plan"][0].get("actual_rows").is_none(), "{sample:#}");
+
+        // A measured check refuses an estimated baseline, saying how to fix it.
+        let out = check(&db, dir.path(), &baseline, &[]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(
+            stderr(&out).contains("check with --estimated"),
+            "{}",
+            stderr(&out)
+        );
+
+        let out = check(
+            &db,
+            dir.path(),
+            &baseline,
+            &["--estimated", "--format", "json"],
+        );
+        let doc = json_stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{doc:#}\n{}", stderr(&out));
+        assert_eq!(doc["estimated"], true);
+
+        db.run("DROP INDEX orders_customer_idx").await;
+        let out = check(
+            &db,
+            dir.path(),
+            &baseline,
+            &["--estimated", "--format", "json"],
+        );
+        let doc = json_stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{doc:#}\n{}", stderr(&out));
+        let found = classes(query(&doc, "lookup.sql"));
+        assert!(found.contains(&"cost_regression".to_owned()), "{found:?}");
+        assert!(found.contains(&"new_seq_scan".to_owned()), "{found:?}");
+        let text = check(&db, dir.path(), &baseline, &["--estimated"]);
+        let text = String::from_utf8(text.stdout).unwrap();
+        assert!(text.contains("ESTIMATED"), "{text}");
+        db.run("CREATE INDEX orders_customer_idx ON orders (customer_id)")
+            .await;
+        assert_nothing_left(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}

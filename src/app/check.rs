@@ -249,12 +249,16 @@ pub fn check(args: CheckArgs, options: &TextOptions) -> Result<u8> {
             CheckMode::Measured
         };
         if b.mode != wanted {
+            let fix = if args.estimated {
+                "check without --estimated, or record an estimated baseline with --update --estimated"
+            } else {
+                "check with --estimated, or record a measured baseline with --update"
+            };
             bail!(
-                "the baseline {} holds {} figures and this check is {}: record it again with --update{}",
+                "the baseline {} holds {} figures and this check is {}: {fix}",
                 args.baseline.display(),
                 b.mode.as_str(),
                 wanted.as_str(),
-                if args.estimated { " --estimated" } else { "" }
             );
         }
         Some(b)
