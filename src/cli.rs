@@ -64,6 +64,9 @@ pub enum Command {
     /// fail (exit 1) when a query touches more pages, reads a table sequentially, spills or
     /// fails where the baseline did not. Everything runs rolled back.
     Check(Box<CheckArgs>),
+    /// Export planner statistics from one database (read-only, a standby too) and import them
+    /// into another (PostgreSQL 18+), so a CI database plans with production's statistics.
+    Stats(StatsArgs),
     /// Start a throwaway server, load a 500,000-row table and run compare and audit on it.
     Demo(DemoArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to standard output.
@@ -643,4 +646,59 @@ pub enum CheckFormat {
     Markdown,
     Sarif,
     Junit,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(subcommand)]
+    pub command: StatsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StatsCommand {
+    /// Write the pg_class figures and pg_stats rows of the workload's tables (or the given
+    /// ones) to a file. Read-only.
+    Export(Box<StatsExportArgs>),
+    /// Apply a file written by export to this database (PostgreSQL 18+: pg_restore_relation_stats
+    /// and pg_restore_attribute_stats), saying which tables and columns did not match. The
+    /// statistics stay until the next ANALYZE (autovacuum's too) replaces them.
+    Import(StatsImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatsExportArgs {
+    /// A table to export (repeatable; schema-qualified or found through the search_path).
+    #[arg(long = "table", value_name = "TABLE")]
+    pub tables: Vec<String>,
+    /// Every table of this schema (repeatable).
+    #[arg(long = "schema", value_name = "SCHEMA")]
+    pub schemas: Vec<String>,
+    /// The tables a workload's queries read (as planned, never run): files or directories as
+    /// for pgplan check.
+    #[arg(long = "workload", value_name = "DIR|FILE", num_args = 1..)]
+    pub workload: Vec<String>,
+    /// Leave the most-common-value lists out (their values and frequencies), for privacy;
+    /// histograms are kept.
+    #[arg(long)]
+    pub no_values: bool,
+    /// Write the statistics to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsImportArgs {
+    /// The statistics file written by pgplan stats export.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
 }

@@ -409,3 +409,116 @@ async fn estimated_checks_compare_plan_shapes_and_costs() {
     })
     .await;
 }
+
+/// Production: `status` is skewed (a rare value among common ones), so its statistics are worth
+/// carrying; `pad` is text.
+const PRODUCTION: &str = "
+CREATE TABLE orders (id bigint PRIMARY KEY, status text NOT NULL, pad text NOT NULL);
+INSERT INTO orders
+SELECT i, CASE WHEN i % 100 = 0 THEN 'disputed' WHEN i % 3 = 0 THEN 'done' ELSE 'open' END, md5(i::text)
+FROM generate_series(1, 30000) AS i;
+ANALYZE orders;
+";
+
+fn stats(db: &TestDb, args: &[&str]) -> Output {
+    let mut cmd = pgplan_command(&["stats"]);
+    cmd.args(args).arg("-d").arg(db.conninfo());
+    cmd.output().expect("running pgplan")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn production_statistics_move_to_a_ci_database() {
+    for_each_version("check_stats", |major| async move {
+        let prod = TestDb::create(major, "check_stats_prod").await;
+        prod.run(PRODUCTION).await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("by_status.sql"),
+            "SELECT id FROM orders WHERE status = $1\n",
+        )
+        .unwrap();
+        let file = dir.path().join("stats.json");
+        let prod_before = state_of(&prod).await;
+        let out = stats(
+            &prod,
+            &["export", "--workload", dir.path().to_str().unwrap(), "-o", file.to_str().unwrap()],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let doc: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!(doc["pgplan_stats"], 1);
+        assert_eq!(doc["values_withheld"], false);
+        let table = &doc["tables"][0];
+        assert_eq!((table["schema"].as_str(), table["table"].as_str()), (Some("public"), Some("orders")));
+        assert_eq!(table["reltuples"], 30000.0);
+        let status = table["stats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["column"] == "status")
+            .unwrap();
+        assert!(status["most_common_vals"].as_str().unwrap().contains("disputed"), "{status:#}");
+        assert_eq!(table["columns"][2], serde_json::json!({"name": "pad", "type": "text"}));
+
+        // --no-values: the lists go, histograms stay.
+        let out = stats(&prod, &["export", "--table", "orders", "--no-values"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let private = json_stdout(&out);
+        assert_eq!(private["values_withheld"], true);
+        let rows = private["tables"][0]["stats"].as_array().unwrap();
+        assert!(rows.iter().all(|r| r.get("most_common_vals").is_none()), "{rows:#?}");
+        assert!(rows.iter().any(|r| r["histogram_bounds"].is_string()), "{rows:#?}");
+        assert_eq!(state_of(&prod).await, prod_before, "export changed the server");
+        prod.wait_until_pgplan_sessions_are_gone().await;
+
+        // A CI database: a few rows, `pad` of another type, a column production lacks.
+        let ci = TestDb::create(major, "check_stats_ci").await;
+        ci.run(
+            "CREATE TABLE orders (id bigint PRIMARY KEY, status text NOT NULL, pad varchar(40), note text); \
+             INSERT INTO orders SELECT i, 'open', 'x' FROM generate_series(1, 10) AS i; ANALYZE orders",
+        )
+        .await;
+        let out = stats(&ci, &["import", file.to_str().unwrap()]);
+        if major < 18 {
+            assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+            assert!(stderr(&out).contains("needs PostgreSQL 18"), "{}", stderr(&out));
+        } else {
+            let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+            // Something did not match: exit 1, each named.
+            assert_eq!(out.status.code(), Some(1), "{printed}\n{}", stderr(&out));
+            assert!(printed.contains("public.orders.pad is character varying(40) here and text in the file"), "{printed}");
+            assert!(printed.contains("public.orders.note has no statistics in the file"), "{printed}");
+            assert_eq!(
+                ci.value("SELECT reltuples::text FROM pg_class WHERE oid = 'orders'::regclass").await.as_deref(),
+                Some("30000")
+            );
+            let mcv = ci
+                .value("SELECT most_common_vals::text FROM pg_stats WHERE tablename = 'orders' AND attname = 'status'")
+                .await
+                .unwrap();
+            assert!(mcv.contains("disputed"), "{mcv}");
+            // The mismatched column kept its own statistics.
+            let pad = ci
+                .value("SELECT avg_width::text FROM pg_stats WHERE tablename = 'orders' AND attname = 'pad'")
+                .await
+                .unwrap();
+            assert_eq!(pad, "2");
+            ci.wait_until_pgplan_sessions_are_gone().await;
+        }
+        let out = stats(&ci, &["import", dir.path().join("missing.json").to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2));
+        prod.drop_db().await;
+        ci.drop_db().await;
+    })
+    .await;
+}
+
+async fn state_of(db: &TestDb) -> (String, String) {
+    (
+        db.value("SELECT reltuples::text || '/' || relpages FROM pg_class WHERE oid = 'orders'::regclass")
+            .await
+            .unwrap(),
+        db.value("SELECT md5(string_agg(s::text, ',' ORDER BY attname)) FROM pg_stats s WHERE tablename = 'orders'")
+            .await
+            .unwrap(),
+    )
+}

@@ -26,7 +26,9 @@ use super::workload::{EngineOptions, measure_workload, prepare_queries};
 
 /// The workload's queries and where each is written, read before connecting. A directory's
 /// queries go by their file names, a file's by its path (`#n` for the n-th of several).
-fn read_workload(paths: &[String]) -> Result<(Vec<SourceQuery>, BTreeMap<String, Location>)> {
+pub(crate) fn read_workload(
+    paths: &[String],
+) -> Result<(Vec<SourceQuery>, BTreeMap<String, Location>)> {
     let mut files: Vec<(String, String)> = Vec::new();
     for w in paths {
         let path = Path::new(w);

@@ -14,6 +14,7 @@ pub mod live;
 pub mod live_explain;
 pub mod offline;
 pub mod output;
+pub mod stats;
 pub mod workload;
 
 use std::io::{self, IsTerminal};
@@ -37,6 +38,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Audit(args) => audit::audit_command(args, &text),
         Command::Advise(args) => advise::advise(*args, &text),
         Command::Check(args) => check::check(*args, &text),
+        Command::Stats(args) => stats::stats(args),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
     }

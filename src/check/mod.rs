@@ -6,6 +6,7 @@ pub mod baseline;
 pub mod compare;
 pub mod rules;
 pub mod sql_diff;
+pub mod stats;
 
 pub use baseline::{Baseline, BaselineNode, BaselineQuery, BaselineSample, CheckMode, PagesFigure};
 pub use compare::{

@@ -19,6 +19,7 @@ pub mod pgpass;
 pub mod retry;
 pub mod service;
 pub mod session;
+pub mod stats;
 pub mod tls;
 pub mod workload;
 pub mod x509;
