@@ -35,6 +35,12 @@ fn workload_dir(dir: &Path) {
         "-- calls: 5000\n-- params: [42]\nSELECT id, status FROM orders WHERE customer_id = $1\n",
     )
     .unwrap();
+    // Values for $1 chosen from the statistics at --update, then reused by every check.
+    std::fs::write(
+        dir.join("by_status.sql"),
+        "-- calls: 100\nSELECT count(*) FROM orders WHERE status = $1\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.join("day_totals.sql"),
         "-- calls: 10\nSELECT status, count(*) FROM orders WHERE created_day = 17 GROUP BY status\n",
@@ -220,8 +226,19 @@ async fn a_dropped_index_fails_an_added_one_passes() {
             .iter()
             .map(|q| q["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids, vec!["day_totals.sql", "lookup.sql"], "sorted by id");
-        let lookup = &doc["queries"][1]["samples"][0];
+        assert_eq!(
+            ids,
+            vec!["by_status.sql", "day_totals.sql", "lookup.sql"],
+            "sorted by id"
+        );
+        let by_status = doc["queries"][0]["samples"].as_array().unwrap();
+        assert!(
+            by_status
+                .iter()
+                .any(|s| s["params"] == serde_json::json!(["open"])),
+            "{by_status:#?}"
+        );
+        let lookup = &doc["queries"][2]["samples"][0];
         assert_eq!(lookup["params"], serde_json::json!(["42"]));
         assert!(lookup["pages"]["median"].as_f64().unwrap() > 0.0, "{lookup:#}");
         assert!(
@@ -360,7 +377,7 @@ async fn estimated_checks_compare_plan_shapes_and_costs() {
         let doc: Value =
             serde_json::from_str(&std::fs::read_to_string(&baseline).unwrap()).unwrap();
         assert_eq!(doc["mode"], "estimated");
-        let sample = &doc["queries"][1]["samples"][0];
+        let sample = &doc["queries"][2]["samples"][0];
         assert!(sample["total_cost"].as_f64().unwrap() > 0.0, "{sample:#}");
         assert!(
             sample.get("pages").is_none(),
