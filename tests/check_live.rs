@@ -539,3 +539,45 @@ async fn state_of(db: &TestDb) -> (String, String) {
             .unwrap(),
     )
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_new_spill_fails_and_the_setting_behind_it_is_named() {
+    for_each_version("check_spill", |major| async move {
+        let db = TestDb::create(major, "check_spill").await;
+        db.run(SETUP).await;
+        let dir = tempfile::tempdir().unwrap();
+        // 5,000 rows sorted: in memory with the default work_mem (4MB), on disk with 64kB.
+        std::fs::write(
+            dir.path().join("sorted.sql"),
+            "SELECT pad FROM orders WHERE customer_id < 500 ORDER BY pad\n",
+        )
+        .unwrap();
+        let baseline = dir.path().join("baseline.json");
+        let out = check(&db, dir.path(), &baseline, &["--update"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = check(&db, dir.path(), &baseline, &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+        db.run(&format!(
+            "ALTER DATABASE \"{}\" SET work_mem = '64kB'",
+            db.name
+        ))
+        .await;
+        let out = check(&db, dir.path(), &baseline, &["--format", "json"]);
+        let doc = json_stdout(&out);
+        assert_eq!(out.status.code(), Some(1), "{doc:#}\n{}", stderr(&out));
+        let sorted = query(&doc, "sorted.sql");
+        assert_eq!(classes(sorted), vec!["new_spill".to_owned()], "{sorted:#}");
+        let reason = sorted["regressions"][0]["message"].as_str().unwrap();
+        assert!(reason.starts_with("Sort now spills to disk"), "{reason}");
+        let settings = doc["settings_changed"].as_array().unwrap();
+        assert!(
+            settings
+                .iter()
+                .any(|s| s["name"] == "work_mem" && s["now"] == "64kB"),
+            "{settings:#?}"
+        );
+        db.drop_db().await;
+    })
+    .await;
+}
