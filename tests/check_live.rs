@@ -280,6 +280,10 @@ async fn a_dropped_index_fails_an_added_one_passes() {
             assert_eq!(doc["summary"]["regressed"], 0);
         }
         assert_eq!(std::fs::read_to_string(&baseline).unwrap(), recorded);
+        // Recorded again with no plan changed: the file stays as it was, byte for byte.
+        let out = check(&db, dir.path(), &baseline, &["--update"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(std::fs::read_to_string(&baseline).unwrap(), recorded);
 
         // The index is dropped: the lookup reads the whole table.
         db.run("DROP INDEX orders_customer_idx").await;

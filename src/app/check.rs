@@ -216,17 +216,20 @@ async fn record(
         .zip(runs)
         .map(|(q, r)| baseline::query_of(q, r))
         .collect();
-    let mode = if args.estimated {
-        CheckMode::Estimated
-    } else {
-        CheckMode::Measured
-    };
     Ok(Baseline::new(
-        mode,
+        mode_of(args),
         conn.facts.major(),
         settings,
         recorded_queries,
     ))
+}
+
+fn mode_of(args: &CheckArgs) -> CheckMode {
+    if args.estimated {
+        CheckMode::Estimated
+    } else {
+        CheckMode::Measured
+    }
 }
 
 fn validate(args: &CheckArgs) -> Result<()> {
@@ -246,15 +249,20 @@ fn validate(args: &CheckArgs) -> Result<()> {
 pub fn check(args: CheckArgs, options: &TextOptions) -> Result<u8> {
     validate(&args)?;
     let (sources, locations) = read_workload(&args.workload)?;
+    // With --update, an existing baseline of the same mode is read too: queries whose plans
+    // did not change keep their recorded entries (see check::settle).
+    let existing = if args.update && args.baseline.exists() {
+        read_baseline(&args.baseline)
+            .ok()
+            .filter(|b| b.mode == mode_of(&args))
+    } else {
+        None
+    };
     let previous = if args.update {
         None
     } else {
         let b = read_baseline(&args.baseline)?;
-        let wanted = if args.estimated {
-            CheckMode::Estimated
-        } else {
-            CheckMode::Measured
-        };
+        let wanted = mode_of(&args);
         if b.mode != wanted {
             let fix = if args.estimated {
                 "check without --estimated, or record an estimated baseline with --update --estimated"
@@ -282,13 +290,23 @@ pub fn check(args: CheckArgs, options: &TextOptions) -> Result<u8> {
             &limits,
             &args,
             sources,
-            previous.as_ref(),
+            previous.as_ref().or(existing.as_ref()),
             &progress,
         )
         .await?;
         Ok::<_, anyhow::Error>((now, conn.facts.version.clone()))
     }))?;
     let Some(baseline) = previous else {
+        let now = match &existing {
+            Some(old) => check::settle::settle(
+                old,
+                now,
+                check::rules::Thresholds {
+                    max_regression_percent: args.max_regression,
+                },
+            ),
+            None => now,
+        };
         write_baseline(&args.baseline, &now)?;
         let samples: usize = now.queries.iter().map(|q| q.samples.len()).sum();
         eprintln!(

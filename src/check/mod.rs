@@ -5,6 +5,7 @@
 pub mod baseline;
 pub mod compare;
 pub mod rules;
+pub mod settle;
 pub mod sql_diff;
 pub mod stats;
 
