@@ -585,3 +585,47 @@ async fn a_new_spill_fails_and_the_setting_behind_it_is_named() {
     })
     .await;
 }
+
+/// From a standby: export is read-only, so it runs there, planning the workload's queries too,
+/// and reads what the primary's ANALYZE stored. One version (the newest tested): it starts a
+/// primary and a standby of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn statistics_export_from_a_standby() {
+    let Some(&major) = common::versions().last() else {
+        return;
+    };
+    let primary =
+        pgplan::db::cluster::Cluster::start(common::default_options(common::binaries(major)))
+            .unwrap();
+    primary.execute("postgres", PRODUCTION).await.unwrap();
+    let standby = primary.start_standby().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("by_status.sql"),
+        "SELECT id FROM orders WHERE status = $1\n",
+    )
+    .unwrap();
+    let export = |conninfo: String| {
+        let out = pgplan_command(&["stats", "export", "-d", &conninfo, "--workload"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        json_stdout(&out)
+    };
+    let from_primary = export(primary.conninfo("postgres"));
+    // The standby replays the primary's pg_statistic rows; wait until it has them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let from_standby = loop {
+        let doc = export(standby.conninfo("postgres"));
+        if doc == from_primary || std::time::Instant::now() > deadline {
+            break doc;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        from_standby, from_primary,
+        "the standby's export differs from the primary's"
+    );
+    assert_eq!(from_standby["tables"][0]["table"], "orders");
+}
