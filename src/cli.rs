@@ -60,6 +60,13 @@ pub enum Command {
     /// Propose the indexes a workload needs and prove each by measurement: every candidate
     /// built once in a rolled-back transaction, the set chosen greedily from what was measured.
     Advise(Box<AdviseArgs>),
+    /// Gate CI on a workload's plans: record a baseline (--update), then measure again and
+    /// fail (exit 1) when a query touches more pages, reads a table sequentially, spills or
+    /// fails where the baseline did not. Everything runs rolled back.
+    Check(Box<CheckArgs>),
+    /// Export planner statistics from one database (read-only, a standby too) and import them
+    /// into another (PostgreSQL 18+), so a CI database plans with production's statistics.
+    Stats(StatsArgs),
     /// Start a throwaway server, load a 500,000-row table and run compare and audit on it.
     Demo(DemoArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish) to standard output.
@@ -588,4 +595,110 @@ mod tests {
         assert_eq!(parse_size("1GB").unwrap(), 1 << 30);
         assert!(parse_size("lots").is_err());
     }
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The workload: .sql files (several statements each) or directories of .sql files (one
+    /// query each, named by its file). `-- calls: N` and `-- params: [...]` as for compare.
+    #[arg(long = "workload", value_name = "DIR|FILE", required = true, num_args = 1..)]
+    pub workload: Vec<String>,
+    /// The baseline file (JSON) the workload is compared with, written by --update.
+    #[arg(long, value_name = "FILE")]
+    pub baseline: PathBuf,
+    /// Measure the workload and write the baseline (never written otherwise).
+    #[arg(long)]
+    pub update: bool,
+    /// A query regresses when its pages touched grow by more than this percentage beyond the
+    /// measured spread (with --estimated: its planner cost).
+    #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
+    pub max_regression: f64,
+    /// Compare plan shapes and planner costs instead of measured pages (nothing is run): for a
+    /// CI database with production's statistics (pgplan stats import).
+    #[arg(long)]
+    pub estimated: bool,
+    /// Measured runs after the first one; pages are their median and spread.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub runs: u32,
+    /// Run the workload's INSERT, UPDATE, DELETE and MERGE (each run rolled back).
+    #[arg(long)]
+    pub allow_writes: bool,
+    /// Run queries calling functions whose effects outlive the rollback (see compare).
+    #[arg(long)]
+    pub allow_lasting_effects: bool,
+    #[arg(long, value_enum, default_value_t = CheckFormat::Text)]
+    pub format: CheckFormat,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// `pgplan check`'s report formats: for a person, a program, a pull request, code scanning, CI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Json,
+    Markdown,
+    Sarif,
+    Junit,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    #[command(subcommand)]
+    pub command: StatsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StatsCommand {
+    /// Write the pg_class figures and pg_stats rows of the workload's tables (or the given
+    /// ones) to a file. Read-only.
+    Export(Box<StatsExportArgs>),
+    /// Apply a file written by export to this database (PostgreSQL 18+: pg_restore_relation_stats
+    /// and pg_restore_attribute_stats), saying which tables and columns did not match. The
+    /// statistics stay until the next ANALYZE (autovacuum's too) replaces them.
+    Import(StatsImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StatsExportArgs {
+    /// A table to export (repeatable; schema-qualified or found through the search_path).
+    #[arg(long = "table", value_name = "TABLE")]
+    pub tables: Vec<String>,
+    /// Every table of this schema (repeatable).
+    #[arg(long = "schema", value_name = "SCHEMA")]
+    pub schemas: Vec<String>,
+    /// The tables a workload's queries read (as planned, never run): files or directories as
+    /// for pgplan check.
+    #[arg(long = "workload", value_name = "DIR|FILE", num_args = 1..)]
+    pub workload: Vec<String>,
+    /// Leave the most-common-value lists out (their values and frequencies), for privacy;
+    /// histograms are kept.
+    #[arg(long)]
+    pub no_values: bool,
+    /// Write the statistics to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsImportArgs {
+    /// The statistics file written by pgplan stats export.
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
 }

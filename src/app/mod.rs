@@ -3,6 +3,7 @@
 
 pub mod advise;
 pub mod audit;
+pub mod check;
 pub mod compare;
 pub mod demo;
 pub mod docs;
@@ -13,6 +14,7 @@ pub mod live;
 pub mod live_explain;
 pub mod offline;
 pub mod output;
+pub mod stats;
 pub mod workload;
 
 use std::io::{self, IsTerminal};
@@ -35,6 +37,8 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Demo(args) => demo::demo(args, &text),
         Command::Audit(args) => audit::audit_command(args, &text),
         Command::Advise(args) => advise::advise(*args, &text),
+        Command::Check(args) => check::check(*args, &text),
+        Command::Stats(args) => stats::stats(args),
         Command::Completions(args) => docs::completions(args),
         Command::Man(args) => docs::man(args),
     }

@@ -4,6 +4,10 @@
 
 pub mod advise;
 pub mod audit;
+pub mod check;
+pub mod check_junit;
+pub mod check_markdown;
+pub mod check_sarif;
 pub mod compare;
 pub mod format;
 pub mod html;
