@@ -1,7 +1,8 @@
 -- Audit: the heavyweight locks the session checks name: every advisory lock, every lock waited
 -- for, the locks granted on the relations someone waits for (the holders of a queue), and the
 -- relation locks of sessions idle in a transaction and of prepared transactions (null pid).
--- The audit's own session excluded. A relation is named only when it is in the audited
+-- The audit's own session is excluded but for advisory locks: pgplan takes none, so any its
+-- session holds were left on the server connection by an earlier client of a pooler. A relation is named only when it is in the audited
 -- database (another database's oids mean nothing here).
 -- Returns one row per lock: pid, locktype, mode, granted, schema_name, relation_name,
 -- advisory_key, wait_seconds.
@@ -28,7 +29,7 @@ LEFT JOIN pg_class c ON l.locktype = 'relation'
                                       WHERE d.datname = current_database())
                     AND c.oid = l.relation
 LEFT JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE l.pid IS DISTINCT FROM pg_backend_pid()
+WHERE (l.pid IS DISTINCT FROM pg_backend_pid() OR l.locktype = 'advisory')
   AND l.locktype IN ('advisory', 'relation')
   AND (l.locktype = 'advisory'
        OR NOT l.granted

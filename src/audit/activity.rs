@@ -138,6 +138,19 @@ pub fn usable_slots(snapshot: &NodeSnapshot) -> f64 {
         .max(0.0)
 }
 
+fn database_of(snapshot: &NodeSnapshot) -> &str {
+    snapshot.server.database.as_str()
+}
+
+/// The advisory locks a session holds.
+pub fn advisory_locks_of(snapshot: &NodeSnapshot, pid: i32) -> usize {
+    snapshot
+        .session_locks
+        .iter()
+        .filter(|l| l.pid == Some(pid) && l.granted && l.locktype == "advisory")
+        .count()
+}
+
 /// One node's sessions as the metrics show them, whether or not anything is a finding.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionFigures {
@@ -169,6 +182,14 @@ pub fn figures(node: &Node, database: &str) -> SessionFigures {
         client_sessions: snapshot.backends.len(),
         connection_slots: usable_slots(snapshot),
     };
+    // The audit's own session holds advisory locks only when a pooler handed it a connection
+    // an earlier client left them on.
+    figures.idle_advisory_locks = snapshot
+        .backends
+        .iter()
+        .filter(|b| b.audit_session && b.database.as_deref() == Some(database_of(snapshot)))
+        .map(|b| advisory_locks_of(snapshot, b.pid))
+        .sum();
     for b in audited_backends(snapshot) {
         if b.is_idle_in_transaction() {
             figures.longest_idle_in_transaction_seconds = figures
@@ -176,11 +197,7 @@ pub fn figures(node: &Node, database: &str) -> SessionFigures {
                 .max(b.state_age_seconds.unwrap_or(0.0));
         }
         if b.state.as_deref() == Some("idle") {
-            figures.idle_advisory_locks += snapshot
-                .session_locks
-                .iter()
-                .filter(|l| l.pid == Some(b.pid) && l.granted && l.locktype == "advisory")
-                .count();
+            figures.idle_advisory_locks += advisory_locks_of(snapshot, b.pid);
         }
         if b.is_waiting_for_lock() {
             figures.lock_waiters += 1;

@@ -4,8 +4,12 @@
 //! outlives the request that took it, so the lock stays with a connection the next client gets,
 //! and every worker asking for the same key waits behind it. An idle session's advisory locks
 //! are session-level by definition (transaction-level ones end with the transaction).
+//!
+//! The audit's own session is a case of its own: pgplan takes no advisory lock, so any its
+//! session holds were left on the server connection by an earlier client, which a pooler
+//! handed on to the audit (PgBouncer hands out the connection used last).
 
-use crate::audit::activity::{audited_backends, pooler_reason, who};
+use crate::audit::activity::{pooler_reason, who};
 use crate::audit::{Check, Context, Finding, Output, Severity};
 
 use super::{age_words, counted};
@@ -13,8 +17,11 @@ use super::{age_words, counted};
 pub fn run(ctx: &Context, out: &mut Output) {
     for node in &ctx.nodes {
         let snapshot = node.snapshot;
-        for b in audited_backends(snapshot) {
-            if b.state.as_deref() != Some("idle") {
+        let database = snapshot.server.database.as_str();
+        for b in &snapshot.backends {
+            if b.database.as_deref() != Some(database)
+                || !(b.audit_session || b.state.as_deref() == Some("idle"))
+            {
                 continue;
             }
             let keys: Vec<&str> = snapshot
@@ -31,20 +38,40 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 .iter()
                 .filter(|w| w.blocking_pids.contains(&b.pid))
                 .count();
-            let idle = b.state_age_seconds.unwrap_or(0.0);
-            let mut message = format!(
-                "session pid {} ({}) has been idle outside any transaction for {} and holds {} \
+            let idle = if b.audit_session {
+                0.0
+            } else {
+                b.state_age_seconds.unwrap_or(0.0)
+            };
+            let mut message = if b.audit_session {
+                format!(
+                    "the audit's own server connection, pid {} ({}), holds {} (key {}) that an \
+                     earlier client left on it: pgplan takes none, so a connection pooler handed \
+                     the connection on with them",
+                    b.pid,
+                    who(b),
+                    counted(
+                        keys.len() as f64,
+                        "session-level advisory lock",
+                        "session-level advisory locks"
+                    ),
+                    keys.join("; ")
+                )
+            } else {
+                format!(
+                    "session pid {} ({}) has been idle outside any transaction for {} and holds {} \
                  (key {})",
-                b.pid,
-                who(b),
-                age_words(idle),
-                counted(
-                    keys.len() as f64,
-                    "session-level advisory lock",
-                    "session-level advisory locks"
-                ),
-                keys.join("; ")
-            );
+                    b.pid,
+                    who(b),
+                    age_words(idle),
+                    counted(
+                        keys.len() as f64,
+                        "session-level advisory lock",
+                        "session-level advisory locks"
+                    ),
+                    keys.join("; ")
+                )
+            };
             if let Some(age) = b.backend_age_seconds {
                 message.push_str(&format!(", connected {} ago", age_words(age)));
             }
@@ -54,7 +81,12 @@ pub fn run(ctx: &Context, out: &mut Output) {
                     counted(waiting as f64, "session is", "sessions are")
                 ));
             }
-            let pooler = pooler_reason(snapshot, b);
+            // The audit's own connection needs no guess: it was handed on by a pooler.
+            let pooler = if b.audit_session {
+                Some(None)
+            } else {
+                pooler_reason(snapshot, b).map(Some)
+            };
             let mut fix = format!(
                 "-- from the session that took them: SELECT pg_advisory_unlock_all();\n\
                  -- or end the session that holds them:\n\
@@ -62,13 +94,17 @@ pub fn run(ctx: &Context, out: &mut Output) {
                 b.pid
             );
             if let Some(reason) = &pooler {
-                message.push_str(&format!(
-                    "; it looks like a connection pooler's server connection ({reason}): \
-                     session-level advisory locks do not belong behind a transaction-mode \
+                if let Some(reason) = reason {
+                    message.push_str(&format!(
+                        "; it looks like a connection pooler's server connection ({reason})"
+                    ));
+                }
+                message.push_str(
+                    "; session-level advisory locks do not belong behind a transaction-mode \
                      pooler, where the lock stays on the server connection after the request \
                      and passes to whichever client gets it next; take them with \
-                     pg_advisory_xact_lock, released at commit or rollback"
-                ));
+                     pg_advisory_xact_lock, released at commit or rollback",
+                );
                 fix.push_str(
                     "\n-- in the application, inside the transaction: \
                      SELECT pg_advisory_xact_lock(key);",
@@ -195,6 +231,29 @@ mod tests {
                 .as_deref()
                 .unwrap()
                 .contains("pg_advisory_unlock_all()")
+        );
+    }
+
+    #[test]
+    fn advisory_locks_on_the_audits_own_connection_came_from_a_pooler() {
+        let mut p = primary();
+        p.backends = vec![Backend {
+            audit_session: true,
+            state: Some("active".into()),
+            ..idle(30, "pgplan")
+        }];
+        p.session_locks = vec![advisory(30, "4711")];
+        let report = audit_nodes(vec![("p", p)]);
+        let found = findings_of(&report, Check::AdvisoryLock);
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].severity, Severity::Critical);
+        assert_eq!(found[0].evidence_value("pooler"), Some(1.0));
+        assert!(
+            found[0]
+                .message
+                .starts_with("the audit's own server connection, pid 30"),
+            "{}",
+            found[0].message
         );
     }
 }
