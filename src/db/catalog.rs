@@ -161,6 +161,19 @@ pub fn statement_for(sql: &str, version_num: u32) -> String {
     text.replace("{{database_created}}", "NULL::timestamptz")
 }
 
+/// The statements the session and lock checks add to an audit, as run on this server: what
+/// the `audit_sessions` benchmark times.
+pub fn session_statements(version_num: u32) -> [(&'static str, String); 3] {
+    [
+        ("activity", statement_for(ACTIVITY_SQL, version_num)),
+        ("locks", statement_for(SESSION_LOCKS_SQL, version_num)),
+        (
+            "recovery conflicts",
+            statement_for(CONFLICTS_SQL, version_num),
+        ),
+    ]
+}
+
 /// audit_database.sql for this role: a superuser may stat the database's `PG_VERSION` file
 /// (written by CREATE DATABASE), which dates the database; `pg_stat_file` is superuser-only by
 /// default, and it fails rather than returning null without the privilege, so other roles do
