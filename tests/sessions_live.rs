@@ -480,3 +480,91 @@ async fn connections_near_the_limit_and_an_idle_crowd() {
     })
     .await;
 }
+
+async fn wait_on(cluster: &Cluster, sql: &str) {
+    for _ in 0..1200 {
+        if let Ok(client) = cluster.connect("postgres").await
+            && let Ok(row) = client.query_one(sql, &[]).await
+            && row.get::<_, Option<bool>>(0) == Some(true)
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting for: {sql}\n{}", cluster.log());
+}
+
+/// A standby cancels a query whose snapshot still sees rows VACUUM removed on the primary
+/// (hot_standby_feedback off, and a short max_standby_streaming_delay, which the standby copies
+/// from the primary's configuration): the standby's audit reports the cancellation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_standby_cancels_queries_for_recovery_conflicts() {
+    for_each_version("sessions_conflicts", |major| async move {
+        let primary = Cluster::start(
+            default_options(binaries(major)).setting("max_standby_streaming_delay", "10ms"),
+        )
+        .expect("primary starts");
+        primary
+            .execute(
+                "postgres",
+                "CREATE TABLE t (id int PRIMARY KEY); \
+                 INSERT INTO t SELECT generate_series(1, 1000)",
+            )
+            .await
+            .unwrap();
+        let standby = primary
+            .start_standby()
+            .await
+            .unwrap_or_else(|e| panic!("standby: {e}\n{}", primary.log()));
+        wait_on(
+            &primary,
+            "SELECT count(*) = 1 FROM pg_stat_replication WHERE state = 'streaming'",
+        )
+        .await;
+        wait_on(&standby, "SELECT count(*) = 1000 FROM t").await;
+        let reader = standby.connect("postgres").await.unwrap();
+        reader
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM t")
+            .await
+            .unwrap();
+        primary.execute("postgres", "DELETE FROM t").await.unwrap();
+        primary.execute("postgres", "VACUUM t").await.unwrap();
+        wait_on(
+            &standby,
+            "SELECT confl_snapshot > 0 FROM pg_stat_database_conflicts \
+             WHERE datname = current_database()",
+        )
+        .await;
+        drop(reader);
+
+        let nodes = vec![
+            NodeResult {
+                name: "host=primary".into(),
+                outcome: read_node(&primary.config("postgres")).await,
+            },
+            NodeResult {
+                name: "host=standby".into(),
+                outcome: read_node(&standby.config("postgres")).await,
+            },
+        ];
+        let report = audit(&nodes, &quick());
+        let f = only(&report, Check::RecoveryConflict);
+        assert_eq!(f.node.as_deref(), Some("host=standby"));
+        assert!(evidence(f, "snapshot_conflicts") >= 1.0, "{:?}", f.evidence);
+        assert!(evidence(f, "cancelled_queries") >= evidence(f, "snapshot_conflicts"));
+        assert!(
+            f.message.contains("hot_standby_feedback is off"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.fix
+                .as_deref()
+                .unwrap()
+                .contains("hot_standby_feedback = on"),
+            "{:?}",
+            f.fix
+        );
+    })
+    .await;
+}
