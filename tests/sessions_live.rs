@@ -82,7 +82,7 @@ fn dump(report: &AuditReport) -> String {
         .collect()
 }
 
-fn only<'a>(report: &'a AuditReport, check: Check) -> &'a Finding {
+fn only(report: &AuditReport, check: Check) -> &Finding {
     let found: Vec<&Finding> = report
         .findings
         .iter()

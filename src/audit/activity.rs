@@ -32,6 +32,25 @@ pub fn audited_backends(snapshot: &NodeSnapshot) -> impl Iterator<Item = &Backen
         .filter(move |b| !b.audit_session && b.database.as_deref() == Some(database))
 }
 
+/// Records, for a session check, each node where other roles' sessions are hidden from the
+/// audit role (no `pg_read_all_stats`): their state and query read as null, so what they hold
+/// or wait for is not judged there.
+pub fn skip_hidden_sessions(ctx: &super::Context, out: &mut super::Output, check: super::Check) {
+    for node in &ctx.nodes {
+        let server = &node.snapshot.server;
+        if !server.pg_read_all_stats && !server.superuser {
+            out.skip(
+                check,
+                format!(
+                    "{}: other roles' sessions are hidden (no pg_read_all_stats): their state, \
+                     locks and waits cannot be judged",
+                    node.name
+                ),
+            );
+        }
+    }
+}
+
 /// Why the session looks like a pooler's server connection, if it does: a pooler's
 /// application name, PgBouncer's `application_name_add_host` suffix (" - 10.0.0.5:51234"), or
 /// an address many sessions share.
@@ -115,7 +134,7 @@ pub fn short_query(query: Option<&str>) -> String {
 }
 
 /// The lock a session waits for.
-pub fn awaited_lock<'a>(snapshot: &'a NodeSnapshot, pid: i32) -> Option<&'a SessionLock> {
+pub fn awaited_lock(snapshot: &NodeSnapshot, pid: i32) -> Option<&SessionLock> {
     snapshot
         .session_locks
         .iter()
@@ -241,6 +260,37 @@ mod tests {
             pooler_reason(&s, &plain)
                 .unwrap()
                 .starts_with("10 sessions share")
+        );
+    }
+
+    #[test]
+    fn hidden_sessions_skip_the_session_checks_in_part() {
+        use crate::audit::Check;
+        use crate::audit::checks::fixture::{audit_nodes, primary};
+        let mut p = primary();
+        p.server.superuser = false;
+        p.server.pg_read_all_stats = false;
+        let report = audit_nodes(vec![("p", p)]);
+        for check in [
+            Check::AdvisoryLock,
+            Check::IdleInTransaction,
+            Check::LockQueue,
+        ] {
+            assert!(
+                report
+                    .skipped
+                    .iter()
+                    .any(|s| s.check == check && s.reason.contains("no pg_read_all_stats")),
+                "{check:?}: {:?}",
+                report.skipped
+            );
+        }
+        let report = audit_nodes(vec![("p", primary())]);
+        assert!(
+            !report
+                .skipped
+                .iter()
+                .any(|s| s.check == Check::AdvisoryLock)
         );
     }
 

@@ -684,6 +684,14 @@ fn privileges_missing(
                 .into(),
         });
         gaps.push(PrivilegeGap {
+            check: "advisory_lock, idle_in_transaction, lock_queue".into(),
+            lost: "other roles' sessions hide their state, query and client address \
+                   (pg_stat_activity needs pg_read_all_stats or pg_monitor): their idle lock \
+                   holders and lock waits are not seen, though they count against the \
+                   connection slots"
+                .into(),
+        });
+        gaps.push(PrivilegeGap {
             check: "invalid_index".into(),
             lost: "index builds run by other roles are hidden in pg_stat_progress_create_index, \
                    so their invalid indexes look failed"

@@ -15,6 +15,7 @@ use crate::audit::{Check, Context, Finding, Output, Severity};
 use super::{age_words, counted};
 
 pub fn run(ctx: &Context, out: &mut Output) {
+    crate::audit::activity::skip_hidden_sessions(ctx, out, Check::AdvisoryLock);
     for node in &ctx.nodes {
         let snapshot = node.snapshot;
         let database = snapshot.server.database.as_str();

@@ -16,6 +16,7 @@ use super::{age_words, count_words, counted};
 pub const CRITICAL_IDLE_SECONDS: f64 = 3600.0;
 
 pub fn run(ctx: &Context, out: &mut Output) {
+    crate::audit::activity::skip_hidden_sessions(ctx, out, Check::IdleInTransaction);
     let min = ctx.options.idle_in_transaction_min_age.as_secs_f64();
     let horizon: Vec<(String, String)> = xmin_horizon::holders(ctx)
         .into_iter()

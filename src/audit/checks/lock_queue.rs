@@ -44,6 +44,7 @@ fn is_ddl(query: &str) -> bool {
 }
 
 pub fn run(ctx: &Context, out: &mut Output) {
+    crate::audit::activity::skip_hidden_sessions(ctx, out, Check::LockQueue);
     let min = ctx.options.lock_wait_min_age.as_secs_f64();
     for node in &ctx.nodes {
         let snapshot = node.snapshot;
