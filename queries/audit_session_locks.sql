@@ -1,5 +1,5 @@
 -- Audit: the heavyweight locks the session checks name: every advisory lock, every lock waited
--- for, the locks granted on the relations someone waits for (the holders of a queue), and the
+-- for (of any type: a row's transaction id, a tuple, a relation), the locks granted on the relations someone waits for (the holders of a queue), and the
 -- relation locks of sessions idle in a transaction and of prepared transactions (null pid).
 -- The audit's own session is excluded but for advisory locks: pgplan takes none, so any its
 -- session holds were left on the server connection by an earlier client of a pooler. A relation is named only when it is in the audited
@@ -30,11 +30,11 @@ LEFT JOIN pg_class c ON l.locktype = 'relation'
                     AND c.oid = l.relation
 LEFT JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE (l.pid IS DISTINCT FROM pg_backend_pid() OR l.locktype = 'advisory')
-  AND l.locktype IN ('advisory', 'relation')
-  AND (l.locktype = 'advisory'
-       OR NOT l.granted
-       OR l.pid IS NULL
-       OR l.relation IN (SELECT w.relation FROM pg_locks w
-                         WHERE NOT w.granted AND w.locktype = 'relation')
-       OR l.pid IN (SELECT a.pid FROM pg_stat_activity a
-                    WHERE a.state LIKE 'idle in transaction%'))
+  AND (NOT l.granted
+       OR l.locktype = 'advisory'
+       OR (l.locktype = 'relation'
+           AND (l.pid IS NULL
+                OR l.relation IN (SELECT w.relation FROM pg_locks w
+                                  WHERE NOT w.granted AND w.locktype = 'relation')
+                OR l.pid IN (SELECT a.pid FROM pg_stat_activity a
+                             WHERE a.state LIKE 'idle in transaction%'))))

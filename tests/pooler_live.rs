@@ -973,6 +973,8 @@ async fn an_advisory_lock_left_on_a_pooled_connection() {
         assert_eq!(queue[0]["evidence"]["holder_pid"], holder, "{:#}", queue[0]);
         assert_eq!(queue[0]["evidence"]["first_waiter_pid"], waiter_pid);
         assert_eq!(queue[0]["evidence"]["waiting_sessions"], 1);
+        let message = queue[0]["message"].as_str().unwrap();
+        assert!(message.contains("advisory lock 4711"), "{message}");
 
         // The audit ended nothing: the lock is still held and the worker still waits.
         let held = format!(

@@ -247,6 +247,11 @@ async fn a_transaction_left_idle_holding_locks() {
         assert_eq!(evidence(queue, "holder_pid"), pid as f64);
         assert_eq!(evidence(queue, "first_waiter_pid"), waiter_pid as f64);
         assert_eq!(evidence(queue, "waiting_sessions"), 1.0);
+        assert!(
+            queue.message.contains("a row the holder changed"),
+            "{}",
+            queue.message
+        );
 
         // Nothing was ended or released by the audit.
         assert_eq!(state_of(&db, pid).await.as_deref(), Some("idle in transaction"));

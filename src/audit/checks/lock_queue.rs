@@ -43,6 +43,25 @@ fn is_ddl(query: &str) -> bool {
     )
 }
 
+/// The lock waited for, in words: a relation's by name, a row's by what it is.
+fn lock_words(lock: &crate::audit::snapshot::SessionLock) -> String {
+    if let Some(relation) = lock.relation_name() {
+        return format!("{} on {relation}", lock.mode);
+    }
+    match lock.locktype.as_str() {
+        // Waiting for another transaction to end: a row it changed (or a unique key it
+        // inserted) is what the waiter needs.
+        "transactionid" => "a row the holder changed: its transaction to end".to_owned(),
+        "tuple" => "a row another session is changing".to_owned(),
+        "advisory" => match &lock.advisory_key {
+            Some(key) => format!("advisory lock {key}"),
+            None => "an advisory lock".to_owned(),
+        },
+        "virtualxid" => "another transaction to end".to_owned(),
+        other => format!("{} ({other})", lock.mode),
+    }
+}
+
 pub fn run(ctx: &Context, out: &mut Output) {
     crate::audit::activity::skip_hidden_sessions(ctx, out, Check::LockQueue);
     let min = ctx.options.lock_wait_min_age.as_secs_f64();
@@ -117,7 +136,12 @@ pub fn run(ctx: &Context, out: &mut Output) {
                     text.push_str(&format!(", {})", who(h)));
                     let q = short_query(h.query.as_deref());
                     if !q.is_empty() {
-                        text.push_str(&format!(" running {q:?}"));
+                        let verb = if h.state.as_deref() == Some("active") {
+                            "running"
+                        } else {
+                            "last statement"
+                        };
+                        text.push_str(&format!(" {verb} {q:?}"));
                     }
                     text
                 }
@@ -127,10 +151,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
             if let Some(f) = first {
                 let wait = lock_wait_seconds(snapshot, f).unwrap_or(0.0);
                 let what = awaited_lock(snapshot, f.pid)
-                    .map(|l| match l.relation_name() {
-                        Some(r) => format!("{} on {r}", l.mode),
-                        None => format!("{} ({})", l.mode, l.locktype),
-                    })
+                    .map(lock_words)
                     .unwrap_or_else(|| "a lock".into());
                 message.push_str(&format!(
                     "{}pid {} waits for ({what}, for {}): {:?}",
@@ -287,5 +308,41 @@ mod tests {
             f.message
         );
         assert!(!f.fix.as_deref().unwrap().contains("pg_terminate_backend"));
+    }
+
+    #[test]
+    fn a_row_lock_wait_is_named_for_the_row() {
+        let mut p = primary();
+        p.backends = vec![
+            session(
+                8,
+                "idle in transaction",
+                "UPDATE t SET a = 1 WHERE id = 1",
+                &[],
+            ),
+            session(9, "active", "UPDATE t SET a = 2 WHERE id = 1", &[8]),
+        ];
+        p.session_locks = vec![SessionLock {
+            pid: Some(9),
+            locktype: "transactionid".into(),
+            mode: "ShareLock".into(),
+            granted: false,
+            wait_seconds: Some(10.0),
+            ..Default::default()
+        }];
+        let report = audit_nodes(vec![("p", p)]);
+        let f = findings_of(&report, Check::LockQueue)[0];
+        assert!(
+            f.message
+                .contains("(a row the holder changed: its transaction to end, for 10 s)"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message.contains("last statement \"UPDATE t SET a = 1"),
+            "{}",
+            f.message
+        );
+        assert_eq!(f.evidence_value("ddl_pid"), None);
     }
 }
