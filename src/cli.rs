@@ -427,6 +427,12 @@ pub struct AuditArgs {
     /// its own (whatever its age, the oldest holder is named where dead rows cannot be removed).
     #[arg(long, value_parser = parse_duration, default_value = "5min", value_name = "DURATION")]
     pub horizon_min_age: Duration,
+    /// A session idle in a transaction this long is a finding (idle_in_transaction).
+    #[arg(long, value_parser = parse_duration, default_value = "1min", value_name = "DURATION")]
+    pub idle_in_transaction_min_age: Duration,
+    /// A statement waiting this long for a lock is a finding with its queue (lock_queue).
+    #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "DURATION")]
+    pub lock_wait_min_age: Duration,
     /// Write the report to FILE instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,

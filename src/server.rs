@@ -177,6 +177,15 @@ pub fn features(facts: &ServerFacts) -> Vec<Feature> {
                 .to_owned()
         }),
     ));
+    list.push(feature(
+        "audit: sessions and locks",
+        stats_visible,
+        (!stats_visible).then(|| {
+            "other users' sessions hide their state, query and client address without \
+             pg_read_all_stats (GRANT pg_monitor TO ...)"
+                .to_owned()
+        }),
+    ));
     for check in [
         "audit: unused_index",
         "audit: invalid_index",

@@ -47,6 +47,11 @@ fn run_as() -> Option<(u32, u32)> {
 }
 
 fn start_bouncer(db: &TestDb) -> Bouncer {
+    start_bouncer_with(db, "")
+}
+
+/// PgBouncer with more `[pgbouncer]` settings (lines ending in a newline).
+fn start_bouncer_with(db: &TestDb, extra: &str) -> Bouncer {
     let binary = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"]
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
@@ -65,7 +70,7 @@ fn start_bouncer(db: &TestDb) -> Bouncer {
             "[databases]\n* = host={} port={}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
              unix_socket_dir =\nauth_type = trust\nauth_file = {}\npool_mode = transaction\n\
              default_pool_size = 2\nmax_client_conn = 100\nignore_startup_parameters = extra_float_digits\n\
-             logfile = {}\npidfile = {}\n",
+             logfile = {}\npidfile = {}\n{extra}",
             db.cluster.socket_dir().display(),
             db.cluster.port(),
             path("users.txt"),
@@ -875,6 +880,112 @@ async fn audit_with_a_second_connection_through_pgbouncer() {
         db.wait_for(open, |n| n == "0", Duration::from_secs(10))
             .await
             .expect("no transaction is left open");
+    })
+    .await;
+}
+
+/// The incident `audit` looks for: a session-level advisory lock taken through PgBouncer in
+/// transaction mode stays on the server connection after the client's statement, idle and
+/// outside any transaction. The audit, through the same pooler, names that server connection's
+/// pid, sees the pooler in PgBouncer's `application_name_add_host` suffix, and names the
+/// session waiting for the same key; it never releases or ends anything itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_advisory_lock_left_on_a_pooled_connection() {
+    for_each_version("pooler_advisory", |major| async move {
+        let db = TestDb::create(major, "pooler_advisory").await;
+        let bouncer = start_bouncer_with(&db, "application_name_add_host = 1\n");
+        let conninfo = bouncer.conninfo(&db);
+        let worker = pooled_client(&format!("{conninfo} application_name=worker")).await;
+        // PgBouncer hands out the server connection released last: with another client's
+        // transaction open meanwhile, the lock lands on the pool's other connection, and the
+        // audit later gets the one that transaction released, not the holder.
+        let other = pooled_client(&conninfo).await;
+        other.batch_execute("BEGIN; SELECT 1").await.unwrap();
+        // One statement, so the pid is the server connection that took the lock.
+        let row = worker
+            .query_one("SELECT pg_backend_pid(), pg_advisory_lock(4711)::text", &[])
+            .await
+            .unwrap();
+        let holder: i32 = row.get(0);
+        other.batch_execute("COMMIT").await.unwrap();
+        // Another worker asks for the same key, straight to the server, and waits.
+        let waiter = db.client().await;
+        let waiter_pid: i32 = waiter
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        let waiting = tokio::spawn(async move {
+            waiter
+                .batch_execute("SELECT pg_advisory_lock(4711); SELECT pg_advisory_unlock(4711)")
+                .await
+        });
+        db.wait_for(
+            &format!("SELECT wait_event_type FROM pg_stat_activity WHERE pid = {waiter_pid}"),
+            |w| w == "Lock",
+            Duration::from_secs(30),
+        )
+        .await
+        .expect("the second worker waits for the key");
+
+        let out = run(&[
+            "audit",
+            "--connections",
+            "1",
+            "--lock-wait-min-age",
+            "0",
+            "--format",
+            "json",
+            "-d",
+            &conninfo,
+        ]);
+        assert!(
+            out.status.code() == Some(1),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let findings = doc["findings"].as_array().unwrap();
+        let of = |check: &str| -> Vec<&serde_json::Value> {
+            findings.iter().filter(|f| f["check"] == check).collect()
+        };
+        let leaked = of("advisory_lock");
+        assert_eq!(leaked.len(), 1, "{findings:#?}");
+        let leaked = leaked[0];
+        assert_eq!(leaked["evidence"]["pid"], holder, "{leaked:#}");
+        assert_eq!(leaked["evidence"]["advisory_locks"], 1, "{leaked:#}");
+        assert_eq!(leaked["evidence"]["pooler"], 1, "{leaked:#}");
+        assert_eq!(leaked["evidence"]["waiting_sessions"], 1, "{leaked:#}");
+        assert_eq!(leaked["severity"], "critical");
+        let message = leaked["message"].as_str().unwrap();
+        assert!(message.contains("key 4711"), "{message}");
+        assert!(message.contains("application_name_add_host"), "{message}");
+        assert!(message.contains("pg_advisory_xact_lock"), "{message}");
+        assert!(
+            leaked["fix"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("SELECT pg_terminate_backend({holder});")),
+            "{leaked:#}"
+        );
+        let queue = of("lock_queue");
+        assert_eq!(queue.len(), 1, "{findings:#?}");
+        assert_eq!(queue[0]["evidence"]["holder_pid"], holder, "{:#}", queue[0]);
+        assert_eq!(queue[0]["evidence"]["first_waiter_pid"], waiter_pid);
+        assert_eq!(queue[0]["evidence"]["waiting_sessions"], 1);
+        let message = queue[0]["message"].as_str().unwrap();
+        assert!(message.contains("advisory lock 4711"), "{message}");
+
+        // The audit ended nothing: the lock is still held and the worker still waits.
+        let held = format!(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+             AND pid = {holder}"
+        );
+        assert_eq!(db.value(&held).await.as_deref(), Some("1"));
+        // PgBouncer gone, its server connections close and the lock with them.
+        drop(bouncer);
+        waiting.await.unwrap().unwrap();
+        drop(worker);
     })
     .await;
 }

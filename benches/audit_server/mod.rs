@@ -179,6 +179,7 @@ const FLOOR_SQL: &str = "SELECT * FROM pg_stat_user_indexes s JOIN pg_index i ON
 /// process, so neither a process start nor psql's own handling of the rows counts, in each of
 /// `databases` at once. Returns the run (no client CPU: the floor is the query) and the rows
 /// fetched.
+#[allow(dead_code)] // audit_scale's and audit_databases' floor; audit_sessions times statements
 pub async fn floor_query(server: &BenchServer, databases: &[&str]) -> (Run, usize) {
     let server_before = server.settled_cpu();
     let started = Instant::now();

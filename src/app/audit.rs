@@ -99,6 +99,8 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
         min_size_bytes: args.min_size,
         min_stats_age: args.min_stats_age,
         horizon_min_age: args.horizon_min_age,
+        idle_in_transaction_min_age: args.idle_in_transaction_min_age,
+        lock_wait_min_age: args.lock_wait_min_age,
         object_figures: matches!(args.format, AuditFormat::Prometheus),
     };
     let limits = Limits::read_only_defaults()

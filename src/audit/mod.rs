@@ -11,6 +11,7 @@
 //! own by [`audit`], and [`audit_databases`] merges the reports, every finding, skipped check and
 //! per-object figure naming its database.
 
+pub mod activity;
 pub mod checks;
 pub mod deparse;
 pub mod snapshot;
@@ -118,6 +119,11 @@ pub struct AuditOptions {
     /// A transaction (or a prepared transaction) open this long that holds the xmin horizon is
     /// a finding (default 5 minutes).
     pub horizon_min_age: Duration,
+    /// A session idle in a transaction this long is a finding (default 1 minute).
+    pub idle_in_transaction_min_age: Duration,
+    /// A statement waiting this long for a lock is a finding, with the queue behind it
+    /// (default 5 seconds).
+    pub lock_wait_min_age: Duration,
     /// Fill [`AuditReport::objects`], the per-object figures only the metrics show: at fleet
     /// scale a row per index (50,000, with their names copied) that would be the largest
     /// allocation of a report in any other format.
@@ -130,6 +136,8 @@ impl Default for AuditOptions {
             min_size_bytes: 0,
             min_stats_age: Duration::from_secs(7 * 86_400),
             horizon_min_age: Duration::from_secs(300),
+            idle_in_transaction_min_age: Duration::from_secs(60),
+            lock_wait_min_age: Duration::from_secs(5),
             object_figures: true,
         }
     }
@@ -160,10 +168,16 @@ pub enum Check {
     XminHorizon,
     ReplicationSlot,
     XidWraparound,
+    AdvisoryLock,
+    IdleInTransaction,
+    LockQueue,
+    ConnectionPressure,
+    PreparedTransaction,
+    RecoveryConflict,
 }
 
 impl Check {
-    pub const ALL: [Check; 13] = [
+    pub const ALL: [Check; 19] = [
         Check::UnusedIndex,
         Check::InvalidIndex,
         Check::DuplicateIndex,
@@ -177,6 +191,12 @@ impl Check {
         Check::XminHorizon,
         Check::ReplicationSlot,
         Check::XidWraparound,
+        Check::AdvisoryLock,
+        Check::IdleInTransaction,
+        Check::LockQueue,
+        Check::ConnectionPressure,
+        Check::PreparedTransaction,
+        Check::RecoveryConflict,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -194,6 +214,12 @@ impl Check {
             Check::XminHorizon => "xmin_horizon",
             Check::ReplicationSlot => "replication_slot",
             Check::XidWraparound => "xid_wraparound",
+            Check::AdvisoryLock => "advisory_lock",
+            Check::IdleInTransaction => "idle_in_transaction",
+            Check::LockQueue => "lock_queue",
+            Check::ConnectionPressure => "connection_pressure",
+            Check::PreparedTransaction => "prepared_transaction",
+            Check::RecoveryConflict => "recovery_conflict",
         }
     }
 }
@@ -552,6 +578,9 @@ pub struct AuditReport {
     /// Facts about the combination itself (nodes that could not be compared, standbys unseen).
     pub notes: Vec<String>,
     pub objects: ObjectFigures,
+    /// Per node: idle-in-transaction and lock-wait ages, idle advisory locks, queue length and
+    /// connection slots, for the metrics (written whether or not anything is a finding).
+    pub sessions: Vec<activity::SessionFigures>,
 }
 
 impl AuditReport {
@@ -940,6 +969,7 @@ pub fn audit_databases(groups: &[DatabaseNodes], options: &AuditOptions) -> Audi
         }));
         merged.objects.tables.extend(report.objects.tables);
         merged.objects.indexes.extend(report.objects.indexes);
+        merged.sessions.extend(report.sessions);
     }
     // Stable: within a severity, databases keep their order and each its own sort (one
     // database's findings are in order already).
@@ -1131,6 +1161,11 @@ fn audit_database(
     }
     report.findings = findings;
     report.skipped = skipped;
+    report.sessions = ctx
+        .nodes
+        .iter()
+        .map(|node| activity::figures(node, &database))
+        .collect();
     if options.object_figures {
         report.objects = object_figures(&ctx, &database);
     }

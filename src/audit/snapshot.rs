@@ -63,6 +63,15 @@ pub struct NodeSnapshot {
     pub standbys: Vec<Standby>,
     /// `CREATE INDEX` / `REINDEX` runs in progress (`pg_stat_progress_create_index`).
     pub index_builds: Vec<IndexBuild>,
+    /// Every client backend of the server (`pg_stat_activity`), the audit's own included and
+    /// marked: connection slots are the server's, the other session checks filter by database.
+    pub backends: Vec<Backend>,
+    /// Advisory locks, locks waited for, the locks on the relations waited for, and the relation
+    /// locks of sessions idle in a transaction (`pg_locks`).
+    pub session_locks: Vec<SessionLock>,
+    /// `pg_stat_database_conflicts` for the audited database: queries a standby cancelled
+    /// because replay needed what they held (zeros on a primary).
+    pub recovery_conflicts: Option<RecoveryConflicts>,
     /// What the audit role could not read, and which check lost what.
     pub privileges_missing: Vec<PrivilegeGap>,
 }
@@ -115,6 +124,13 @@ pub struct Settings {
     pub block_size_bytes: f64,
     /// On a standby: whether its snapshots hold back the primary's vacuum.
     pub hot_standby_feedback: bool,
+    pub max_connections: f64,
+    /// Slots only superusers may take.
+    pub superuser_reserved_connections: f64,
+    /// 16+: slots only roles with `pg_use_reserved_connections` may take.
+    pub reserved_connections: Option<f64>,
+    /// 0 (the default) lets a session sit idle in a transaction forever.
+    pub idle_in_transaction_session_timeout_ms: f64,
 }
 
 impl Default for Settings {
@@ -133,6 +149,10 @@ impl Default for Settings {
             autovacuum_multixact_freeze_max_age: 400_000_000.0,
             block_size_bytes: 8192.0,
             hot_standby_feedback: false,
+            max_connections: 100.0,
+            superuser_reserved_connections: 3.0,
+            reserved_connections: None,
+            idle_in_transaction_session_timeout_ms: 0.0,
         }
     }
 }
@@ -563,6 +583,8 @@ pub struct PreparedXact {
     pub owner: Option<String>,
     pub xid_age_xids: Option<i64>,
     pub prepared_age_seconds: Option<f64>,
+    /// The relation locks it still holds, "RowExclusiveLock on public.t".
+    pub locks: Vec<String>,
 }
 
 /// A standby streaming from this node (`pg_stat_replication`).
@@ -596,6 +618,102 @@ pub struct IndexBuild {
     pub lockers_total: Option<i64>,
     pub lockers_done: Option<i64>,
     pub current_locker_pid: Option<i64>,
+}
+
+/// One client backend (`pg_stat_activity`, `backend_type = 'client backend'`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Backend {
+    pub pid: i32,
+    /// The audit's own session: it takes a connection slot, and is never a finding.
+    pub audit_session: bool,
+    pub database: Option<String>,
+    pub user: Option<String>,
+    pub application_name: Option<String>,
+    pub client_addr: Option<String>,
+    /// "active", "idle", "idle in transaction", ...; null for other roles' sessions without
+    /// `pg_read_all_stats`.
+    pub state: Option<String>,
+    pub wait_event_type: Option<String>,
+    pub wait_event: Option<String>,
+    pub backend_age_seconds: Option<f64>,
+    pub xact_age_seconds: Option<f64>,
+    pub query_age_seconds: Option<f64>,
+    pub state_age_seconds: Option<f64>,
+    /// `age(backend_xmin)`, `age(backend_xid)`.
+    pub xmin_age_xids: Option<i64>,
+    pub xid_age_xids: Option<i64>,
+    /// `pg_blocking_pids()` of a session waiting for a heavyweight lock (empty otherwise); 0
+    /// stands for a prepared transaction.
+    pub blocking_pids: Vec<i32>,
+    /// The current or last statement, cut to 500 characters.
+    pub query: Option<String>,
+}
+
+impl Backend {
+    pub fn is_idle_in_transaction(&self) -> bool {
+        self.state
+            .as_deref()
+            .is_some_and(|s| s.starts_with("idle in transaction"))
+    }
+
+    /// Waiting for a heavyweight lock someone holds or is queued for ahead of it.
+    pub fn is_waiting_for_lock(&self) -> bool {
+        self.wait_event_type.as_deref() == Some("Lock") && !self.blocking_pids.is_empty()
+    }
+}
+
+/// A heavyweight lock (`pg_locks`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionLock {
+    /// None for a prepared transaction's lock.
+    pub pid: Option<i32>,
+    /// "advisory", "relation".
+    pub locktype: String,
+    /// "AccessExclusiveLock", "ExclusiveLock", ...
+    pub mode: String,
+    pub granted: bool,
+    /// A relation of the audited database.
+    pub schema: Option<String>,
+    pub relation: Option<String>,
+    /// An advisory lock's key as the functions take it: "42" (one bigint) or "1, 2" (two
+    /// integers).
+    pub advisory_key: Option<String>,
+    /// 14+ (`waitstart`): how long a lock not granted has been waited for.
+    pub wait_seconds: Option<f64>,
+}
+
+impl SessionLock {
+    /// "public.t" for a relation of the audited database.
+    pub fn relation_name(&self) -> Option<String> {
+        match (&self.schema, &self.relation) {
+            (Some(s), Some(r)) => Some(crate::audit::checks::qualified(s, r)),
+            _ => None,
+        }
+    }
+}
+
+/// `pg_stat_database_conflicts`: queries cancelled on a standby, by cause, since the counters
+/// were reset.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RecoveryConflicts {
+    pub tablespace: i64,
+    pub lock: i64,
+    pub snapshot: i64,
+    pub bufferpin: i64,
+    pub deadlock: i64,
+    /// 16+: logical slots on a standby invalidated while in use.
+    pub active_logicalslot: Option<i64>,
+}
+
+impl RecoveryConflicts {
+    pub fn total(&self) -> i64 {
+        self.tablespace
+            + self.lock
+            + self.snapshot
+            + self.bufferpin
+            + self.deadlock
+            + self.active_logicalslot.unwrap_or(0)
+    }
 }
 
 /// A privilege the audit role lacks, and what a check lost because of it.

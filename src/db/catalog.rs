@@ -36,6 +36,9 @@ const PREPARED_SQL: &str = include_str!("../../queries/audit_prepared_xacts.sql"
 const STANDBYS_SQL: &str = include_str!("../../queries/audit_standbys.sql");
 const INDEX_BUILDS_SQL: &str = include_str!("../../queries/audit_index_builds.sql");
 const LOCKS_SQL: &str = include_str!("../../queries/audit_locks.sql");
+const ACTIVITY_SQL: &str = include_str!("../../queries/audit_activity.sql");
+const SESSION_LOCKS_SQL: &str = include_str!("../../queries/audit_session_locks.sql");
+const CONFLICTS_SQL: &str = include_str!("../../queries/audit_database_conflicts.sql");
 const INDEX_DEFINITIONS_SQL: &str = include_str!("../../queries/audit_index_definitions.sql");
 
 /// Indexes deparsed per statement: each holds an ACCESS SHARE lock on its table until the
@@ -68,6 +71,11 @@ const SETTING_NAMES: &[&str] = &[
     "autovacuum_multixact_freeze_max_age",
     "block_size",
     "hot_standby_feedback",
+    "max_connections",
+    "superuser_reserved_connections",
+    // 16+.
+    "reserved_connections",
+    "idle_in_transaction_session_timeout",
 ];
 
 #[derive(Debug, thiserror::Error)]
@@ -87,7 +95,7 @@ pub enum CatalogError {
 /// Every version difference of the audit statements, in one place: the statement text for this
 /// server, with each `{{placeholder}}` replaced by the column that exists there or a typed NULL.
 pub fn statement_for(sql: &str, version_num: u32) -> String {
-    let columns: [(&str, &str); 4] = [
+    let columns: [(&str, &str); 6] = [
         // pg_stat_all_indexes.last_idx_scan (pg_stat_get_lastscan) appeared in 16.
         (
             "{{last_idx_scan}}",
@@ -117,6 +125,24 @@ pub fn statement_for(sql: &str, version_num: u32) -> String {
                 "false"
             },
         ),
+        // pg_locks.waitstart (when a lock wait began) appeared in 14.
+        (
+            "{{lock_wait_seconds}}",
+            if version_num >= 140_000 {
+                "extract(epoch FROM now() - l.waitstart)::float8"
+            } else {
+                "NULL::float8"
+            },
+        ),
+        // pg_stat_database_conflicts.confl_active_logicalslot appeared in 16.
+        (
+            "{{confl_active_logicalslot}}",
+            if version_num >= 160_000 {
+                "c.confl_active_logicalslot::int8"
+            } else {
+                "NULL::int8"
+            },
+        ),
         // pg_replication_slots.inactive_since appeared in 17.
         (
             "{{inactive_since}}",
@@ -133,6 +159,19 @@ pub fn statement_for(sql: &str, version_num: u32) -> String {
     }
     // Filled per privilege by `database_statement`; unknown unless the role may read files.
     text.replace("{{database_created}}", "NULL::timestamptz")
+}
+
+/// The statements the session and lock checks add to an audit, as run on this server: what
+/// the `audit_sessions` benchmark times.
+pub fn session_statements(version_num: u32) -> [(&'static str, String); 3] {
+    [
+        ("activity", statement_for(ACTIVITY_SQL, version_num)),
+        ("locks", statement_for(SESSION_LOCKS_SQL, version_num)),
+        (
+            "recovery conflicts",
+            statement_for(CONFLICTS_SQL, version_num),
+        ),
+    ]
 }
 
 /// audit_database.sql for this role: a superuser may stat the database's `PG_VERSION` file
@@ -356,6 +395,9 @@ pub async fn read_snapshot(
         prepared_xacts,
         standbys,
         index_builds,
+        backends,
+        session_locks,
+        recovery_conflicts,
         mut indexes,
     ) = futures_util::try_join!(
         run(client, "tables", TABLES_SQL, v, &scope_params, |r| {
@@ -391,6 +433,16 @@ pub async fn read_snapshot(
             &[],
             index_build,
         ),
+        run(client, "activity", ACTIVITY_SQL, v, &[], backend),
+        run(client, "locks", SESSION_LOCKS_SQL, v, &[], session_lock),
+        run(
+            client,
+            "recovery conflicts",
+            CONFLICTS_SQL,
+            v,
+            &[],
+            recovery_conflicts
+        ),
         indexes,
     )?;
     name_columns(&mut indexes, &columns);
@@ -424,6 +476,9 @@ pub async fn read_snapshot(
         prepared_xacts,
         standbys,
         index_builds,
+        backends,
+        session_locks,
+        recovery_conflicts: recovery_conflicts.into_iter().next(),
         privileges_missing,
     };
     deparse_definitions(client, v, &mut snapshot, now).await?;
@@ -629,6 +684,14 @@ fn privileges_missing(
                 .into(),
         });
         gaps.push(PrivilegeGap {
+            check: "advisory_lock, idle_in_transaction, lock_queue".into(),
+            lost: "other roles' sessions hide their state, query and client address \
+                   (pg_stat_activity needs pg_read_all_stats or pg_monitor): their idle lock \
+                   holders and lock waits are not seen, though they count against the \
+                   connection slots"
+                .into(),
+        });
+        gaps.push(PrivilegeGap {
             check: "invalid_index".into(),
             lost: "index builds run by other roles are hidden in pg_stat_progress_create_index, \
                    so their invalid indexes look failed"
@@ -827,6 +890,16 @@ fn settings(rows: &[(String, String)]) -> Settings {
                     number.unwrap_or(s.autovacuum_multixact_freeze_max_age)
             }
             "block_size" => s.block_size_bytes = number.unwrap_or(s.block_size_bytes),
+            "max_connections" => s.max_connections = number.unwrap_or(s.max_connections),
+            "superuser_reserved_connections" => {
+                s.superuser_reserved_connections =
+                    number.unwrap_or(s.superuser_reserved_connections)
+            }
+            "reserved_connections" => s.reserved_connections = number,
+            "idle_in_transaction_session_timeout" => {
+                s.idle_in_transaction_session_timeout_ms =
+                    number.unwrap_or(s.idle_in_transaction_session_timeout_ms)
+            }
             _ => {}
         }
     }
@@ -1149,6 +1222,62 @@ fn prepared(row: &Cells) -> Result<PreparedXact, CatalogError> {
         owner: get(row, W, "owner_name")?,
         xid_age_xids: get(row, W, "xid_age_xids")?,
         prepared_age_seconds: get(row, W, "prepared_age_seconds")?,
+        locks: array::<String>(row, W, "locks")?
+            .into_iter()
+            .flatten()
+            .collect(),
+    })
+}
+
+fn backend(row: &Cells) -> Result<Backend, CatalogError> {
+    const W: &str = "activity";
+    Ok(Backend {
+        pid: get(row, W, "pid")?.unwrap_or(0),
+        audit_session: flag(row, W, "audit_session")?,
+        database: get(row, W, "database_name")?,
+        user: get(row, W, "user_name")?,
+        application_name: get(row, W, "application_name")?,
+        client_addr: get(row, W, "client_addr")?,
+        state: get(row, W, "state")?,
+        wait_event_type: get(row, W, "wait_event_type")?,
+        wait_event: get(row, W, "wait_event")?,
+        backend_age_seconds: get(row, W, "backend_age_seconds")?,
+        xact_age_seconds: get(row, W, "xact_age_seconds")?,
+        query_age_seconds: get(row, W, "query_age_seconds")?,
+        state_age_seconds: get(row, W, "state_age_seconds")?,
+        xmin_age_xids: get(row, W, "xmin_age_xids")?,
+        xid_age_xids: get(row, W, "xid_age_xids")?,
+        blocking_pids: array::<i32>(row, W, "blocking_pids")?
+            .into_iter()
+            .flatten()
+            .collect(),
+        query: get(row, W, "query")?,
+    })
+}
+
+fn session_lock(row: &Cells) -> Result<SessionLock, CatalogError> {
+    const W: &str = "locks";
+    Ok(SessionLock {
+        pid: get(row, W, "pid")?,
+        locktype: text(row, W, "locktype")?,
+        mode: text(row, W, "mode")?,
+        granted: flag(row, W, "granted")?,
+        schema: get(row, W, "schema_name")?,
+        relation: get(row, W, "relation_name")?,
+        advisory_key: get(row, W, "advisory_key")?,
+        wait_seconds: get(row, W, "wait_seconds")?,
+    })
+}
+
+fn recovery_conflicts(row: &Cells) -> Result<RecoveryConflicts, CatalogError> {
+    const W: &str = "recovery conflicts";
+    Ok(RecoveryConflicts {
+        tablespace: get(row, W, "confl_tablespace")?.unwrap_or(0),
+        lock: get(row, W, "confl_lock")?.unwrap_or(0),
+        snapshot: get(row, W, "confl_snapshot")?.unwrap_or(0),
+        bufferpin: get(row, W, "confl_bufferpin")?.unwrap_or(0),
+        deadlock: get(row, W, "confl_deadlock")?.unwrap_or(0),
+        active_logicalslot: get(row, W, "confl_active_logicalslot")?,
     })
 }
 
@@ -1190,6 +1319,9 @@ mod tests {
 
     const ALL: &[&str] = &[
         SETTINGS_SQL,
+        ACTIVITY_SQL,
+        SESSION_LOCKS_SQL,
+        CONFLICTS_SQL,
         DATABASE_SQL,
         TABLES_SQL,
         INDEXES_SQL,

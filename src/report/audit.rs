@@ -725,6 +725,10 @@ fn subject_label(check: Check) -> Option<&'static str> {
         Check::XidWraparound => Some("kind"),
         Check::XminHorizon => Some("holder"),
         Check::ReplicationSlot => Some("slot"),
+        Check::AdvisoryLock | Check::IdleInTransaction => Some("session"),
+        Check::LockQueue => Some("holder"),
+        Check::ConnectionPressure => Some("kind"),
+        Check::PreparedTransaction => Some("holder"),
         _ => None,
     }
 }
@@ -784,6 +788,30 @@ fn finding_metric(check: Check) -> (&'static str, &'static str) {
             "pgplan_audit_xid_wraparound",
             "A table past its freeze limit (1 per table and kind).",
         ),
+        Check::AdvisoryLock => (
+            "pgplan_audit_advisory_lock",
+            "A session idle outside a transaction holding session-level advisory locks (1 per session).",
+        ),
+        Check::IdleInTransaction => (
+            "pgplan_audit_idle_in_transaction",
+            "A session idle in a transaction past the threshold (1 per session).",
+        ),
+        Check::LockQueue => (
+            "pgplan_audit_lock_queue",
+            "Sessions waiting for a lock behind one holder (1 per holder).",
+        ),
+        Check::ConnectionPressure => (
+            "pgplan_audit_connection_pressure",
+            "Connection slots nearly taken, or many idle sessions from one client without a pooler (1 per kind).",
+        ),
+        Check::PreparedTransaction => (
+            "pgplan_audit_prepared_transaction",
+            "A prepared transaction left unfinished (1 per transaction).",
+        ),
+        Check::RecoveryConflict => (
+            "pgplan_audit_recovery_conflict",
+            "A standby that cancelled queries for recovery conflicts (1 per standby).",
+        ),
     }
 }
 
@@ -804,6 +832,12 @@ pub fn prometheus_metric_names() -> Vec<&'static str> {
         "pgplan_audit_table_last_analyze_age_seconds",
         "pgplan_audit_index_size_bytes",
         "pgplan_audit_index_scans_total",
+        "pgplan_audit_idle_in_transaction_max_seconds",
+        "pgplan_audit_idle_advisory_locks",
+        "pgplan_audit_lock_wait_max_seconds",
+        "pgplan_audit_lock_waiters",
+        "pgplan_audit_client_sessions",
+        "pgplan_audit_connection_slots",
         "pgplan_audit_timestamp_seconds",
         "pgplan_audit_duration_seconds",
     ];
@@ -863,6 +897,45 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
                 w.seconds(),
             );
         }
+    }
+    for s in &report.sessions {
+        let labels = [("database", s.database.as_str()), ("node", s.node.as_str())];
+        x.add(
+            "pgplan_audit_idle_in_transaction_max_seconds",
+            "The longest a session of the database has been idle in a transaction (0 if none).",
+            &labels,
+            s.longest_idle_in_transaction_seconds,
+        );
+        x.add(
+            "pgplan_audit_idle_advisory_locks",
+            "Advisory locks held by sessions of the database idle outside a transaction.",
+            &labels,
+            s.idle_advisory_locks as f64,
+        );
+        x.add(
+            "pgplan_audit_lock_wait_max_seconds",
+            "The longest a session of the database has waited for a lock (0 if none).",
+            &labels,
+            s.longest_lock_wait_seconds,
+        );
+        x.add(
+            "pgplan_audit_lock_waiters",
+            "Sessions of the database waiting for a lock (the length of the lock queues).",
+            &labels,
+            s.lock_waiters as f64,
+        );
+        x.add(
+            "pgplan_audit_client_sessions",
+            "Client backends of the whole server, the audit's own included.",
+            &labels,
+            s.client_sessions as f64,
+        );
+        x.add(
+            "pgplan_audit_connection_slots",
+            "Connection slots ordinary roles may take: max_connections less the reserved ones.",
+            &labels,
+            s.connection_slots,
+        );
     }
     let mut counts: HashMap<(&str, Check, Severity), usize> = HashMap::new();
     for f in &report.findings {

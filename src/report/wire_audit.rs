@@ -1,7 +1,9 @@
 //! The JSON contract of `pgplan audit --format json`: nodes, findings (database, check, severity,
 //! object, message, evidence, fix), skipped checks and notes. Figures the server did not report
 //! are `null`, never 0; evidence names carry their units. `database` on findings and skipped
-//! checks came with multi-database runs: an addition, which did not change `schema_version`.
+//! checks came with multi-database runs, and the session checks (advisory_lock,
+//! idle_in_transaction, lock_queue, connection_pressure, prepared_transaction, recovery_conflict)
+//! came later: additions, which did not change `schema_version`.
 
 use std::io;
 
@@ -59,7 +61,8 @@ pub struct AuditFindingDoc<'a> {
     pub database: &'a str,
     /// unused_index, invalid_index, duplicate_index, redundant_index, missing_fk_index,
     /// dead_tuples, stale_statistics, visibility_map, index_bloat, table_bloat, xmin_horizon,
-    /// replication_slot, xid_wraparound.
+    /// replication_slot, xid_wraparound, advisory_lock, idle_in_transaction, lock_queue,
+    /// connection_pressure, prepared_transaction, recovery_conflict.
     pub check: &'static str,
     pub severity: &'static str,
     pub schema: Option<&'a str>,

@@ -1,11 +1,17 @@
 //! The audit checks, one per file, and the helpers they share (quoting, ages, autovacuum
 //! triggers).
 
+pub mod advisory_lock;
+pub mod connection_pressure;
 pub mod dead_tuples;
 pub mod duplicate_index;
+pub mod idle_in_transaction;
 pub mod index_bloat;
 pub mod invalid_index;
+pub mod lock_queue;
 pub mod missing_fk_index;
+pub mod prepared_transaction;
+pub mod recovery_conflict;
 pub mod replication_slot;
 pub mod stale_statistics;
 pub mod table_bloat;
@@ -43,6 +49,12 @@ pub fn run_all(ctx: &Context, out: &mut Output) {
         xmin_horizon::run(ctx, &mut rest);
         replication_slot::run(ctx, &mut rest);
         xid_wraparound::run(ctx, &mut rest);
+        advisory_lock::run(ctx, &mut rest);
+        idle_in_transaction::run(ctx, &mut rest);
+        lock_queue::run(ctx, &mut rest);
+        connection_pressure::run(ctx, &mut rest);
+        prepared_transaction::run(ctx, &mut rest);
+        recovery_conflict::run(ctx, &mut rest);
         match unused.join() {
             Ok(unused) => (unused, rest),
             Err(panic) => std::panic::resume_unwind(panic),
