@@ -149,6 +149,16 @@ impl ConnParams {
         let mut row = |name: String, value: String, source: &Source| {
             rows.push((name, value, source.to_string()));
         };
+        self.host_source_rows(&mut row);
+        self.session_source_rows(&mut row);
+        self.tls_source_rows(&mut row);
+        self.routing_source_rows(&mut row);
+        self.keepalive_source_rows(&mut row);
+        rows
+    }
+
+    /// Each host's host, hostaddr, port and password, numbered when there are several.
+    fn host_source_rows(&self, row: &mut dyn FnMut(String, String, &Source)) {
         let numbered = self.hosts.len() > 1;
         for (index, host) in self.hosts.iter().enumerate() {
             let name = |base: &str| {
@@ -174,6 +184,11 @@ impl ConnParams {
                 row(name("password"), REDACTED.to_string(), &password.source);
             }
         }
+    }
+
+    /// Who connects to what: user, database, service, password file, application name, options
+    /// and the connect timeout.
+    fn session_source_rows(&self, row: &mut dyn FnMut(String, String, &Source)) {
         row("user".into(), self.user.value.clone(), &self.user.source);
         let dbname_value = if self.dbname.source == Source::Default {
             format!("{} (same as user)", self.dbname.value)
@@ -211,6 +226,10 @@ impl ConnParams {
                 &Source::Default,
             ),
         }
+    }
+
+    /// The TLS settings and files.
+    fn tls_source_rows(&self, row: &mut dyn FnMut(String, String, &Source)) {
         row(
             "sslmode".into(),
             self.sslmode.value.to_string(),
@@ -255,6 +274,10 @@ impl ConnParams {
                 &max.source,
             );
         }
+    }
+
+    /// Which server of the list is wanted and how it must authenticate.
+    fn routing_source_rows(&self, row: &mut dyn FnMut(String, String, &Source)) {
         row(
             "target_session_attrs".into(),
             self.target_session_attrs.value.to_string(),
@@ -270,6 +293,10 @@ impl ConnParams {
             self.load_balance_hosts.value.to_string(),
             &self.load_balance_hosts.source,
         );
+    }
+
+    /// TCP keepalives and the settings sent at startup.
+    fn keepalive_source_rows(&self, row: &mut dyn FnMut(String, String, &Source)) {
         row(
             "keepalives".into(),
             if self.keepalives.enabled.value {
@@ -315,7 +342,6 @@ impl ConnParams {
                 &setting.source,
             );
         }
-        rows
     }
 }
 

@@ -212,16 +212,9 @@ pub(super) fn interpret(
     env: &Environment,
     mut warnings: Vec<String>,
 ) -> Result<ConnParams, ConnInfoError> {
-    let user = match gathered.nonempty("user") {
-        Some(given) => Setting::new(given.value.clone(), given.source.clone()),
-        None if !env.os_user.is_empty() => Setting::new(env.os_user.clone(), Source::Default),
-        None => return Err(ConnInfoError::NoUserName),
-    };
-    // The database defaults to the user name.
-    let dbname = match gathered.nonempty("dbname") {
-        Some(given) => Setting::new(given.value.clone(), given.source.clone()),
-        None => Setting::new(user.value.clone(), Source::Default),
-    };
+    // The steps keep this order on purpose: of two bad values, the one checked first is the
+    // one reported.
+    let (user, dbname) = identity(gathered, env)?;
 
     let mut socket_paths_tried = Vec::new();
     let mut slots = build_hosts(gathered, env, &mut socket_paths_tried)?;
@@ -240,7 +233,110 @@ pub(super) fn interpret(
         ChannelBinding::CHOICES,
         ChannelBinding::Prefer,
     )?;
+    let TlsModes {
+        sslmode,
+        sslnegotiation,
+        ssl_min_protocol_version,
+        ssl_max_protocol_version,
+    } = tls_modes(gathered, &mut warnings)?;
+    let certmode = certificate_and_gss_modes(gathered)?;
+    let target_session_attrs = choice(
+        gathered,
+        "target_session_attrs",
+        TargetSessionAttrs::CHOICES,
+        TargetSessionAttrs::Any,
+    )?;
+    let load_balance_hosts = choice(
+        gathered,
+        "load_balance_hosts",
+        LoadBalanceHosts::CHOICES,
+        LoadBalanceHosts::Disable,
+    )?;
+    reject_unsupported(gathered, sslmode.value)?;
 
+    let connect_timeout = connect_timeout(gathered)?;
+    let keepalives = keepalives(gathered)?;
+
+    // libpq ignores sslmode and the certificate files for Unix-socket hosts: only a list with a
+    // TCP host needs them found and checked.
+    let tcp_host = slots.iter().any(|slot| !slot.spec.is_socket);
+    let tls = if sslmode.value == SslMode::Disable || !tcp_host {
+        TlsFiles {
+            sslrootcert: None,
+            sslcert: None,
+            sslkey: None,
+        }
+    } else {
+        resolve_tls_files(gathered, env, &sslmode, certmode.value, &mut warnings)?
+    };
+
+    let application_name = match gathered.nonempty("application_name") {
+        Some(given) => Setting::new(given.value.clone(), given.source.clone()),
+        None => Setting::new(FALLBACK_APPLICATION_NAME.to_string(), Source::Default),
+    };
+    let options = gathered
+        .nonempty("options")
+        .map(|given| Setting::new(given.value.clone(), given.source.clone()));
+    let sslpassword = gathered
+        .nonempty("sslpassword")
+        .map(|given| Setting::new(Secret::new(given.value.clone()), given.source.clone()));
+    let startup_settings = startup_settings(env);
+
+    Ok(ConnParams {
+        hosts: slots.into_iter().map(|slot| slot.spec).collect(),
+        socket_paths_tried,
+        user,
+        dbname,
+        service,
+        passfile,
+        application_name,
+        options,
+        connect_timeout,
+        sslmode,
+        sslnegotiation,
+        sslrootcert: tls.sslrootcert,
+        sslcert: tls.sslcert,
+        sslkey: tls.sslkey,
+        sslpassword,
+        ssl_min_protocol_version,
+        ssl_max_protocol_version,
+        target_session_attrs,
+        channel_binding,
+        load_balance_hosts,
+        keepalives,
+        startup_settings,
+        warnings,
+    })
+}
+
+/// The user (the operating-system account's name by default) and the database (the user's name
+/// by default), as libpq defaults them.
+fn identity(
+    gathered: &Gathered,
+    env: &Environment,
+) -> Result<(Setting<String>, Setting<String>), ConnInfoError> {
+    let user = match gathered.nonempty("user") {
+        Some(given) => Setting::new(given.value.clone(), given.source.clone()),
+        None if !env.os_user.is_empty() => Setting::new(env.os_user.clone(), Source::Default),
+        None => return Err(ConnInfoError::NoUserName),
+    };
+    // The database defaults to the user name.
+    let dbname = match gathered.nonempty("dbname") {
+        Some(given) => Setting::new(given.value.clone(), given.source.clone()),
+        None => Setting::new(user.value.clone(), Source::Default),
+    };
+    Ok((user, dbname))
+}
+
+/// What the TLS handshake may be: `sslmode`, `sslnegotiation` and the protocol versions.
+struct TlsModes {
+    sslmode: Setting<SslMode>,
+    sslnegotiation: Setting<SslNegotiation>,
+    ssl_min_protocol_version: Option<Setting<TlsVersion>>,
+    ssl_max_protocol_version: Option<Setting<TlsVersion>>,
+}
+
+fn tls_modes(gathered: &Gathered, warnings: &mut Vec<String>) -> Result<TlsModes, ConnInfoError> {
     // sslrootcert=system makes verify-full the default sslmode and forbids anything weaker.
     let system_roots = gathered
         .get("sslrootcert")
@@ -313,6 +409,16 @@ pub(super) fn interpret(
         ));
     }
 
+    Ok(TlsModes {
+        sslmode,
+        sslnegotiation,
+        ssl_min_protocol_version,
+        ssl_max_protocol_version,
+    })
+}
+
+/// `sslcertmode` and `gssencmode`, refused where pgplan cannot do what they require.
+fn certificate_and_gss_modes(gathered: &Gathered) -> Result<Setting<SslCertMode>, ConnInfoError> {
     let certmode = choice(
         gathered,
         "sslcertmode",
@@ -345,30 +451,22 @@ pub(super) fn interpret(
             "use sslmode=require (or stronger) for an encrypted connection, or gssencmode=prefer",
         ));
     }
-    let target_session_attrs = choice(
-        gathered,
-        "target_session_attrs",
-        TargetSessionAttrs::CHOICES,
-        TargetSessionAttrs::Any,
-    )?;
-    let load_balance_hosts = choice(
-        gathered,
-        "load_balance_hosts",
-        LoadBalanceHosts::CHOICES,
-        LoadBalanceHosts::Disable,
-    )?;
-    reject_unsupported(gathered, sslmode.value)?;
+    Ok(certmode)
+}
 
+fn connect_timeout(gathered: &Gathered) -> Result<Option<Setting<Duration>>, ConnInfoError> {
     // libpq insists on at least two seconds, because its timer has one-second resolution; zero or
     // negative means wait forever.
-    let connect_timeout = int_setting(gathered, "connect_timeout", " of seconds")?
+    Ok(int_setting(gathered, "connect_timeout", " of seconds")?
         .filter(|setting| setting.value > 0)
         .map(|setting| {
             let seconds = u64::try_from(setting.value.max(2)).unwrap_or(2);
             Setting::new(Duration::from_secs(seconds), setting.source)
-        });
+        }))
+}
 
-    let keepalives = Keepalives {
+fn keepalives(gathered: &Gathered) -> Result<Keepalives, ConnInfoError> {
+    Ok(Keepalives {
         enabled: match gathered.get("keepalives") {
             None => Setting::new(true, Source::Default),
             Some(given) => match parse_keepalives(&given.value) {
@@ -407,32 +505,13 @@ pub(super) fn interpret(
             " of milliseconds",
             Duration::from_millis,
         )?,
-    };
+    })
+}
 
-    // libpq ignores sslmode and the certificate files for Unix-socket hosts: only a list with a
-    // TCP host needs them found and checked.
-    let tcp_host = slots.iter().any(|slot| !slot.spec.is_socket);
-    let tls = if sslmode.value == SslMode::Disable || !tcp_host {
-        TlsFiles {
-            sslrootcert: None,
-            sslcert: None,
-            sslkey: None,
-        }
-    } else {
-        resolve_tls_files(gathered, env, &sslmode, certmode.value, &mut warnings)?
-    };
-
-    let application_name = match gathered.nonempty("application_name") {
-        Some(given) => Setting::new(given.value.clone(), given.source.clone()),
-        None => Setting::new(FALLBACK_APPLICATION_NAME.to_string(), Source::Default),
-    };
-    let options = gathered
-        .nonempty("options")
-        .map(|given| Setting::new(given.value.clone(), given.source.clone()));
-    let sslpassword = gathered
-        .nonempty("sslpassword")
-        .map(|given| Setting::new(Secret::new(given.value.clone()), given.source.clone()));
-    let startup_settings = STARTUP_SETTING_VARS
+/// `PGDATESTYLE`, `PGTZ` and `PGGEQO`: libpq sends them at startup, pgplan sets them in each of
+/// its transactions. `default` means the server's own.
+fn startup_settings(env: &Environment) -> Vec<(&'static str, Setting<String>)> {
+    STARTUP_SETTING_VARS
         .iter()
         .filter_map(|(var, parameter)| {
             let value = env.var(var)?;
@@ -443,33 +522,7 @@ pub(super) fn interpret(
                 )
             })
         })
-        .collect();
-
-    Ok(ConnParams {
-        hosts: slots.into_iter().map(|slot| slot.spec).collect(),
-        socket_paths_tried,
-        user,
-        dbname,
-        service,
-        passfile,
-        application_name,
-        options,
-        connect_timeout,
-        sslmode,
-        sslnegotiation,
-        sslrootcert: tls.sslrootcert,
-        sslcert: tls.sslcert,
-        sslkey: tls.sslkey,
-        sslpassword,
-        ssl_min_protocol_version,
-        ssl_max_protocol_version,
-        target_session_attrs,
-        channel_binding,
-        load_balance_hosts,
-        keepalives,
-        startup_settings,
-        warnings,
-    })
+        .collect()
 }
 
 #[cfg(test)]
