@@ -3,6 +3,7 @@
 
 pub mod advise;
 pub mod buffercache;
+pub mod build_cache;
 pub mod cancel;
 pub mod catalog;
 pub mod cluster;
@@ -18,6 +19,7 @@ pub mod pgpass;
 pub mod retry;
 pub mod service;
 pub mod session;
+pub mod settings;
 pub mod tls;
 pub mod workload;
 pub mod x509;
