@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates the README's picture of the HTML report: `pgplan diff --format html` of the story's
+# Regenerates the picture of the HTML report in docs/html.md: `pgplan diff --format html` of the story's
 # recorded plans, rendered by headless Chromium (Debian: apt-get install chromium).
 #
 #   ./scripts/screenshot-html.sh          (writes docs/html-diff.png)

@@ -81,5 +81,5 @@ fi
 # The API documentation builds without a warning (broken links, stray HTML in doc comments).
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked --quiet
 
-# Unit, snapshot and live tests (benchmarks run separately: see the README).
+# Unit, snapshot and live tests (benchmarks run separately: see DEVELOPERS.md and docs/benchmarks.md).
 PGPLAN_TEST_VERSIONS="$versions" cargo test --locked

@@ -1,4 +1,4 @@
-//! Exit codes, the same for every command (documented in the README).
+//! Exit codes, the same for every command (documented in docs/exit-codes.md).
 
 /// Success: the command ran and nothing crossed the user's threshold.
 pub const SUCCESS: u8 = 0;

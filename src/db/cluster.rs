@@ -214,7 +214,7 @@ impl ServerBinaries {
             }
             // A build pgplan or the fetch script did not finish, or one damaged since, is
             // passed over (pgplan demo replaces it).
-            match super::fetch::inspect(&dir) {
+            match super::build_cache::inspect(&dir) {
                 Ok(_) => {
                     if let Ok(found) = Self::at(dir.join("bin")) {
                         return Ok(found);

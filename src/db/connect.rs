@@ -19,7 +19,7 @@ use super::error::describe;
 use super::facts::{ServerFacts, read_facts};
 use super::pgpass::{self, PasswordFile};
 use super::retry::RetryPolicy;
-use super::session::{Limits, set_local_statements};
+use super::settings::{Limits, set_local_statements};
 use super::tls::{
     MakeTls, RootCerts, TlsRequest, client_config, describe_tls_error, is_certificate_error,
     is_name_mismatch, mode_name,
@@ -330,7 +330,7 @@ fn base_config(params: &ConnParams, host: &HostSpec) -> tokio_postgres::Config {
     // PGDATESTYLE, PGTZ and PGGEQO are not sent here: libpq sends them as startup parameters,
     // which tokio-postgres cannot, and as `options=-c ...` PgBouncer refuses the connection
     // ("unsupported startup parameter: options") where psql gets through. They are set in
-    // every transaction instead (session::set_local_statements).
+    // every transaction instead (settings::set_local_statements).
     if let Some(options) = &params.options {
         config.options(&options.value);
     }

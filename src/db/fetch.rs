@@ -9,8 +9,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::pgdist::cache::{self, CacheProblem, Whole};
+use crate::pgdist::cache;
 use crate::pgdist::{self, Dist, Release, layout, sri};
+
+pub use super::build_cache::inspect;
 
 /// What can go wrong while fetching a build.
 #[derive(Debug, thiserror::Error)]
@@ -79,21 +81,6 @@ impl FetchOptions {
             label,
         }
     }
-}
-
-/// Whether `dir` holds a whole build, by its completion marker and the sizes it lists.
-pub fn inspect(dir: &Path) -> Result<Whole, CacheProblem> {
-    let read = |name: &str| fs::read_to_string(dir.join(name)).ok();
-    cache::check(
-        read(cache::MARKER).as_deref(),
-        read(cache::VERSION_FILE).as_deref(),
-        |path| {
-            fs::symlink_metadata(dir.join(path))
-                .ok()
-                .filter(fs::Metadata::is_file)
-                .map(|m| m.len())
-        },
-    )
 }
 
 /// The build's directory in `cache_dir` (`<cache>/<major>`, as `scripts/fetch-postgres.sh` lays

@@ -3,6 +3,7 @@
 
 pub mod advise;
 pub mod buffercache;
+pub mod build_cache;
 pub mod cancel;
 pub mod catalog;
 pub mod check;
@@ -19,6 +20,7 @@ pub mod pgpass;
 pub mod retry;
 pub mod service;
 pub mod session;
+pub mod settings;
 pub mod stats;
 pub mod tls;
 pub mod workload;
