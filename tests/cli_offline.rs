@@ -87,12 +87,21 @@ fn bad_input_gets_a_one_line_error_and_exit_2() {
             ),
             "looks like a psql error",
         ),
+        // A child's line below a line of the plan that is not its root: what is left of a
+        // plan whose first line was lost (a child's line first is a subtree, and reads).
         (
             write(
                 "fragment.txt",
-                "  ->  Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)\n",
+                "  Filter: (a > 1)\n  ->  Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)\n",
             ),
             "part of a TEXT plan without its first line",
+        ),
+        (
+            write(
+                "collapsed.txt",
+                "Nested Loop (cost=0.00..2.00 rows=1 width=4)\n -> Seq Scan on t (cost=0.00..1.00 rows=1 width=4)\n",
+            ),
+            "runs of spaces were collapsed",
         ),
         (
             write("truncated.json", &full[..full.len() / 2]),
