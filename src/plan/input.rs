@@ -941,6 +941,12 @@ mod tests {
                 "a TEXT plan whose node \"Some Node Type\" is not one PostgreSQL prints"
             )
         );
+        // One space before the figures names the node the same way.
+        assert!(
+            looks_like(&format!("Some Node Type {COST}\n -> Sort {COST}")).starts_with(
+                "a TEXT plan whose node \"Some Node Type\" is not one PostgreSQL prints"
+            )
+        );
         assert_eq!(looks_like("SELECT 1"), "a SQL query, not its plan");
         assert!(looks_like("ERROR:  relation \"x\" does not exist").starts_with("a psql error"));
         assert!(
