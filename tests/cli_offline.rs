@@ -87,12 +87,21 @@ fn bad_input_gets_a_one_line_error_and_exit_2() {
             ),
             "looks like a psql error",
         ),
+        // A child's line below a line of the plan that is not its root: what is left of a
+        // plan whose first line was lost (a child's line first is a subtree, and reads).
         (
             write(
                 "fragment.txt",
-                "  ->  Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)\n",
+                "  Filter: (a > 1)\n  ->  Seq Scan on t  (cost=0.00..1.00 rows=1 width=4)\n",
             ),
             "part of a TEXT plan without its first line",
+        ),
+        (
+            write(
+                "collapsed.txt",
+                "Nested Loop (cost=0.00..2.00 rows=1 width=4)\n -> Seq Scan on t (cost=0.00..1.00 rows=1 width=4)\n",
+            ),
+            "runs of spaces were collapsed",
         ),
         (
             write("truncated.json", &full[..full.len() / 2]),
@@ -138,6 +147,39 @@ fn bad_input_gets_a_one_line_error_and_exit_2() {
     std::fs::write(&invalid_utf8, [b'[', 0xff, b']']).unwrap();
     let out = run(&["explain", invalid_utf8.to_str().unwrap()]);
     assert_input_error(&out, "latin1.json", "not UTF-8");
+}
+
+/// A plan pasted from its middle reads, and every output says it is a subtree.
+#[test]
+fn a_subtree_reads_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("subtree.txt");
+    std::fs::write(
+        &path,
+        "   ->  Parallel Seq Scan on t  (cost=0.00..1.00 rows=1 width=4) (actual time=0.010..0.020 rows=1 loops=3)\n         Filter: (a > 1)\n",
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    let out = run(&["explain", path]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("  subtree: the plan starts at a child node (->)"),
+        "{text}"
+    );
+    assert!(text.contains("no Execution Time (a subtree)"), "{text}");
+    let out = run(&["explain", "--format", "json", path]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["subtree"], true);
+    assert_eq!(doc["execution_ms"], serde_json::Value::Null);
+    let out = run(&["explain", "--format", "markdown", path]);
+    assert!(stdout(&out).contains("subtree: "), "{}", stdout(&out));
+    let out = run(&["explain", "--format", "html", path]);
+    assert!(
+        stdout(&out).contains("subtree (pasted from the middle of a larger plan)"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]

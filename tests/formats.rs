@@ -468,6 +468,16 @@ fn differences(
 /// a parallel plan may split rows between workers differently, and two runs agreeing by chance
 /// does not make a figure fixed.
 fn check_format(ext: &str, format: PlanFormat, witnesses: &[&str]) {
+    check_edited_format(ext, format, witnesses, str::to_owned);
+}
+
+/// As [`check_format`], each plan's text edited by `edit` first.
+fn check_edited_format(
+    ext: &str,
+    format: PlanFormat,
+    witnesses: &[&str],
+    edit: fn(&str) -> String,
+) {
     let dir = formats_dir();
     let mut failures = Vec::new();
     let mut checked = 0;
@@ -482,7 +492,7 @@ fn check_format(ext: &str, format: PlanFormat, witnesses: &[&str]) {
             .map(|w| plan_of(&dir.join(format!("{case}.{w}"))))
             .collect();
         let others: Vec<&Plan> = others.iter().collect();
-        let read = match read_plan(&read(&path), None) {
+        let read = match read_plan(&edit(&read(&path)), None) {
             Ok(r) => r,
             Err(e) => {
                 failures.push(format!("{case}.{ext}: {e}"));
@@ -512,6 +522,125 @@ fn check_format(ext: &str, format: PlanFormat, witnesses: &[&str]) {
 #[test]
 fn text_plans_read_as_their_json() {
     check_format("txt", PlanFormat::Text, &["repeat.json", "yaml", "xml"]);
+}
+
+/// A plan edited by hand, or with its runs of spaces collapsed, keeps one space before its
+/// costs: every figure reads as with EXPLAIN's two.
+#[test]
+fn text_plans_with_one_space_before_their_costs_read_as_their_json() {
+    check_edited_format(
+        "txt",
+        PlanFormat::Text,
+        &["repeat.json", "yaml", "xml"],
+        |text| {
+            assert!(text.contains("  (cost=") || !text.contains("(cost="));
+            text.replace("  (cost=", " (cost=")
+        },
+    );
+}
+
+/// The first child's subtree of every recorded TEXT plan, pasted alone (`->  …` its first
+/// line), reads as a subtree whose nodes carry the figures the whole plan gives them (the whole
+/// plan being held to its JSON above). Only what a node's own lines say is compared: what the
+/// reader fills in from signs elsewhere in the plan (BUFFERS, VERBOSE, the version) may not be
+/// in the subtree.
+#[test]
+fn a_text_plans_subtree_pasted_alone_reads_as_in_the_whole_plan() {
+    let dir = formats_dir();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for case in cases() {
+        let path = dir.join(format!("{case}.txt"));
+        if !path.exists() {
+            continue;
+        }
+        let text = read(&path);
+        let whole = read_plan(&text, None).unwrap_or_else(|e| panic!("{case}: {e}"));
+        if whole.count != 1 {
+            continue;
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let Some(start) = lines
+            .iter()
+            .position(|l| l.trim_start().starts_with("->  "))
+        else {
+            continue;
+        };
+        let column = lines[start].len() - lines[start].trim_start().len();
+        let end = (start + 1..lines.len())
+            .find(|&i| {
+                let l = lines[i];
+                l.trim().is_empty() || l.len() - l.trim_start().len() <= column
+            })
+            .unwrap_or(lines.len());
+        let pasted = lines[start..end].join("\n");
+        let sub = match read_plan(&pasted, None) {
+            Ok(r) => r.plan,
+            Err(e) => {
+                failures.push(format!("{case}: {e}"));
+                continue;
+            }
+        };
+        if !sub.subtree {
+            failures.push(format!("{case}: not read as a subtree"));
+        }
+        let whole = whole.plan;
+        // The first child's subtree: node 1 of the whole plan onwards, in pre-order.
+        for (id, node) in sub.nodes.iter().enumerate() {
+            let Some(in_whole) = whole.nodes.get(id + 1) else {
+                failures.push(format!("{case}: {} nodes in the subtree", sub.nodes.len()));
+                break;
+            };
+            let (a, b) = (node_figures(in_whole), node_figures(node));
+            for key in [
+                "node_type",
+                "parallel_aware",
+                "relation_name",
+                "schema",
+                "alias",
+                "index_name",
+                "cte_name",
+                "function_name",
+                "join_type",
+                "strategy",
+                "startup_cost",
+                "total_cost",
+                "plan_rows",
+                "plan_width",
+                "actual_startup_present",
+                "actual_total_present",
+                "actual_loops",
+                "filter",
+                "index_cond",
+                "hash_cond",
+                "output",
+            ] {
+                if a.get(key) != b.get(key) {
+                    failures.push(format!(
+                        "{case}: node {id} {key}: whole {:?}, subtree {:?}",
+                        a.get(key),
+                        b.get(key)
+                    ));
+                }
+            }
+            let children: Vec<usize> = node.children.iter().map(|c| c + 1).collect();
+            if children != in_whole.children {
+                failures.push(format!("{case}: node {id}'s children"));
+            }
+        }
+        checked += 1;
+    }
+    assert!(
+        checked >= 150,
+        "only {checked} subtrees:\n{}",
+        failures.join("\n")
+    );
+    assert!(
+        failures.is_empty(),
+        "{} differences:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

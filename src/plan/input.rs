@@ -207,7 +207,12 @@ fn bare_format(body: &str) -> Option<PlanFormat> {
         Some(PlanFormat::Xml)
     } else if first == "- Plan:" || first.starts_with("- Plan: ") || first == "Plan:" {
         Some(PlanFormat::Yaml)
-    } else if parse_text::is_node_line(first) || first.starts_with("Query Text:") {
+    } else if parse_text::is_node_line(first)
+        || first.starts_with("Query Text:")
+        || first
+            .strip_prefix("->  ")
+            .is_some_and(parse_text::is_node_line)
+    {
         Some(PlanFormat::Text)
     } else {
         None
@@ -485,6 +490,10 @@ fn table_values(rows: &[&str], framed: bool, rule_width: usize) -> String {
                 Some(c @ ('.' | '…')) if pending_wrap || c == '…' => {
                     wrapped_from_previous = true
                 }
+                // A `.` in the margin marks a wrapped line only after a line that ended in
+                // one: otherwise it is the value's own first character (the `...` of a
+                // documentation excerpt), kept whole.
+                Some('.') => chars = cell.chars(),
                 _ => {}
             }
             cell = chars.as_str();
@@ -632,10 +641,15 @@ fn csv_body(text: &str) -> Option<String> {
 /// of a session, or with the statement and its replies (`BEGIN`, `SET`) around it.
 fn plan_start(text: &str) -> Option<usize> {
     let mut at = 0;
+    let mut seen = false;
     for line in text.split_inclusive('\n') {
         let t = line.trim_end();
         let content = t.trim_start();
-        if bare_format(content).is_some() {
+        // A child's line starts a plan (a subtree) only as the input's first line: below other
+        // lines it may be the rest of a plan whose first lines were not recognised, and reading
+        // from it would drop them.
+        let subtree = content.starts_with("->");
+        if bare_format(content).is_some() && !(subtree && seen) {
             // The root may be indented: a psql table copied without its header keeps the
             // one-space margin; the TEXT reader measures indentation from the root.
             let indent = line.len() - line.trim_start().len();
@@ -646,6 +660,7 @@ fn plan_start(text: &str) -> Option<usize> {
             };
             return Some(start);
         }
+        seen = seen || !content.is_empty();
         at += line.len();
     }
     None
@@ -765,9 +780,9 @@ fn looks_like(text: &str) -> String {
     // A line with a node's figures whose name is no node PostgreSQL prints.
     if let Some(line) = lines
         .iter()
-        .find(|l| !l.starts_with("->") && l.contains("  (cost="))
+        .find(|l| !l.starts_with("->") && l.contains(" (cost="))
     {
-        let name = &line[..line.find("  (cost=").unwrap_or(line.len())];
+        let name = line[..line.find(" (cost=").unwrap_or(line.len())].trim_end();
         return format!(
             "a TEXT plan whose node {:?} is not one PostgreSQL prints (a node's name as EXPLAIN \
              writes it, like \"Seq Scan on t\", comes before its figures)",
@@ -844,6 +859,21 @@ mod tests {
     }
 
     #[test]
+    fn a_line_of_dots_is_no_wrap_mark() {
+        // `...` at the first column of a table whose other lines have psql's margin: an
+        // excerpt's elision, its first dot no margin.
+        let rows = [
+            " Hash Join  (cost=0.00..1.00 rows=1 width=4)",
+            "...",
+            "   ->  Hash  (cost=0.00..1.00 rows=1 width=4)",
+        ];
+        assert_eq!(
+            table_values(&rows, false, 48),
+            "Hash Join  (cost=0.00..1.00 rows=1 width=4)\n...\n  ->  Hash  (cost=0.00..1.00 rows=1 width=4)\n"
+        );
+    }
+
+    #[test]
     fn csv_values_are_unquoted() {
         let csv = "QUERY PLAN\n\"[\n  {\"\"Plan\"\": 1}\n]\"\n";
         assert_eq!(csv_body(csv).unwrap(), "[\n  {\"Plan\": 1}\n]\n");
@@ -908,6 +938,12 @@ mod tests {
     fn what_it_looks_like() {
         assert!(
             looks_like(&format!("Some Node Type  {COST}\n  ->  Sort  {COST}")).starts_with(
+                "a TEXT plan whose node \"Some Node Type\" is not one PostgreSQL prints"
+            )
+        );
+        // One space before the figures names the node the same way.
+        assert!(
+            looks_like(&format!("Some Node Type {COST}\n -> Sort {COST}")).starts_with(
                 "a TEXT plan whose node \"Some Node Type\" is not one PostgreSQL prints"
             )
         );

@@ -32,6 +32,9 @@ pub struct Plan {
     pub query_text: Option<String>,
     /// Top-level keys pgplan does not model (`JIT`, `Serialization`, ...), in their order.
     pub extra: Map<String, Value>,
+    /// Whether the plan is a subtree: a TEXT plan pasted from its middle (its first line a
+    /// child's, `->  …`), so its root's parent and the statement's summary lines are missing.
+    pub subtree: bool,
 }
 
 impl Plan {

@@ -32,9 +32,12 @@ pub(super) fn parse_text(body: &str) -> Result<Plan, PlanError> {
     let mut reader = Reader::default();
     reader.read(&body)?;
     let depth = reader.max_depth;
+    let subtree = reader.subtree;
     let value = reader.finish();
     // Two levels of JSON nesting per plan level, plus the top-level array and object.
-    parse::plan_from_value(value, depth * 2 + 4)
+    let mut plan = parse::plan_from_value(value, depth * 2 + 4)?;
+    plan.subtree = subtree;
+    Ok(plan)
 }
 
 /// Parentheses and single quotes counted along a line: EXPLAIN balances both on every line it
@@ -129,8 +132,13 @@ fn join_broken_lines(body: &str) -> Cow<'_, str> {
             }
             let glued = out.as_bytes().last().copied().unwrap_or(b' ');
             let first = next.as_bytes()[0];
-            if (glued.is_ascii_digit() || glued == b')')
-                && (first.is_ascii_alphabetic() || first == b'(')
+            // EXPLAIN separates list items and arguments with `, `: a break right after the
+            // comma took the space with the line's trailing blanks (inside a quoted literal,
+            // `'{1,2}'`, there was none).
+            let after_comma = glued == b',' && !balance.quoted;
+            if ((glued.is_ascii_digit() || glued == b')')
+                && (first.is_ascii_alphabetic() || first == b'('))
+                || (after_comma && first != b' ')
             {
                 out.push(' ');
             }
@@ -162,6 +170,28 @@ fn starts_a_line(content: &str) -> bool {
         && key
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b' ' | b'-' | b'/'))
+}
+
+/// A child's line with one space after its arrow (`-> Seq Scan on t`): EXPLAIN prints two, so
+/// the plan's runs of spaces were collapsed, and with them its indentation.
+fn is_collapsed_child(content: &str) -> bool {
+    content
+        .strip_prefix("-> ")
+        .is_some_and(|rest| !rest.starts_with(' ') && is_node_line(rest))
+}
+
+fn collapsed(number: usize) -> PlanError {
+    bad(
+        number,
+        "the plan's runs of spaces were collapsed to one (`-> ` where EXPLAIN prints `->  `): \
+         its indentation, which says which node holds which, is lost; paste the plan as \
+         EXPLAIN printed it",
+    )
+}
+
+/// An unnumbered subplan header (before PostgreSQL 9.0), which labels every child below it.
+fn is_group_label(label: &str) -> bool {
+    matches!(label, "InitPlan" | "SubPlan")
 }
 
 /// Whether a line is a plan node's first line (`Seq Scan on t  (cost=...)`, or a bare node name
@@ -348,6 +378,8 @@ struct Reader<'a> {
     root_placed: bool,
     /// Columns added to every indented line after the root (see `place_root`).
     shift: usize,
+    /// The first node is a child (`->  …`): the plan was pasted from its middle.
+    subtree: bool,
 }
 
 struct BlockState(Block);
@@ -423,6 +455,9 @@ impl<'a> Reader<'a> {
                 indent += self.shift;
             }
             let base = self.nodes[0].name_col;
+            if is_collapsed_child(content) {
+                return Err(collapsed(number));
+            }
             if let Some(rest) = content.strip_prefix("->  ") {
                 if self.tree_done {
                     return Err(bad(number, "a plan node after the plan's summary lines"));
@@ -436,11 +471,36 @@ impl<'a> Reader<'a> {
                 if !self.top_line(content, indent)? {
                     // Past the plan: what follows is not EXPLAIN's (psql's footer, a prompt)...
                     // unless the plan goes on below it: then the line broke the tree.
-                    let next = lines.find(|(_, l)| !l.trim().is_empty());
-                    if next.is_some_and(|(_, l)| l.trim_start().starts_with("->  ")) {
+                    let mut after = lines
+                        .by_ref()
+                        .filter(|(_, l)| !l.trim().is_empty())
+                        .peekable();
+                    if after
+                        .peek()
+                        .is_some_and(|(_, l)| l.trim_start().starts_with("->  "))
+                    {
                         return Err(bad(
                             number,
                             format!("{:?} belongs to no plan node", short(content)),
+                        ));
+                    }
+                    // ...or its summary lines come after it (a property's continuation that
+                    // psql or a copy broke off at the left margin): stopping here would drop
+                    // them. What the line continued cannot be told (the break may have
+                    // taken a space or split a name), so it is refused, not guessed.
+                    let summary = after
+                        .map(|(_, l)| trim_start(l.trim_end()))
+                        .take_while(|l| !is_node_line(l))
+                        .find(|l| is_summary_line(l));
+                    if let Some(summary) = summary {
+                        return Err(bad(
+                            number,
+                            format!(
+                                "{:?} stands between the plan's nodes and its summary line {:?}: \
+                                 a line broken off the one above (join it back)",
+                                short(content),
+                                short(summary)
+                            ),
                         ));
                     }
                     break;
@@ -496,6 +556,19 @@ impl<'a> Reader<'a> {
             self.stack.push(id);
             return Ok(());
         }
+        if is_collapsed_child(content) {
+            return Err(collapsed(number));
+        }
+        // A subtree copied out of a larger plan: its root is a child's line, whose name stands
+        // four columns after the arrow (as `child` places it).
+        if let Some(rest) = content.strip_prefix("->  ")
+            && is_node_line(rest)
+        {
+            self.subtree = true;
+            let id = self.new_node(rest, indent + 4, 0, number)?;
+            self.stack.push(id);
+            return Ok(());
+        }
         match &mut self.query_text {
             Some(query) => {
                 query.push('\n');
@@ -536,6 +609,15 @@ impl<'a> Reader<'a> {
 
     /// A `->  ` line: a child of the innermost open node whose properties sit at its column.
     fn child(&mut self, rest: &'a str, indent: usize, number: usize) -> Result<(), PlanError> {
+        // A subtree's root has no siblings: a second node at its arrow's column (or left of it)
+        // is another branch of the plan it was cut from, which no node of the paste holds.
+        if self.subtree && indent + 4 <= self.nodes[0].name_col {
+            return Err(bad(
+                number,
+                "a second node beside the pasted subtree's first (the paste starts inside a \
+                 plan and holds several of its branches): paste from the node above them",
+            ));
+        }
         self.close_to(indent);
         // A child at or left of the root's own column: EXPLAIN never prints one, but a plan
         // whose root line was indented further when it was pasted (into a ticket, a test's
@@ -547,7 +629,19 @@ impl<'a> Reader<'a> {
             return Err(bad(number, "a child node that no node above it can hold"));
         };
         let label = match self.pending_label.take() {
-            Some((col, label)) if col + 2 == indent => Some(label),
+            Some((col, label)) if col + 2 == indent => {
+                // Before 9.0, EXPLAIN printed one unnumbered `InitPlan` or `SubPlan` over all
+                // of a node's subplans of that kind: it labels each child at its column.
+                if is_group_label(&label) {
+                    self.pending_label = Some((col, label.clone()));
+                }
+                Some(label)
+            }
+            // A grandchild inside such a group: the group goes on after it.
+            Some((col, label)) if is_group_label(&label) && indent > col + 2 => {
+                self.pending_label = Some((col, label));
+                None
+            }
             _ => None,
         };
         let depth = self.nodes[parent].depth + 1;
@@ -571,7 +665,10 @@ impl<'a> Reader<'a> {
         };
         match &label {
             Some(l) if l.contains("(returns $") => self.version_16_or_older = true,
-            Some(l) if l.starts_with("InitPlan") || l.starts_with("SubPlan") => {
+            Some(l)
+                if !is_group_label(l)
+                    && (l.starts_with("InitPlan") || l.starts_with("SubPlan")) =>
+            {
                 self.version_17_or_newer = true
             }
             _ => {}
@@ -607,6 +704,14 @@ impl<'a> Reader<'a> {
         number: usize,
     ) -> Result<(), PlanError> {
         self.close_to(indent);
+        // A line at a subplan group's own column or left of it ends the group.
+        if self
+            .pending_label
+            .as_ref()
+            .is_some_and(|(col, label)| is_group_label(label) && indent <= *col)
+        {
+            self.pending_label = None;
+        }
         let Some(&owner) = self.stack.last() else {
             return Err(bad(number, "a line that belongs to no plan node"));
         };
@@ -954,6 +1059,17 @@ impl<'a> Reader<'a> {
                     tables.push(Val::Object(table));
                 }
                 return Ok(());
+            }
+            // `...` or `…`: lines left out of an excerpt (documentation, a ticket). What they
+            // held (nodes, figures) is not there to read: refused, not read as the whole plan.
+            if content.chars().all(|c| matches!(c, '.' | '…')) {
+                return Err(bad(
+                    number,
+                    format!(
+                        "{content:?} marks lines left out of the plan (an excerpt): paste the \
+                         plan whole"
+                    ),
+                ));
             }
             // Anything an extension prints without a colon: kept as a flag.
             let key = content.trim_end_matches(':');
@@ -1389,7 +1505,10 @@ fn complete_node(
     }
 }
 
-/// Where a node line's figures start: `  (cost=`, ` (actual ` or ` (never executed)`.
+/// Where a node line's figures start: `  (cost=`, ` (actual ` or ` (never executed)`. EXPLAIN
+/// puts two spaces before `(cost=`; a plan edited by hand or with its runs of spaces collapsed
+/// has one, and a name cannot hold ` (cost=` followed by a figure (an alias with a space or a
+/// parenthesis is printed quoted), so one space is enough.
 fn figures_start(text: &str) -> usize {
     // A line broken inside its first figure (`Sort  (cos`, the rest on the next line).
     if let Some(at) = text.rfind("  (")
@@ -1399,12 +1518,28 @@ fn figures_start(text: &str) -> usize {
         return at;
     }
     let mut best = text.len();
-    for pattern in ["  (cost=", " (actual ", " (never executed)"] {
+    for pattern in [" (actual ", " (never executed)"] {
         if let Some(at) = text.find(pattern)
             && at < best
         {
             best = at;
         }
+    }
+    let cost = text.match_indices(" (cost=").find(|&(at, pattern)| {
+        text[..at].ends_with(' ')
+            || text
+                .as_bytes()
+                .get(at + pattern.len())
+                .is_some_and(u8::is_ascii_digit)
+    });
+    if let Some((at, _)) = cost {
+        // With EXPLAIN's two spaces, the name ends at the first.
+        let at = if text[..at].ends_with(' ') {
+            at - 1
+        } else {
+            at
+        };
+        best = best.min(at);
     }
     best
 }
@@ -2359,16 +2494,199 @@ mod tests {
     }
 
     #[test]
-    fn a_subtree_without_its_root_is_refused_not_read_as_a_plan() {
-        // Its figures would be taken for the whole plan's.
+    fn one_space_before_the_costs_still_ends_the_nodes_name() {
+        // A hand-edited or collapsed line: `on a (cost=…` is no alias.
+        let plan = read(&format!(
+            "Seq Scan on a {COST} {ACTUAL}\n  Filter: (x > 1)\n"
+        ));
+        let root = plan.root();
+        assert_eq!(root.relation_name.as_deref(), Some("a"));
+        assert_eq!(root.alias.as_deref(), Some("a"));
+        assert_eq!((root.startup_cost, root.total_cost), (Some(0.0), Some(1.0)));
+        assert_eq!((root.plan_rows, root.plan_width), (Some(1.0), Some(4.0)));
+        assert_eq!(root.actual.unwrap().rows, 1.0);
+        assert_eq!(root.filter.as_deref(), Some("(x > 1)"));
+        // An alias, then one space.
+        let plan = read(&format!(
+            "Index Scan using i on t x {COST}\n  ->  Seq Scan on u {COST}\n"
+        ));
+        assert_eq!(plan.root().alias.as_deref(), Some("x"));
+        assert_eq!(plan.root().index_name.as_deref(), Some("i"));
+        assert_eq!(plan.nodes[1].total_cost, Some(1.0));
+    }
+
+    #[test]
+    fn a_plan_whose_spaces_were_all_collapsed_says_so() {
+        // Every run of spaces one space: the indentation that places each node is gone.
         let err = crate::plan::read_plan(
-            &format!("->  Hash Join  {COST}\n      ->  Seq Scan on a  {COST}\n"),
+            &format!("Nested Loop {COST}\n -> Seq Scan on a {COST}\n -> Seq Scan on b {COST}\n"),
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("line 2 of the TEXT plan: the plan's runs of spaces were collapsed"),
+            "{err}"
+        );
+        assert!(!err.contains("first line"), "{err}");
+    }
+
+    #[test]
+    fn a_stray_line_before_the_summary_is_refused_not_the_plans_end() {
+        // A wrapped `Output:` broken off at the margin, the summary lines after it.
+        for summary in [
+            "Planning Time: 0.100 ms",
+            "Trigger t: time=0.100 calls=1",
+            "JIT:",
+            "Execution Time: 0.200 ms",
+        ] {
+            let text = format!(
+                "Seq Scan on public.t  {COST} {ACTUAL}\n  Output: a, b, c\nd, e\n{summary}\n"
+            );
+            let err = crate::plan::read_plan(&text, None).unwrap_err().to_string();
+            assert!(
+                err.starts_with("line 3 of the TEXT plan: \"d, e\" stands between the plan's nodes and its summary line"),
+                "{err}"
+            );
+        }
+        // Broken after a comma, the continuation is joined back and nothing is lost.
+        let plan = read(&format!(
+            "Seq Scan on public.t  {COST} {ACTUAL}\n  Output: a, b,\nc\nPlanning Time: 0.100 ms\nExecution Time: 0.200 ms\n"
+        ));
+        assert_eq!(plan.root().output, ["a", "b", "c"]);
+        assert_eq!(
+            (plan.planning_ms, plan.execution_ms),
+            (Some(0.1), Some(0.2))
+        );
+        // What follows the plan and is not EXPLAIN's, with no summary line after it, ends it.
+        let plan = read(&format!(
+            "Seq Scan on t  {COST}\n(1 row)\n\npostgres=# \\q\n"
+        ));
+        assert_eq!(plan.nodes.len(), 1);
+        // A second plan after the first's footer is not the first's summary.
+        let plan = read(&format!(
+            "Seq Scan on t  {COST}\n(1 row)\n\nResult  {COST}\nPlanning Time: 0.1 ms\n"
+        ));
+        assert_eq!(plan.planning_ms, None);
+    }
+
+    #[test]
+    fn an_unnumbered_subplan_header_labels_every_child_under_it() {
+        // Before 9.0 one `InitPlan` (or `SubPlan`) header stood over all of a node's subplans of
+        // its kind, its own children deeper, the node's outer and inner after it.
+        let plan = read(&format!(
+            "Nested Loop  {COST}\n  InitPlan\n    ->  Limit  {COST}\n          ->  Seq Scan on u  {COST}\n    ->  Seq Scan on v  {COST}\n  SubPlan\n    ->  Seq Scan on w  {COST}\n    ->  Seq Scan on x  {COST}\n  ->  Seq Scan on a  {COST}\n  ->  Seq Scan on b  {COST}\n"
+        ));
+        // Each node: what it reads, how it hangs from its parent, under what label, which.
+        type Row<'p> = (&'p str, Option<&'p str>, Option<&'p str>, Option<usize>);
+        let got: Vec<Row> = plan
+            .nodes
+            .iter()
+            .map(|n| {
+                (
+                    n.relation_name.as_deref().unwrap_or(&n.node_type),
+                    n.parent_relationship.as_deref(),
+                    n.subplan_name.as_deref(),
+                    n.parent,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("Nested Loop", None, None, None),
+                ("Limit", Some("InitPlan"), Some("InitPlan"), Some(0)),
+                ("u", Some("Outer"), None, Some(1)),
+                ("v", Some("InitPlan"), Some("InitPlan"), Some(0)),
+                ("w", Some("SubPlan"), Some("SubPlan"), Some(0)),
+                ("x", Some("SubPlan"), Some("SubPlan"), Some(0)),
+                ("a", Some("Outer"), None, Some(0)),
+                ("b", Some("Inner"), None, Some(0)),
+            ]
+        );
+        // A numbered header still labels its one child only.
+        let plan = read(&format!(
+            "Seq Scan on t  {COST}\n  InitPlan 1 (returns $0)\n    ->  Result  {COST}\n    ->  Result  {COST}\n"
+        ));
+        assert_eq!(plan.nodes[2].subplan_name, None);
+    }
+
+    #[test]
+    fn an_excerpts_elision_is_quoted_whole_in_the_error() {
+        let excerpt =
+            format!("Hash Join  {COST}\n  ->  Seq Scan on a  {COST}\n...\n  ->  Hash  {COST}\n");
+        // As it stands, in psql's table (the other lines with its margin, `...` without), and
+        // among a node's properties.
+        for (text, line) in [
+            (excerpt.clone(), 3),
+            (
+                format!(
+                    "   QUERY PLAN\n--------------\n Hash Join  {COST}\n   ->  Seq Scan on a  {COST}\n...\n   ->  Hash  {COST}\n(4 rows)\n"
+                ),
+                3,
+            ),
+            (
+                format!("Hash Join  {COST}\n  ->  Seq Scan on a  {COST}\n        ...\n"),
+                3,
+            ),
+        ] {
+            let err = crate::plan::read_plan(&text, None).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("line {line} of the TEXT plan: \"...\" ")),
+                "{err}\n{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_plan_pasted_from_its_middle_reads_as_a_subtree_and_says_so() {
+        // Its figures are not the statement's: the plan says it is a subtree.
+        let plan = read(&format!(
+            "   ->  Parallel Seq Scan on t  {COST} {ACTUAL}\n         Filter: (a > 1)\n         Rows Removed by Filter: 3\n"
+        ));
+        assert!(plan.subtree);
+        let root = plan.root();
+        assert_eq!(root.node_type, "Seq Scan");
+        assert!(root.parallel_aware);
+        assert_eq!(root.parent_relationship, None);
+        assert_eq!(root.filter.as_deref(), Some("(a > 1)"));
+        assert_eq!(root.rows_removed_by_filter, Some(3.0));
+        assert_eq!(root.actual.unwrap().total_ms, Some(0.02));
+        // A sibling of the pasted node belongs to no node of the paste: refused, not made its
+        // child.
+        let err = crate::plan::read_plan(
+            &format!(
+                "   ->  Seq Scan on t  {COST}\n         Filter: (a > 1)\n   ->  Hash  {COST}\n"
+            ),
             None,
         )
         .unwrap_err();
         assert!(
             err.to_string()
-                .contains("part of a TEXT plan without its first line")
+                .starts_with("line 3 of the TEXT plan: a second node beside the pasted subtree's"),
+            "{err}"
+        );
+        // Children below the pasted node are its own, at their columns.
+        let plan = read(&format!(
+            "->  Hash Join  {COST}\n      Hash Cond: (a.x = b.x)\n      ->  Seq Scan on a  {COST}\n      ->  Hash  {COST}\n            ->  Seq Scan on b  {COST}\n"
+        ));
+        assert!(plan.subtree);
+        assert_eq!(plan.nodes.len(), 4);
+        assert_eq!(plan.root().hash_cond.as_deref(), Some("(a.x = b.x)"));
+        assert_eq!(plan.nodes[3].parent, Some(2));
+        // A whole plan is no subtree.
+        assert!(!read(&format!("Hash  {COST}\n  ->  Seq Scan on b  {COST}\n")).subtree);
+        // Below other lines, a child's line is what is left of a plan whose start was not
+        // recognised: still refused.
+        let err = crate::plan::read_plan(
+            &format!("Some Node  {COST}\n  ->  Seq Scan on a  {COST}\n"),
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("\"Some Node\" is not one PostgreSQL prints"),
+            "{err}"
         );
     }
 

@@ -6,7 +6,9 @@ use std::io::{self, Write};
 use crate::plan::{Analysis, Comparison, Finding};
 
 use super::format::{change, count, ms, printable};
-use super::text::{both_measured, estimate_rows, headline, totals_line, unified_tree_diff};
+use super::text::{
+    both_measured, estimate_rows, headline, subtree_line, totals_line, unified_tree_diff,
+};
 use super::tree::{figures_line, tree_rows};
 
 /// Escapes text for a Markdown table cell; control characters (a newline in a condition
@@ -57,6 +59,10 @@ pub fn write_findings(out: &mut dyn Write, findings: &[Finding]) -> io::Result<(
 pub fn write_explain(out: &mut dyn Write, title: &str, analysis: &Analysis) -> io::Result<()> {
     writeln!(out, "### Plan `{}`", title.replace('`', "'"))?;
     writeln!(out)?;
+    if let Some(line) = subtree_line(analysis) {
+        writeln!(out, "{line}")?;
+        writeln!(out)?;
+    }
     writeln!(out, "{}", totals_line(analysis))?;
     writeln!(out)?;
     write_tree_block(out, analysis)?;

@@ -277,6 +277,14 @@ fn has_node_times(analysis: &Analysis) -> bool {
         .any(|n| n.actual.is_some_and(|a| a.total_ms.is_some()))
 }
 
+/// What a plan pasted from its middle lacks, when it is one.
+pub fn subtree_line(analysis: &Analysis) -> Option<&'static str> {
+    analysis.plan.subtree.then_some(
+        "subtree: the plan starts at a child node (->), pasted from the middle of a larger \
+         plan; the nodes above it and the summary lines are not in it",
+    )
+}
+
 /// The one-line summary of a plan's totals.
 pub fn totals_line(analysis: &Analysis) -> String {
     let t = &analysis.metrics.totals;
@@ -284,10 +292,26 @@ pub fn totals_line(analysis: &Analysis) -> String {
     if let Some(v) = t.io_ms.filter(|v| *v > 0.0) {
         parts.push(format!("I/O {}", ms(v)));
     }
-    if parts.is_empty() {
-        "no measured figures".into()
+    if !parts.is_empty() {
+        return parts.join(" · ");
+    }
+    let plan = &analysis.plan;
+    let Some(actual) = plan.nodes.first().and_then(|root| root.actual) else {
+        return "no measured figures".into();
+    };
+    // Measured nodes without an Execution Time: EXPLAIN (ANALYZE, SUMMARY OFF), or a subtree
+    // pasted without the plan's summary lines.
+    let why = if plan.subtree {
+        "a subtree"
     } else {
-        parts.join(" · ")
+        "SUMMARY OFF"
+    };
+    match actual.total_ms {
+        Some(total) if actual.loops == 1.0 => {
+            format!("no Execution Time ({why}): the root node ran {}", ms(total))
+        }
+        Some(_) => format!("no Execution Time ({why}): node times below"),
+        None => format!("no Execution Time ({why}): node rows and loops below"),
     }
 }
 
@@ -589,6 +613,9 @@ pub fn write_explain(
     let paint = Paint::new(options.color);
     writeln!(out, "{} {}", paint.bold("Plan"), title)?;
     writeln!(out, "  {}", plan_kind(analysis))?;
+    if let Some(line) = subtree_line(analysis) {
+        writeln!(out, "  {line}")?;
+    }
     writeln!(out, "  {}", totals_line(analysis))?;
     if let Some(q) = &analysis.plan.query_text {
         writeln!(out, "  query: {}", printable(&one_line(q)))?;
@@ -867,6 +894,73 @@ pub fn write_diff(
 mod tests {
     use super::*;
     use crate::plan::parse_plan;
+
+    fn text_plan(text: &str) -> Analysis {
+        Analysis::of(crate::plan::read_plan(text, None).unwrap().plan)
+    }
+
+    const COST: &str = "(cost=0.00..1.00 rows=1 width=4)";
+
+    #[test]
+    fn the_header_of_a_measured_plan_without_its_summary_says_what_is_measured() {
+        // EXPLAIN (ANALYZE, SUMMARY OFF): rows and times per node, no Execution Time.
+        let analysis = text_plan(&format!(
+            "Seq Scan on t  {COST} (actual time=0.010..0.250 rows=1 loops=1)\n"
+        ));
+        assert_eq!(
+            totals_line(&analysis),
+            "no Execution Time (SUMMARY OFF): the root node ran 0.250 ms"
+        );
+        // TIMING OFF as well: rows and loops only.
+        let analysis = text_plan(&format!("Seq Scan on t  {COST} (actual rows=1 loops=1)\n"));
+        assert_eq!(
+            totals_line(&analysis),
+            "no Execution Time (SUMMARY OFF): node rows and loops below"
+        );
+        // A root that ran several times has no one time of its own.
+        let analysis = text_plan(&format!(
+            "->  Seq Scan on t  {COST} (actual time=0.010..0.250 rows=1 loops=4)\n"
+        ));
+        assert_eq!(
+            totals_line(&analysis),
+            "no Execution Time (a subtree): node times below"
+        );
+        // Estimates only.
+        let analysis = text_plan(&format!("Seq Scan on t  {COST}\n"));
+        assert_eq!(totals_line(&analysis), "no measured figures");
+    }
+
+    #[test]
+    fn the_header_of_a_subtree_says_it_is_one() {
+        let mut out = Vec::new();
+        let options = TextOptions {
+            color: false,
+            width: Some(100),
+        };
+        let analysis = text_plan(&format!("   ->  Seq Scan on t  {COST}\n"));
+        write_explain(&mut out, "p.txt", &analysis, &options).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let header: Vec<&str> = text.lines().take(4).collect();
+        assert_eq!(
+            header,
+            [
+                "Plan p.txt",
+                "  estimates only (no ANALYZE)",
+                "  subtree: the plan starts at a child node (->), pasted from the middle of a \
+                 larger plan; the nodes above it and the summary lines are not in it",
+                "  no measured figures",
+            ]
+        );
+        let mut out = Vec::new();
+        write_explain(
+            &mut out,
+            "p.txt",
+            &text_plan(&format!("Seq Scan on t  {COST}\n")),
+            &options,
+        )
+        .unwrap();
+        assert!(!String::from_utf8(out).unwrap().contains("subtree"));
+    }
 
     fn fixture(path: &str) -> Analysis {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);

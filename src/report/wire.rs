@@ -81,6 +81,10 @@ pub struct PlanDoc<'a> {
     pub analyzed: bool,
     /// Whether buffer counters were reported.
     pub buffers: bool,
+    /// `true` when the plan is a subtree (a TEXT plan pasted from its middle: its first line a
+    /// child's `->`); left out otherwise, so that every other plan's document is unchanged.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub subtree: bool,
     pub planning_ms: Option<f64>,
     pub execution_ms: Option<f64>,
     pub totals: TotalsDoc,
@@ -495,6 +499,7 @@ impl<'a> PlanDoc<'a> {
         PlanDoc {
             analyzed: plan.is_analyzed(),
             buffers: plan.has_buffers(),
+            subtree: plan.subtree,
             planning_ms: plan.planning_ms,
             execution_ms: plan.execution_ms,
             planning_buffers: plan.planning_buffers.as_ref().map(BuffersDoc::from),
@@ -743,6 +748,24 @@ mod tests {
         for child in node["Plans"].as_array().into_iter().flatten() {
             collect_rows(child, out);
         }
+    }
+
+    #[test]
+    fn a_subtree_says_so_and_a_whole_plan_is_unchanged() {
+        let doc = |text: &str| {
+            let plan = crate::plan::read_plan(text, None).unwrap().plan;
+            serde_json::to_value(ExplainDoc::new(&Analysis::of(plan))).unwrap()
+        };
+        let cost = "(cost=0.00..1.00 rows=1 width=4)";
+        assert_eq!(
+            doc(&format!("->  Seq Scan on t  {cost}\n"))["subtree"],
+            true
+        );
+        assert!(
+            doc(&format!("Seq Scan on t  {cost}\n"))
+                .get("subtree")
+                .is_none()
+        );
     }
 
     #[test]

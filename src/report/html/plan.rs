@@ -60,6 +60,9 @@ pub(crate) fn plan_summary(html: &mut String, analysis: &Analysis) {
         }
         .to_owned(),
     ];
+    if analysis.plan.subtree {
+        parts.push("subtree (pasted from the middle of a larger plan)".to_owned());
+    }
     parts.extend(totals_parts(analysis));
     if !analysis.plan.is_analyzed()
         && let Some(cost) = t.total_cost
