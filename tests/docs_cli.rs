@@ -340,8 +340,10 @@ fn shell_words_split_as_the_shell_does() {
 }
 
 /// The long and short options `pgplan <command>` accepts, the global ones included; for an
-/// option in place of the command (`pgplan --version`), those of `pgplan` itself.
-fn options_of(command: &str) -> Option<Vec<String>> {
+/// option in place of the command (`pgplan --version`), those of `pgplan` itself. When the
+/// next word names a subcommand of the command (`pgplan stats export`), its options, and
+/// `true` for the word it took.
+fn options_of(command: &str, next: Option<&str>) -> Option<(Vec<String>, bool)> {
     let mut cli = Cli::command();
     // Built, the command holds the `--version` clap generates.
     cli.build();
@@ -350,8 +352,13 @@ fn options_of(command: &str) -> Option<Vec<String>> {
     } else {
         cli.find_subcommand(command)?
     };
+    let nested = next.and_then(|name| sub.find_subcommand(name));
     let mut options = Vec::new();
-    for arg in sub.get_arguments().chain(cli.get_arguments()) {
+    let arguments = nested.into_iter().flat_map(|n| n.get_arguments());
+    for arg in arguments
+        .chain(sub.get_arguments())
+        .chain(cli.get_arguments())
+    {
         if let Some(long) = arg.get_long() {
             options.push(format!("--{long}"));
         }
@@ -362,7 +369,7 @@ fn options_of(command: &str) -> Option<Vec<String>> {
             options.push(format!("-{short}"));
         }
     }
-    Some(options)
+    Some((options, nested.is_some()))
 }
 
 #[test]
@@ -396,7 +403,9 @@ fn every_documented_command_line_parses_with_the_current_cli() {
                     let Some(command) = words.get(1) else {
                         continue;
                     };
-                    let Some(known) = options_of(command) else {
+                    let Some((known, nested)) =
+                        options_of(command, words.get(2).map(String::as_str))
+                    else {
                         // Prose such as `pgplan connects wherever psql does` is no command.
                         if line.text.contains('-') || words.len() == 2 {
                             failures.push(format!(
@@ -407,7 +416,13 @@ fn every_documented_command_line_parses_with_the_current_cli() {
                         continue;
                     };
                     synopses += 1;
-                    let first = if command.starts_with('-') { 1 } else { 2 };
+                    let first = if command.starts_with('-') {
+                        1
+                    } else if nested {
+                        3
+                    } else {
+                        2
+                    };
                     for word in &words[first..] {
                         let option = word.trim_start_matches('[').trim_end_matches("...");
                         let option = option.trim_end_matches(']').trim_end_matches("...");
