@@ -142,6 +142,8 @@ pub struct AdviseReport {
     pub notes: Vec<Note>,
     /// What the server does not roll back (statistics counters, planner estimates), named.
     pub not_rolled_back: Vec<String>,
+    /// pg_stat_statements' statements set aside, and the time of those read.
+    pub screening: crate::compare::workload::statements::Screening,
     pub elapsed_ms: f64,
     pub budget_ms: f64,
 }

@@ -336,6 +336,7 @@ pub async fn run_advise(
     }
     let deadline = started + args.budget;
     let mut notes_text: Vec<String> = Vec::new();
+    let mut screening = crate::compare::workload::statements::Screening::default();
     let queries = workload_queries(
         conn,
         limits,
@@ -344,6 +345,7 @@ pub async fn run_advise(
         file_queries,
         args.allow_writes,
         &mut notes_text,
+        &mut screening,
         progress,
     )
     .await?;
@@ -791,6 +793,7 @@ pub async fn run_advise(
         covered: proposals.covered,
         notes,
         not_rolled_back,
+        screening,
         elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
         budget_ms: args.budget.as_secs_f64() * 1000.0,
     })

@@ -16,6 +16,7 @@ use crate::compare::workload::{
     ProbeFigures, QueryRuns, SourceQuery, TableActivity, WorkloadBaseline, WorkloadCandidateRun,
     WorkloadMeasurements, WorkloadQuery, WorkloadReport, judge, source, updates, workload_updates,
 };
+use crate::compare::workload::statements::{self, Screened, Screening, SkippedStatement};
 use crate::compare::{CandidateSpec, Measurement, display_name, estimate_changes};
 use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
@@ -183,15 +184,18 @@ async fn param_source(
 }
 
 /// Turns the workload's queries into queries ready to measure, choosing the values of their
-/// parameters (read-only). Returns the queries and notes for the report.
+/// parameters (read-only). A statement of pg_stat_statements that cannot be planned (a table
+/// since dropped, a temporary table of a session gone, a role's search_path, a parameter of no
+/// type) goes to `screening.skipped` with the server's error; a query file's is an error.
 pub async fn prepare_queries(
     conn: &mut Connection,
     limits: &Limits,
     sources: Vec<SourceQuery>,
     allow_writes: bool,
+    screening: &mut Screening,
 ) -> Result<Vec<WorkloadQuery>> {
     let mut prepared = Vec::new();
-    for source in sources {
+    for mut source in sources {
         let runnable = match &source.query.kind {
             QueryKind::Read => true,
             QueryKind::Write(_) => allow_writes,
@@ -206,6 +210,17 @@ pub async fn prepare_queries(
                 source.id,
                 given.len()
             );
+        }
+        let from_view = source.queryid.is_some();
+        if from_view {
+            // Planned once before anything else: what cannot be planned is set aside, named.
+            match plannable(conn, limits, &mut source, count).await? {
+                Ok(()) => {}
+                Err(reason) => {
+                    screening.skip(&source, reason);
+                    continue;
+                }
+            }
         }
         let samples = if !runnable {
             // Never run: only its estimated plan is shown, and its SET list read.
@@ -232,7 +247,7 @@ pub async fn prepare_queries(
             let tokens: Vec<ParamUse> = tokenize(&text)
                 .map(|toks| params::parameter_uses(&toks, count))
                 .unwrap_or_else(|_| vec![ParamUse::Unknown; count as usize]);
-            let sources = conn
+            let found = conn
                 .read_only(limits, async |client| {
                     let plan = generic_plan(client, &text, count).await?;
                     let analysis = parse_plan(&plan)
@@ -245,9 +260,15 @@ pub async fn prepare_queries(
                     }
                     Ok(found)
                 })
-                .await
-                .map_err(|e| anyhow!("{}: finding values for its parameters: {e}", source.id))?;
-            params::choose_samples(None, &sources)
+                .await;
+            match found {
+                Ok(sources) => params::choose_samples(None, &sources),
+                Err(e) if from_view && !conn.is_closed() && !stop_requested() => {
+                    screening.skip(&source, format!("finding values for its parameters: {e}"));
+                    continue;
+                }
+                Err(e) => bail!("{}: finding values for its parameters: {e}", source.id),
+            }
         };
         prepared.push(WorkloadQuery {
             source,
@@ -256,6 +277,49 @@ pub async fn prepare_queries(
         });
     }
     Ok(prepared)
+}
+
+/// Whether a statement of the view can be planned: its generic plan, read-only. A parameter
+/// the server cannot type (the literal it stood for had no type: `SELECT $1`) is cast to
+/// `text`, as PostgreSQL resolves such a literal, and the text rewritten. `Err` is why it
+/// cannot be planned; a lost connection or Ctrl-C ends the run.
+async fn plannable(
+    conn: &mut Connection,
+    limits: &Limits,
+    source: &mut SourceQuery,
+    count: u32,
+) -> Result<Result<(), String>> {
+    for _ in 0..=count {
+        let text = source.query.text.clone();
+        let planned = conn
+            .read_only(limits, async |client| {
+                generic_plan(client, &text, count).await
+            })
+            .await;
+        if conn.is_closed() {
+            bail!("the connection to {} closed while planning {}", conn.target, source.id);
+        }
+        if stop_requested() {
+            bail!("interrupted while planning {}", source.id);
+        }
+        match planned {
+            Ok(_) => return Ok(Ok(())),
+            Err(e) => {
+                let undetermined = (e.sqlstate.as_deref() == Some("42P18"))
+                    .then(|| statements::undetermined_parameter(&e.message))
+                    .flatten();
+                match undetermined {
+                    Some(n) => {
+                        source.query.text = statements::cast_parameter(&text, n, "text");
+                    }
+                    None => return Ok(Err(format!("planning it: {e}"))),
+                }
+            }
+        }
+    }
+    Ok(Err(
+        "planning it: the server could not determine its parameters' types".into(),
+    ))
 }
 
 /// Measures one sample of one query in the caller's transaction, under a savepoint that is
@@ -856,6 +920,7 @@ pub(crate) async fn statements_workload(
     limits: &Limits,
     top: u32,
     min_calls: u64,
+    screening: &mut Screening,
 ) -> Result<(Vec<SourceQuery>, Vec<String>)> {
     let major = conn.facts.major();
     let target = conn.target.clone();
@@ -883,12 +948,15 @@ pub(crate) async fn statements_workload(
              pg_stat_statements; or give the workload as files (--workload FILE|DIR)"
         ),
     }
+    // pgplan's own statements (its catalog reads, its EXPLAIN runs) may fill the top of the
+    // view after any earlier pgplan command: read past them, and leave them out.
+    let fetch = i64::from(top).saturating_add(OWN_STATEMENTS_MARGIN);
     let (statements, window) = conn
         .read_only(limits, async |client| {
             dbw::top_statements(
                 client,
                 major,
-                i64::from(top),
+                fetch,
                 min_calls.min(i64::MAX as u64) as i64,
             )
             .await
@@ -906,16 +974,42 @@ pub(crate) async fn statements_workload(
         }
         None => None,
     };
+    let all_exec_ms = statements.first().map(|s| s.all_exec_ms);
+    let mut own_exec_ms = 0.0;
     let mut queries = Vec::new();
-    let mut skipped = 0;
+    let mut taken = 0;
     for s in statements {
-        let Ok(query) = crate::sql::parse_single_query(&s.query) else {
-            skipped += 1;
+        let screened = statements::screen(&s.query);
+        if screened == Screened::Own {
+            screening.own_left_out += 1;
+            own_exec_ms += s.total_exec_ms;
             continue;
+        }
+        if screened == Screened::Control {
+            screening.control_left_out += 1;
+            continue;
+        }
+        if taken == top {
+            break;
+        }
+        taken += 1;
+        screening.read.push((s.queryid.clone(), s.total_exec_ms));
+        let (query, rewrites) = match screened {
+            Screened::Query { query, rewrites } => (query, rewrites),
+            Screened::Skip(reason) => {
+                screening.skipped.push(SkippedStatement {
+                    id: s.queryid.clone(),
+                    text: s.query.clone(),
+                    reason,
+                    calls: Some(s.calls),
+                    total_exec_ms: Some(s.total_exec_ms),
+                });
+                continue;
+            }
+            Screened::Own | Screened::Control => unreachable!("left out above"),
         };
-        if matches!(query.kind, QueryKind::Other(_)) {
-            skipped += 1;
-            continue;
+        for rewrite in rewrites {
+            notes.push(format!("{}: {rewrite}", s.queryid));
         }
         // Calls per day as the table counters are: per day of at least a day.
         let calls_per_day = match window_seconds {
@@ -931,13 +1025,32 @@ pub(crate) async fn statements_workload(
             params: None,
         });
     }
-    if skipped > 0 {
+    if screening.own_left_out > 0 {
         notes.push(format!(
-            "{skipped} of the top statements are not queries (utility statements, several statements, or text pgplan cannot read) and were left out"
+            "{} of pgplan's own statements (its catalog reads and EXPLAIN runs) are in pg_stat_statements and were left out of the workload",
+            screening.own_left_out
+        ));
+    }
+    if screening.control_left_out > 0 {
+        notes.push(format!(
+            "{} transaction-control and session statements (BEGIN, SET, SHOW...) are not queries and were left out",
+            screening.control_left_out
+        ));
+    }
+    let read_ms: f64 = screening.read.iter().map(|(_, ms)| ms).sum();
+    if let Some(all) = all_exec_ms.map(|a| a - own_exec_ms).filter(|a| *a > 0.0) {
+        notes.push(format!(
+            "the {} statements read account for {:.0}% of the execution time pg_stat_statements counts in this database",
+            screening.read.len(),
+            (read_ms / all * 100.0).clamp(0.0, 100.0)
         ));
     }
     Ok((queries, notes))
 }
+
+/// How many of pgplan's own statements the top of the view may hold beyond the `--top` asked
+/// for: its distinct catalog reads and EXPLAIN forms, with room to spare.
+const OWN_STATEMENTS_MARGIN: i64 = 200;
 
 /// A name made of letters, digits and `_` only, for a file.
 fn file_stem(name: &str) -> String {
@@ -1022,6 +1135,7 @@ pub(crate) async fn workload_queries(
     file_queries: Vec<SourceQuery>,
     allow_writes: bool,
     warnings: &mut Vec<String>,
+    screening: &mut Screening,
     progress: &Progress,
 ) -> Result<Vec<WorkloadQuery>> {
     if conn.facts.in_recovery || conn.facts.read_only {
@@ -1034,12 +1148,13 @@ pub(crate) async fn workload_queries(
     }
     let mut sources = Vec::new();
     if let Some((top, min_calls)) = statements {
-        let (queries, notes) = statements_workload(conn, limits, top, min_calls).await?;
+        let (queries, notes) =
+            statements_workload(conn, limits, top, min_calls, screening).await?;
         warnings.extend(notes);
         sources.extend(queries);
     }
     sources.extend(file_queries);
-    if sources.is_empty() {
+    if sources.is_empty() && screening.skipped.is_empty() {
         bail!("the workload holds no query to measure");
     }
     let writes = sources
@@ -1053,7 +1168,19 @@ pub(crate) async fn workload_queries(
         ));
     }
     progress.update("choosing parameter values");
-    prepare_queries(conn, limits, sources, allow_writes).await
+    let queries = prepare_queries(conn, limits, sources, allow_writes, screening).await?;
+    if queries.is_empty() {
+        bail!(
+            "the workload holds no query pgplan can run: {}",
+            screening
+                .skipped
+                .iter()
+                .map(|s| format!("{} ({})", s.id, s.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    Ok(queries)
 }
 
 /// The tables the workload's writes and the candidates name, as the catalog names them
@@ -1117,6 +1244,7 @@ pub async fn run_workload(
     }
     let conn = &mut *conn;
     let limits = *limits;
+    let mut screening = Screening::default();
     let queries = workload_queries(
         conn,
         &limits,
@@ -1125,6 +1253,7 @@ pub async fn run_workload(
         file_queries,
         settings.allow_writes,
         &mut warnings,
+        &mut screening,
         progress,
     )
     .await?;
@@ -1202,6 +1331,7 @@ pub async fn run_workload(
         min_gain_percent: settings.min_gain,
         allow_writes: settings.allow_writes,
         warnings,
+        screening,
     })
 }
 

@@ -64,6 +64,8 @@ pub struct Statement {
     pub query: String,
     pub calls: f64,
     pub total_exec_ms: f64,
+    /// Every statement's execution time with enough calls, the top ones or not.
+    pub all_exec_ms: f64,
 }
 
 /// The top `top` statements with at least `min_calls` calls, and the seconds the view has
@@ -88,6 +90,7 @@ pub async fn top_statements(
             query: r.get(1),
             calls: r.get(2),
             total_exec_ms: r.get(3),
+            all_exec_ms: r.get(4),
         })
         .collect();
     let window = client

@@ -41,6 +41,8 @@ pub struct AdviseDoc {
     pub notes: Vec<NoteDoc>,
     /// What PostgreSQL does not roll back (statistics counters, planner estimates).
     pub not_rolled_back: Vec<String>,
+    /// The statements of pg_stat_statements set aside, with why.
+    pub skipped_statements: super::skipped::SkippedDoc,
     pub elapsed_ms: f64,
     pub budget_ms: f64,
 }
@@ -338,6 +340,7 @@ impl AdviseDoc {
                 })
                 .collect(),
             not_rolled_back: report.not_rolled_back.clone(),
+            skipped_statements: super::skipped::SkippedDoc::new(&report.screening),
             elapsed_ms: report.elapsed_ms,
             budget_ms: report.budget_ms,
         }
@@ -584,6 +587,7 @@ pub fn write_text(
             writeln!(out, "  {} — {}", c.candidate.definition(), c.by_index)?;
         }
     }
+    super::skipped::write_text(out, &paint, &report.screening)?;
     if !report.notes.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", paint.bold("Notes"))?;
@@ -744,6 +748,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         }
         writeln!(out)?;
     }
+    super::skipped::write_markdown(out, &report.screening)?;
     if !report.notes.is_empty() {
         writeln!(out, "#### Notes")?;
         writeln!(out)?;
@@ -912,6 +917,7 @@ mod tests {
             covered: proposals.covered,
             notes: proposals.notes,
             not_rolled_back: vec!["pg_stat_user_tables and pg_stat_user_indexes counters".into()],
+            screening: Default::default(),
             elapsed_ms: 41_250.0,
             budget_ms: 300_000.0,
         }

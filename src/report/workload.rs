@@ -46,6 +46,8 @@ pub struct WorkloadDoc {
     pub skipped_for_budget: Vec<String>,
     pub estimate_changes: Vec<EstimateChange>,
     pub warnings: Vec<String>,
+    /// The statements of pg_stat_statements set aside, with why.
+    pub skipped_statements: super::skipped::SkippedDoc,
 }
 
 #[derive(Debug, Serialize)]
@@ -274,6 +276,7 @@ impl WorkloadDoc {
                 .collect(),
             estimate_changes: m.estimate_changes.clone(),
             warnings: report.warnings.clone(),
+            skipped_statements: super::skipped::SkippedDoc::new(&report.screening),
         }
     }
 }
@@ -637,6 +640,7 @@ pub fn write_text(
             writeln!(out, "  {} · {}: {}", q.source.id, s.label, s.why.join("; "))?;
         }
     }
+    super::skipped::write_text(out, &paint, &report.screening)?;
     if !report.warnings.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", paint.bold("Notes"))?;
@@ -731,6 +735,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         writeln!(out, "</details>")?;
         writeln!(out)?;
     }
+    super::skipped::write_markdown(out, &report.screening)?;
     for w in &report.warnings {
         writeln!(out, "> {}", w.replace('\n', " "))?;
     }

@@ -7,6 +7,7 @@
 
 pub mod params;
 pub mod source;
+pub mod statements;
 pub mod updates;
 pub mod verdict;
 pub mod write_cost;
@@ -302,6 +303,8 @@ pub struct WorkloadReport {
     pub min_gain_percent: f64,
     pub allow_writes: bool,
     pub warnings: Vec<String>,
+    /// pg_stat_statements' statements set aside, and the time of those read.
+    pub screening: statements::Screening,
 }
 
 impl WorkloadReport {
