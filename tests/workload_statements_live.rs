@@ -148,14 +148,20 @@ async fn every_shape_of_the_view_is_measured_or_set_aside_with_its_reason() {
         // The IN list: squashed on 18, one parameter per value before.
         let list = query_with(&doc, "WHERE id IN (");
         if major >= 18 {
-            assert!(list["text"].as_str().unwrap().contains("/*, ... */"), "{list:#}");
+            assert!(
+                list["text"].as_str().unwrap().contains("/*, ... */"),
+                "{list:#}"
+            );
         }
         query_with(&doc, "LIMIT $1 OFFSET $2");
         query_with(&doc, "= ANY($1)");
 
         // Set aside, each with its reason; the run went on.
         let vacuum = skipped_with(&doc, "VACUUM orders");
-        assert!(vacuum["reason"].as_str().unwrap().contains("utility"), "{vacuum:#}");
+        assert!(
+            vacuum["reason"].as_str().unwrap().contains("utility"),
+            "{vacuum:#}"
+        );
         skipped_with(&doc, "CREATE TABLE IF NOT EXISTS orders_archive");
         let temp = skipped_with(&doc, "FROM basket");
         assert!(
@@ -164,10 +170,15 @@ async fn every_shape_of_the_view_is_measured_or_set_aside_with_its_reason() {
         );
         let private = skipped_with(&doc, "FROM private_notes");
         assert!(
-            private["reason"].as_str().unwrap().contains("does not exist"),
+            private["reason"]
+                .as_str()
+                .unwrap()
+                .contains("does not exist"),
             "{private:#}"
         );
-        let share = doc["skipped_statements"]["exec_time_share"].as_f64().unwrap();
+        let share = doc["skipped_statements"]["exec_time_share"]
+            .as_f64()
+            .unwrap();
         assert!(share > 0.0 && share <= 1.0, "{share}");
         let c = &doc["candidates"][0];
         assert!(c["error"].is_null(), "{c:#}");
@@ -191,7 +202,9 @@ async fn every_shape_of_the_view_is_measured_or_set_aside_with_its_reason() {
         for q in queries(&doc) {
             let text = q["text"].as_str().unwrap();
             assert!(
-                !text.contains("pg_catalog") && !text.contains("pg_class") && !text.contains("pg_stat"),
+                !text.contains("pg_catalog")
+                    && !text.contains("pg_class")
+                    && !text.contains("pg_stat"),
                 "pgplan's own statement in the workload: {text}"
             );
         }

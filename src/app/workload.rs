@@ -12,11 +12,11 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::advise::shortlist::Estimate;
 use crate::cli::CompareArgs;
 use crate::compare::workload::params::{self, ParamSource, ParamUse};
+use crate::compare::workload::statements::{self, Screened, Screening, SkippedStatement};
 use crate::compare::workload::{
     ProbeFigures, QueryRuns, SourceQuery, TableActivity, WorkloadBaseline, WorkloadCandidateRun,
     WorkloadMeasurements, WorkloadQuery, WorkloadReport, judge, source, updates, workload_updates,
 };
-use crate::compare::workload::statements::{self, Screened, Screening, SkippedStatement};
 use crate::compare::{CandidateSpec, Measurement, display_name, estimate_changes};
 use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
@@ -297,7 +297,11 @@ async fn plannable(
             })
             .await;
         if conn.is_closed() {
-            bail!("the connection to {} closed while planning {}", conn.target, source.id);
+            bail!(
+                "the connection to {} closed while planning {}",
+                conn.target,
+                source.id
+            );
         }
         if stop_requested() {
             bail!("interrupted while planning {}", source.id);
@@ -953,13 +957,7 @@ pub(crate) async fn statements_workload(
     let fetch = i64::from(top).saturating_add(OWN_STATEMENTS_MARGIN);
     let (statements, window) = conn
         .read_only(limits, async |client| {
-            dbw::top_statements(
-                client,
-                major,
-                fetch,
-                min_calls.min(i64::MAX as u64) as i64,
-            )
-            .await
+            dbw::top_statements(client, major, fetch, min_calls.min(i64::MAX as u64) as i64).await
         })
         .await?;
     let mut notes = Vec::new();
@@ -1148,8 +1146,7 @@ pub(crate) async fn workload_queries(
     }
     let mut sources = Vec::new();
     if let Some((top, min_calls)) = statements {
-        let (queries, notes) =
-            statements_workload(conn, limits, top, min_calls, screening).await?;
+        let (queries, notes) = statements_workload(conn, limits, top, min_calls, screening).await?;
         warnings.extend(notes);
         sources.extend(queries);
     }

@@ -125,7 +125,10 @@ mod tests {
         let mut text = Vec::new();
         write_text(&mut text, &Paint::new(false), &s).unwrap();
         let text = String::from_utf8(text).unwrap();
-        assert!(text.contains("1 statement of pg_stat_statements not run (25% of the workload's time)"), "{text}");
+        assert!(
+            text.contains("1 statement of pg_stat_statements not run (25% of the workload's time)"),
+            "{text}"
+        );
         assert!(text.contains("-7149179159898393985"), "{text}");
         assert!(text.contains("does not exist"), "{text}");
         assert!(text.contains("FROM gone WHERE a = $1"), "{text}");

@@ -113,17 +113,34 @@ pub fn screen(text: &str) -> Screened {
             )),
             _ => Screened::Query { query, rewrites },
         },
-        Err(e) if matches!(e.kind, SqlErrorKind::MultipleStatements { .. }) => Screened::Skip(
-            format!("several statements in one text ({}): pgplan measures one query at a time", e.kind),
-        ),
+        Err(e) if matches!(e.kind, SqlErrorKind::MultipleStatements { .. }) => {
+            Screened::Skip(format!(
+                "several statements in one text ({}): pgplan measures one query at a time",
+                e.kind
+            ))
+        }
         Err(e) => Screened::Skip(format!("pgplan cannot read it as one query ({})", e.kind)),
     }
 }
 
 /// Statements that control a transaction or a session rather than read or write data.
 const CONTROL: &[&str] = &[
-    "begin", "start", "commit", "end", "rollback", "abort", "savepoint", "release", "set",
-    "reset", "show", "discard", "deallocate", "prepare", "listen", "unlisten",
+    "begin",
+    "start",
+    "commit",
+    "end",
+    "rollback",
+    "abort",
+    "savepoint",
+    "release",
+    "set",
+    "reset",
+    "show",
+    "discard",
+    "deallocate",
+    "prepare",
+    "listen",
+    "unlisten",
 ];
 
 /// Type names PostgreSQL accepts in a typed literal (`type 'string'`) whose `$n` form PREPARE
@@ -200,7 +217,10 @@ pub fn rewrite_typed_literals(text: &str, tokens: &[Token<'_>]) -> (String, Vec<
         } else if word(end + 1, "varying") || word(end + 1, "precision") {
             end += 1;
         }
-        let Some(param) = tokens.get(end + 1).filter(|p| p.kind == TokenKind::Parameter) else {
+        let Some(param) = tokens
+            .get(end + 1)
+            .filter(|p| p.kind == TokenKind::Parameter)
+        else {
             i = end + 1;
             continue;
         };
@@ -247,7 +267,10 @@ pub fn cast_parameter(text: &str, n: u32, type_name: &str) -> String {
 /// of parameter $2", SQLSTATE 42P18).
 pub fn undetermined_parameter(message: &str) -> Option<u32> {
     let at = message.find("of parameter $")? + "of parameter $".len();
-    let digits: String = message[at..].chars().take_while(char::is_ascii_digit).collect();
+    let digits: String = message[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
     digits.parse().ok()
 }
 
@@ -384,7 +407,10 @@ fn own_patterns() -> &'static [Vec<String>] {
 pub fn is_own(tokens: &[Token<'_>]) -> bool {
     if tokens.iter().any(|t| {
         matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdentifier)
-            && t.text.trim_matches('"').to_ascii_lowercase().starts_with("pgplan_")
+            && t.text
+                .trim_matches('"')
+                .to_ascii_lowercase()
+                .starts_with("pgplan_")
     }) {
         return true;
     }
@@ -430,7 +456,9 @@ mod tests {
         );
         // Not literals: a column named date, a cast, a parameter already typed.
         assert_eq!(
-            query_text(screen("SELECT t.date FROM t WHERE x::date = $1 AND $2::interval > y")),
+            query_text(screen(
+                "SELECT t.date FROM t WHERE x::date = $1 AND $2::interval > y"
+            )),
             "SELECT t.date FROM t WHERE x::date = $1 AND $2::interval > y"
         );
     }
@@ -453,7 +481,9 @@ mod tests {
         assert!(why.contains("cut short"), "{why}");
         // Squashed lists (PostgreSQL 18), LIMIT and ANY stay as they are: PREPARE takes them.
         assert_eq!(
-            query_text(screen("SELECT * FROM t WHERE id IN ($1 /*, ... */) LIMIT $2")),
+            query_text(screen(
+                "SELECT * FROM t WHERE id IN ($1 /*, ... */) LIMIT $2"
+            )),
             "SELECT * FROM t WHERE id IN ($1 /*, ... */) LIMIT $2"
         );
     }
@@ -513,7 +543,10 @@ mod tests {
         for entry in std::fs::read_dir(dir).unwrap() {
             let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
             files += 1;
-            assert!(OWN_QUERIES.contains(&text.as_str()), "not in OWN_QUERIES:\n{text}");
+            assert!(
+                OWN_QUERIES.contains(&text.as_str()),
+                "not in OWN_QUERIES:\n{text}"
+            );
         }
         assert_eq!(files, OWN_QUERIES.len());
     }
