@@ -13,6 +13,7 @@ use crate::advise::shortlist::Estimate;
 use crate::cli::CompareArgs;
 use crate::compare::workload::params::{self, ParamSource, ParamUse};
 use crate::compare::workload::statements::{self, Screened, Screening, SkippedStatement};
+use crate::compare::workload::unmeasured;
 use crate::compare::workload::{
     ProbeFigures, QueryRuns, SourceQuery, TableActivity, WorkloadBaseline, WorkloadCandidateRun,
     WorkloadMeasurements, WorkloadQuery, WorkloadReport, judge, source, updates, workload_updates,
@@ -428,6 +429,18 @@ async fn measure_sample(
     }
     match result {
         Err(e) if stop_requested() => Err(e),
+        // lock_not_available: the wait passed lock_timeout. Who holds the lock is read now,
+        // after the rollback, as audit names it: the holder is usually still there.
+        Err(e) if e.sqlstate.as_deref() == Some("55P03") => {
+            let locks = dbw::lock_holders(client).await?;
+            let q = &query.source.query;
+            Ok(Err(
+                match unmeasured::lock_holders_message(&q.text, &q.kind, &locks) {
+                    Some(holders) => format!("{e}\nwaiting for a lock: {holders}"),
+                    None => e.to_string(),
+                },
+            ))
+        }
         Err(e) => Ok(Err(e.to_string())),
         Ok(plans) => Ok(Ok(plans)),
     }
@@ -1316,6 +1329,7 @@ pub async fn run_workload(
         |c| lookup(&c.table),
         settings.min_gain,
     );
+    let unmeasured = unmeasured::unmeasured(&queries, &measurements, &names);
     Ok(WorkloadReport {
         server_version: conn.facts.version.clone(),
         source: settings.source_name.clone(),
@@ -1327,6 +1341,7 @@ pub async fn run_workload(
         runs: settings.runs,
         min_gain_percent: settings.min_gain,
         allow_writes: settings.allow_writes,
+        unmeasured,
         warnings,
         screening,
     })
@@ -1392,10 +1407,18 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
     }
     out.flush()?;
     let failed: Vec<(usize, &str)> = report.failed().collect();
-    if !failed.is_empty() {
-        for (i, error) in &failed {
-            eprintln!("pgplan: candidate {} failed: {error}", report.names[*i]);
-        }
+    for (i, error) in &failed {
+        eprintln!("pgplan: candidate {} failed: {error}", report.names[*i]);
+    }
+    for u in &report.unmeasured {
+        eprintln!(
+            "pgplan: query {} could not be measured ({}): {}",
+            u.query,
+            u.during,
+            u.error.replace('\n', "; ")
+        );
+    }
+    if !failed.is_empty() || !report.unmeasured.is_empty() {
         return Ok(exit::ERROR);
     }
     Ok(if args.fail_unless_pays && report.best().is_none() {

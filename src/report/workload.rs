@@ -48,6 +48,8 @@ pub struct WorkloadDoc {
     pub warnings: Vec<String>,
     /// The statements of pg_stat_statements set aside, with why.
     pub skipped_statements: super::skipped::SkippedDoc,
+    /// Queries that could not be measured: in the baseline or with a candidate, and why.
+    pub unmeasured_queries: Vec<crate::compare::workload::unmeasured::Unmeasured>,
 }
 
 #[derive(Debug, Serialize)]
@@ -143,6 +145,8 @@ pub struct CandidateQueryDoc {
     pub measured: bool,
     pub regression: bool,
     pub pages_saved_per_day: Option<f64>,
+    /// Why it could not be measured with this candidate (or in its baseline); null when it was.
+    pub error: Option<String>,
 }
 
 fn baseline_doc(report: &WorkloadReport, n: usize) -> BaselineDoc {
@@ -181,7 +185,7 @@ fn baseline_doc(report: &WorkloadReport, n: usize) -> BaselineDoc {
     }
 }
 
-fn query_doc(q: &QueryOutcome) -> CandidateQueryDoc {
+fn query_doc(q: &QueryOutcome, error: Option<&str>) -> CandidateQueryDoc {
     let f = &q.figures;
     CandidateQueryDoc {
         id: f.id.clone(),
@@ -197,6 +201,7 @@ fn query_doc(q: &QueryOutcome) -> CandidateQueryDoc {
         measured: f.measured,
         regression: q.judgement.regression,
         pages_saved_per_day: q.judgement.pages_saved_per_day,
+        error: error.map(str::to_owned),
     }
 }
 
@@ -227,7 +232,11 @@ impl WorkloadDoc {
                             hot_updates_lost_per_day: j.verdict.hot_updates_lost_per_day,
                             net_pages_saved_per_day: j.verdict.net_pages_saved_per_day,
                             estimated: j.estimated,
-                            queries: j.queries.iter().map(query_doc).collect(),
+                            queries: j
+                                .queries
+                                .iter()
+                                .map(|q| query_doc(q, report.query_error(&q.figures.id, i)))
+                                .collect(),
                             writes: j.writes.clone(),
                         }
                     }),
@@ -277,6 +286,7 @@ impl WorkloadDoc {
             estimate_changes: m.estimate_changes.clone(),
             warnings: report.warnings.clone(),
             skipped_statements: super::skipped::SkippedDoc::new(&report.screening),
+            unmeasured_queries: report.unmeasured.clone(),
         }
     }
 }
@@ -372,6 +382,11 @@ fn mode_line(report: &WorkloadReport) -> String {
         if report.runs == 1 { "" } else { "s" },
         count(report.min_gain_percent)
     )
+}
+
+/// An error's first line, printable and shortened for a table cell.
+fn first_line(error: &str) -> String {
+    super::format::printable(&one_line(error.lines().next().unwrap_or(error)))
 }
 
 fn one_line(text: &str) -> String {
@@ -514,6 +529,16 @@ pub fn write_text(
         }
         writeln!(out)?;
     }
+    if !report.unmeasured.is_empty() {
+        writeln!(out, "{}", paint.bad("Queries that could not be measured"))?;
+        for u in &report.unmeasured {
+            writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
+            for line in u.error.lines() {
+                writeln!(out, "    {}", super::format::printable(line))?;
+            }
+        }
+        writeln!(out)?;
+    }
     match report.best() {
         Some(best) => writeln!(
             out,
@@ -575,6 +600,17 @@ pub fn write_text(
             options,
         );
         for q in &j.queries {
+            if let Some(error) = report.query_error(&q.figures.id, j.index) {
+                table.add_row(vec![
+                    q.figures.id.clone(),
+                    count(q.figures.calls_per_day.round()),
+                    paint.bad("NOT MEASURED"),
+                    first_line(error),
+                    "—".into(),
+                    "—".into(),
+                ]);
+                continue;
+            }
             let verdict = if q.judgement.regression {
                 paint.bad(&format!("{} · REGRESSION", q.judgement.verdict.as_str()))
             } else {
@@ -712,6 +748,16 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         )?;
         writeln!(out, "|---|---:|---|---|---|")?;
         for q in &j.queries {
+            if let Some(error) = report.query_error(&q.figures.id, j.index) {
+                writeln!(
+                    out,
+                    "| `{}` | {} | **not measured** | {} | — |",
+                    q.figures.id,
+                    count(q.figures.calls_per_day.round()),
+                    markdown::cell(&first_line(error))
+                )?;
+                continue;
+            }
             writeln!(
                 out,
                 "| `{}` | {} | {}{} | {} | {} |",
@@ -733,6 +779,20 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         }
         writeln!(out)?;
         writeln!(out, "</details>")?;
+        writeln!(out)?;
+    }
+    if !report.unmeasured.is_empty() {
+        writeln!(out, "**Queries that could not be measured**")?;
+        writeln!(out)?;
+        for u in &report.unmeasured {
+            writeln!(
+                out,
+                "- `{}` ({}): {}",
+                u.query,
+                markdown::cell(&u.during),
+                markdown::cell(&u.error.replace('\n', "; "))
+            )?;
+        }
         writeln!(out)?;
     }
     super::skipped::write_markdown(out, &report.screening)?;

@@ -8,6 +8,7 @@
 pub mod params;
 pub mod source;
 pub mod statements;
+pub mod unmeasured;
 pub mod updates;
 pub mod verdict;
 pub mod write_cost;
@@ -305,6 +306,8 @@ pub struct WorkloadReport {
     pub warnings: Vec<String>,
     /// pg_stat_statements' statements set aside, and the time of those read.
     pub screening: statements::Screening,
+    /// Queries that could not be measured, where and why.
+    pub unmeasured: Vec<unmeasured::Unmeasured>,
 }
 
 impl WorkloadReport {
@@ -313,6 +316,14 @@ impl WorkloadReport {
         self.ranking
             .iter()
             .find(|j| j.verdict.verdict == Verdict::Pays)
+    }
+
+    /// Why query `id` could not be measured with candidate `i` (or in its baseline).
+    pub fn query_error(&self, id: &str, i: usize) -> Option<&str> {
+        self.unmeasured
+            .iter()
+            .find(|u| u.query == id && (u.during == "baseline" || u.during == self.names[i]))
+            .map(|u| u.error.as_str())
     }
 
     /// Candidates that could not be built or measured (not those the budget left out).
