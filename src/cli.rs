@@ -241,8 +241,9 @@ pub struct CompareArgs {
     /// With --workload pg_stat_statements: leave out statements with fewer calls.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub min_calls: u64,
-    /// With a workload: stop starting candidates once this much time has passed (the report
-    /// says which were left out).
+    /// With a workload: stop measuring candidates once this much time has passed; one being
+    /// measured then stops before its next run (the report lists each left out as "not
+    /// measured (budget)").
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub budget: Option<Duration>,
 

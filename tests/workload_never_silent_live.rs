@@ -1,6 +1,8 @@
 //! A workload run never drops a query without a word, on PostgreSQL 13–18: a query whose table
 //! another session holds locked is named in every format, with the lock's holder (its pid) and
-//! the reason, and the run exits 2 while the other queries are still measured.
+//! the reason, and the run exits 2 while the other queries are still measured; candidates
+//! `--budget` left out are listed as "not measured (budget)", and a run that measured none
+//! exits 2.
 
 mod common;
 
@@ -130,4 +132,61 @@ async fn db_pid(client: &tokio_postgres::Client) -> i32 {
         .await
         .unwrap()
         .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn candidates_the_budget_left_out_are_listed_and_nothing_measured_exits_2() {
+    for_each_version("workload_budget", |major| async move {
+        let db = TestDb::create(major, "workload_budget").await;
+        db.run(SETUP).await;
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "pending.sql",
+            "-- calls: 5000\nSELECT id FROM orders WHERE status = 'pending'\n",
+        );
+        let run = |format: &str| {
+            pgplan_command(&[
+                "compare",
+                "-d",
+                &db.conninfo(),
+                "--workload",
+                dir.path().to_str().unwrap(),
+                "--index",
+                "CREATE INDEX by_status ON orders (status)",
+                "--index",
+                "CREATE INDEX by_status_id ON orders (status, id)",
+                "--runs",
+                "1",
+                "--budget",
+                "1ms",
+                "--format",
+                format,
+            ])
+            .output()
+            .unwrap()
+        };
+        let out = run("json");
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("nothing was measured"),
+            "{}",
+            stderr(&out)
+        );
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            doc["skipped_for_budget"],
+            serde_json::json!(["by_status", "by_status_id"]),
+            "{doc:#}"
+        );
+        assert!(doc["ranking"].as_array().unwrap().is_empty());
+        let out = run("text");
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert_eq!(text.matches("not measured (budget)").count(), 2, "{text}");
+        assert!(text.contains("nothing was measured"), "{text}");
+        db.wait_until_pgplan_sessions_are_gone().await;
+        db.drop_db().await;
+    })
+    .await;
 }

@@ -144,6 +144,10 @@ pub struct AdviseReport {
     pub not_rolled_back: Vec<String>,
     /// pg_stat_statements' statements set aside, and the time of those read.
     pub screening: crate::compare::workload::statements::Screening,
+    /// Queries that could not be measured, where and why.
+    pub unmeasured: Vec<crate::compare::workload::unmeasured::Unmeasured>,
+    /// What was proposed and what of it was measured.
+    pub coverage: super::coverage::Coverage,
     pub elapsed_ms: f64,
     pub budget_ms: f64,
 }

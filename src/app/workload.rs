@@ -337,6 +337,7 @@ async fn measure_sample(
     options: &EngineOptions,
     progress: &Progress,
     label: &str,
+    cut_at: Option<Instant>,
 ) -> Result<Result<Vec<String>, String>, SessionError> {
     let runs = options.runs;
     let s = &query.samples[sample];
@@ -386,6 +387,9 @@ async fn measure_sample(
             if stop_requested() {
                 return Err(session_error(label, "interrupted"));
             }
+            if cut_at.is_some_and(|d| Instant::now() >= d) {
+                return Err(session_error(BUDGET_CONTEXT, "--budget ran out"));
+            }
             progress.update(&format!(
                 "{label}: {} ({}), run {} of {total}",
                 query.source.id,
@@ -428,7 +432,7 @@ async fn measure_sample(
         .await?;
     }
     match result {
-        Err(e) if stop_requested() => Err(e),
+        Err(e) if stop_requested() || e.context == BUDGET_CONTEXT => Err(e),
         // lock_not_available: the wait passed lock_timeout. Who holds the lock is read now,
         // after the rollback, as audit names it: the holder is usually still there.
         Err(e) if e.sqlstate.as_deref() == Some("55P03") => {
@@ -445,6 +449,10 @@ async fn measure_sample(
         Ok(plans) => Ok(Ok(plans)),
     }
 }
+
+/// The context of the error that cuts a candidate's measurement short when `--budget` runs
+/// out: the candidate is then not measured, never a failure.
+const BUDGET_CONTEXT: &str = "budget";
 
 /// Parses captured plans into a measurement (cold first).
 fn measurement_of(raw_plans: Vec<String>) -> Result<Measurement, String> {
@@ -469,6 +477,7 @@ async fn measure_queries(
     options: &EngineOptions,
     progress: &Progress,
     label: &str,
+    cut_at: Option<Instant>,
 ) -> Result<Vec<QueryRuns>, SessionError> {
     if !options.allow_writes {
         // Nothing the queries run may write (a function's INSERT, nextval): read-only from
@@ -480,7 +489,8 @@ async fn measure_queries(
         let mut per_sample = Vec::with_capacity(query.samples.len());
         for sample in 0..query.samples.len() {
             let label = format!("{label}, query {} of {}", q + 1, queries.len());
-            let plans = measure_sample(client, query, sample, options, progress, &label).await?;
+            let plans =
+                measure_sample(client, query, sample, options, progress, &label, cut_at).await?;
             per_sample.push(plans.and_then(measurement_of));
         }
         all.push(per_sample);
@@ -605,7 +615,9 @@ async fn measure_baseline(
         .rolled_back(limits, async |client| {
             transaction_setup(client, work.options).await?;
             build_chosen(client, work.chosen, progress).await?;
-            let runs = measure_queries(client, work.queries, work.options, progress, label).await?;
+            // The baseline is never cut short: every candidate is judged against it.
+            let runs =
+                measure_queries(client, work.queries, work.options, progress, label, None).await?;
             let mut probes = Vec::new();
             if work.options.allow_writes {
                 for (table, predicate) in work.probe_tables {
@@ -679,7 +691,9 @@ pub async fn measure_workload(
     for (i, candidate) in candidates.iter().enumerate() {
         if options.deadline.is_some_and(|d| Instant::now() >= d) {
             skipped.push(i);
-            results.push(Err("not measured: --budget ran out before it".to_owned()));
+            results.push(Err(
+                "not measured (budget): --budget ran out before it".to_owned()
+            ));
             continue;
         }
         let label = format!(
@@ -710,7 +724,11 @@ pub async fn measure_workload(
                         .unwrap_or_default(),
                     None => Vec::new(),
                 };
-                let runs = measure_queries(client, queries, options, progress, &label).await?;
+                // Cut short when --budget runs out between two runs: that candidate is then
+                // "not measured (budget)", and the budget overruns by one run at most.
+                let runs =
+                    measure_queries(client, queries, options, progress, &label, options.deadline)
+                        .await?;
                 let probe = match (&table, options.allow_writes) {
                     (Some(t), true) => write_probe(client, t, probe_predicate.as_deref()).await?,
                     _ => None,
@@ -748,7 +766,13 @@ pub async fn measure_workload(
                 candidate.describe()
             );
         }
-        let mut result = result.map_err(|e| e.to_string());
+        let mut result = match result {
+            Err(e) if e.context == BUDGET_CONTEXT => {
+                skipped.push(i);
+                Err("not measured (budget): --budget ran out while it was measured".to_owned())
+            }
+            other => other.map_err(|e| e.to_string()),
+        };
         if let Ok(run) = &mut result {
             run.baseline = baselines.len() - 1;
         }
@@ -1418,7 +1442,13 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
             u.error.replace('\n', "; ")
         );
     }
-    if !failed.is_empty() || !report.unmeasured.is_empty() {
+    if report.ranking.is_empty() {
+        eprintln!(
+            "pgplan: nothing was measured: none of the {} candidate(s) could be measured",
+            report.candidates.len()
+        );
+    }
+    if !failed.is_empty() || !report.unmeasured.is_empty() || report.ranking.is_empty() {
         return Ok(exit::ERROR);
     }
     Ok(if args.fail_unless_pays && report.best().is_none() {

@@ -43,6 +43,10 @@ pub struct AdviseDoc {
     pub not_rolled_back: Vec<String>,
     /// The statements of pg_stat_statements set aside, with why.
     pub skipped_statements: super::skipped::SkippedDoc,
+    /// Queries that could not be measured: in the baseline or with a candidate, and why.
+    pub unmeasured_queries: Vec<crate::compare::workload::unmeasured::Unmeasured>,
+    /// Candidates proposed, measured, failed and left out by --budget.
+    pub candidate_counts: crate::advise::coverage::Coverage,
     pub elapsed_ms: f64,
     pub budget_ms: f64,
 }
@@ -341,6 +345,8 @@ impl AdviseDoc {
                 .collect(),
             not_rolled_back: report.not_rolled_back.clone(),
             skipped_statements: super::skipped::SkippedDoc::new(&report.screening),
+            unmeasured_queries: report.unmeasured.clone(),
+            candidate_counts: report.coverage,
             elapsed_ms: report.elapsed_ms,
             budget_ms: report.budget_ms,
         }
@@ -484,10 +490,15 @@ pub fn write_text(
     }
     writeln!(out)?;
     if report.recommended.is_empty() {
+        let line = report.coverage.no_advice_line();
         writeln!(
             out,
             "{}",
-            paint.good("No index to build: nothing measured pays for the workload.")
+            if report.coverage.nothing_measured() {
+                paint.bad(&line)
+            } else {
+                paint.good(&line)
+            }
         )?;
     } else {
         writeln!(
@@ -587,6 +598,16 @@ pub fn write_text(
             writeln!(out, "  {} — {}", c.candidate.definition(), c.by_index)?;
         }
     }
+    if !report.unmeasured.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", paint.bad("Queries that could not be measured"))?;
+        for u in &report.unmeasured {
+            writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
+            for line in u.error.lines() {
+                writeln!(out, "    {}", super::format::printable(line))?;
+            }
+        }
+    }
     super::skipped::write_text(out, &paint, &report.screening)?;
     if !report.notes.is_empty() {
         writeln!(out)?;
@@ -648,10 +669,8 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         writeln!(out)?;
     }
     if report.recommended.is_empty() {
-        writeln!(
-            out,
-            "No index to build: nothing measured pays for the workload."
-        )?;
+        writeln!(out, "{}", report.coverage.no_advice_line())?;
+        writeln!(out)?;
     }
     for (i, r) in report.recommended.iter().enumerate() {
         writeln!(out, "#### {}. `{}`", i + 1, r.candidate.name)?;
@@ -745,6 +764,20 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         writeln!(out)?;
         for c in &report.covered {
             writeln!(out, "- `{}` — {}", c.candidate.definition(), c.by_index)?;
+        }
+        writeln!(out)?;
+    }
+    if !report.unmeasured.is_empty() {
+        writeln!(out, "#### Queries that could not be measured")?;
+        writeln!(out)?;
+        for u in &report.unmeasured {
+            writeln!(
+                out,
+                "- `{}` ({}): {}",
+                u.query,
+                markdown::cell(&u.during),
+                markdown::cell(&u.error.replace('\n', "; "))
+            )?;
         }
         writeln!(out)?;
     }
@@ -918,6 +951,13 @@ mod tests {
             notes: proposals.notes,
             not_rolled_back: vec!["pg_stat_user_tables and pg_stat_user_indexes counters".into()],
             screening: Default::default(),
+            unmeasured: Vec::new(),
+            coverage: crate::advise::coverage::Coverage {
+                proposed: 4,
+                measured: 4,
+                failed: 0,
+                over_budget: 0,
+            },
             elapsed_ms: 41_250.0,
             budget_ms: 300_000.0,
         }

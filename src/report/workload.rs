@@ -510,6 +510,15 @@ pub fn write_text(
             build,
         ]);
     }
+    for &i in &report.measurements.skipped_for_budget {
+        let mut row = vec![
+            "—".to_owned(),
+            report.names[i].clone(),
+            paint.warn("not measured (budget)"),
+        ];
+        row.extend(std::iter::repeat_n(String::new(), 7));
+        table.add_row(row);
+    }
     align_numbers(&mut table, 3);
     write_table(out, &table)?;
     writeln!(out)?;
@@ -547,10 +556,18 @@ pub fn write_text(
             paint.good(&report.names[best.index]),
             report.candidates[best.index].original
         )?,
+        None if report.ranking.is_empty() => writeln!(
+            out,
+            "{} nothing was measured: none of the {} candidate(s) could be measured; this is no verdict on them",
+            paint.bold("Best:"),
+            report.candidates.len()
+        )?,
         None => writeln!(
             out,
-            "{} no candidate saves more pages per day than it writes, by {}% of what its queries read",
+            "{} no measured candidate ({} of {}) saves more pages per day than it writes, by {}% of what its queries read",
             paint.bold("Best:"),
+            report.ranking.len(),
+            report.candidates.len(),
             count(report.min_gain_percent)
         )?,
     }
@@ -731,6 +748,13 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
             "| — | `{}` | failed | | | | | {} | | |",
             report.names[i],
             markdown::cell(error.lines().next().unwrap_or(error))
+        )?;
+    }
+    for &i in &report.measurements.skipped_for_budget {
+        writeln!(
+            out,
+            "| — | `{}` | not measured (budget) | | | | | | | |",
+            report.names[i]
         )?;
     }
     writeln!(out)?;
