@@ -203,21 +203,6 @@ pub async fn index_entries(
     Ok(rows.first().map(|r| (r.get(0), r.get(1))))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_placeholder_is_filled_on_every_version() {
-        for major in 13..=18 {
-            assert!(!statements_sql(major).contains("{{"));
-            assert!(!statements_window_sql(major).contains("{{"));
-        }
-        assert!(statements_sql(13).contains("AND true"));
-        assert!(statements_sql(14).contains("s.toplevel"));
-    }
-}
-
 /// The locks other sessions hold that a query may wait for.
 pub async fn lock_holders(client: &Client) -> Result<Vec<HeldLock>, SessionError> {
     let rows = client
@@ -233,4 +218,19 @@ pub async fn lock_holders(client: &Client) -> Result<Vec<HeldLock>, SessionError
             pid: r.get(3),
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_placeholder_is_filled_on_every_version() {
+        for major in 13..=18 {
+            assert!(!statements_sql(major).contains("{{"));
+            assert!(!statements_window_sql(major).contains("{{"));
+        }
+        assert!(statements_sql(13).contains("AND true"));
+        assert!(statements_sql(14).contains("s.toplevel"));
+    }
 }

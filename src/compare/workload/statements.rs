@@ -251,7 +251,7 @@ pub fn cast_parameter(text: &str, n: u32, type_name: &str) -> String {
     for (i, t) in tokens.iter().enumerate() {
         if t.kind == TokenKind::Parameter
             && t.text == wanted
-            && !tokens.get(i + 1).is_some_and(|n| n.text == "::")
+            && tokens.get(i + 1).is_none_or(|n| n.text != "::")
         {
             out.push_str(&text[copied..t.end()]);
             out.push_str("::");

@@ -91,15 +91,15 @@ pub fn unmeasured(
             |runs: &super::QueryRuns| runs.iter().find_map(|r| r.as_ref().err().cloned());
         let mut baseline_errors = Vec::new();
         for baseline in &measurements.baselines {
-            if let Some(error) = baseline.queries.get(q).and_then(first_error) {
-                if !baseline_errors.contains(&error) {
-                    found.push(Unmeasured {
-                        query: query.source.id.clone(),
-                        during: "baseline".into(),
-                        error: error.clone(),
-                    });
-                    baseline_errors.push(error);
-                }
+            if let Some(error) = baseline.queries.get(q).and_then(first_error)
+                && !baseline_errors.contains(&error)
+            {
+                found.push(Unmeasured {
+                    query: query.source.id.clone(),
+                    during: "baseline".into(),
+                    error: error.clone(),
+                });
+                baseline_errors.push(error);
             }
         }
         for (i, run) in measurements.candidates.iter().enumerate() {
