@@ -233,6 +233,9 @@ pub struct CompareArgs {
     /// A workload: pg_stat_statements (the database's top queries by total time), a file of
     /// several statements, or a directory of .sql files; `-- calls: N` (per day) and
     /// `-- params: [...]` comments above a query say how often it runs and with what values.
+    /// A server log (FILE.log stderr, FILE.csv csvlog, FILE.json jsonlog) of
+    /// log_min_duration_statement or auto_explain: calls counted over its span, logged
+    /// parameter values as samples.
     #[arg(long, value_name = "pg_stat_statements|FILE|DIR")]
     pub workload: Option<String>,
     /// With --workload pg_stat_statements: how many of the top statements.

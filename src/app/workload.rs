@@ -880,6 +880,8 @@ pub(crate) fn read_workload_sources(
                 )?;
                 queries.extend(source::parse_file(&name, &text).map_err(|e| anyhow!("{e}"))?);
             }
+        } else if is_log_file(path) {
+            queries.extend(read_log_file(path)?);
         } else {
             queries.extend(read(path)?);
         }
@@ -905,6 +907,45 @@ pub(crate) fn read_workload_sources(
     }
     Ok((names.join(" + "), queries))
 }
+
+/// A server log given as the workload: `.log` (stderr), `.csv` (csvlog) or `.json` (jsonlog).
+fn is_log_file(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|x| x == "log" || x == "csv" || x == "json")
+}
+
+/// The statements a server log holds with their durations, counted, with the parameter
+/// values logged beside them. What is not a query is named on standard error.
+fn read_log_file(path: &std::path::Path) -> Result<Vec<SourceQuery>> {
+    let (name, text) = super::input::read_text(
+        &path.display().to_string(),
+        "the server log",
+        LOG_LIMIT_BYTES,
+    )?;
+    let read = crate::compare::workload::logfile::read_log(&name, &text);
+    if read.executions == 0 {
+        bail!(
+            "{name} holds no statement logged with its duration.\n\
+             hint: log them with log_min_duration_statement = 0 (and log_parameter_max_length = -1 \
+             for their parameter values), or auto_explain.log_min_duration = 0"
+        );
+    }
+    for s in &read.skipped {
+        eprintln!(
+            "pgplan: {name}: {} left out ({}): {}",
+            s.id,
+            s.reason,
+            crate::sql::shorten(&s.text)
+        );
+    }
+    if read.queries.is_empty() {
+        bail!("{name} holds no query pgplan can run (every statement logged was left out)");
+    }
+    Ok(read.queries)
+}
+
+/// How much of a server log pgplan reads: logs are far larger than query files.
+const LOG_LIMIT_BYTES: u64 = 1 << 30;
 
 /// The candidates of a workload compare: `--index` and `--index-file`, each one CREATE INDEX.
 fn read_candidates(args: &CompareArgs) -> Result<Vec<IndexCandidate>> {

@@ -5,6 +5,7 @@
 //! `app::workload` fills (each candidate built once in its own rolled-back transaction, every
 //! query measured inside it) and [`judge`] turns into a report.
 
+pub mod logfile;
 pub mod params;
 pub mod source;
 pub mod statements;
