@@ -2,7 +2,7 @@
 //! another session holds locked is named in every format, with the lock's holder (its pid) and
 //! the reason, and the run exits 2 while the other queries are still measured; candidates
 //! `--budget` left out are listed as "not measured (budget)", and a run that measured none
-//! exits 2.
+//! exits 2; a query that reads none of a candidate's tables is "not affected" by it.
 
 mod common;
 
@@ -40,6 +40,11 @@ async fn a_query_on_a_locked_table_is_named_with_the_holder_and_fails_the_run() 
             dir.path(),
             "ledger.sql",
             "-- calls: 100\nSELECT amount FROM ledger WHERE id = 7\n",
+        );
+        write(
+            dir.path(),
+            "namespaces.sql",
+            "-- calls: 1000\nSELECT count(*) FROM pg_namespace\n",
         );
         // Another session holds ledger in ACCESS EXCLUSIVE mode, as a long migration would.
         let holder = db.client().await;
@@ -106,6 +111,17 @@ async fn a_query_on_a_locked_table_is_named_with_the_holder_and_fails_the_run() 
             .find(|q| q["id"] == "ledger.sql")
             .unwrap();
         assert!(ledger["error"].as_str().unwrap().contains("lock timeout"));
+        // A query that reads none of the candidate's tables: not affected, whatever its pages
+        // did between the two runs.
+        let namespaces = c["queries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["id"] == "namespaces.sql")
+            .unwrap();
+        assert_eq!(namespaces["affected"], false, "{namespaces:#}");
+        assert!(namespaces["pages_saved_per_day"].is_null(), "{namespaces:#}");
+        assert_eq!(namespaces["regression"], false, "{namespaces:#}");
 
         // Text and Markdown name it where the query is listed, and who holds the lock.
         for format in ["text", "markdown"] {
@@ -118,6 +134,7 @@ async fn a_query_on_a_locked_table_is_named_with_the_holder_and_fails_the_run() 
             );
             assert!(report.contains("lock timeout"), "{report}");
             assert!(report.contains(&format!("pid {pid}")), "{report}");
+            assert!(report.contains("not affected"), "{report}");
         }
         holder.batch_execute("ROLLBACK").await.unwrap();
         db.wait_until_pgplan_sessions_are_gone().await;

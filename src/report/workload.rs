@@ -147,6 +147,9 @@ pub struct CandidateQueryDoc {
     pub pages_saved_per_day: Option<f64>,
     /// Why it could not be measured with this candidate (or in its baseline); null when it was.
     pub error: Option<String>,
+    /// False when its plans read none of the candidate's tables: its figures are noise, not
+    /// counted as a gain or a loss.
+    pub affected: bool,
 }
 
 fn baseline_doc(report: &WorkloadReport, n: usize) -> BaselineDoc {
@@ -202,6 +205,7 @@ fn query_doc(q: &QueryOutcome, error: Option<&str>) -> CandidateQueryDoc {
         regression: q.judgement.regression,
         pages_saved_per_day: q.judgement.pages_saved_per_day,
         error: error.map(str::to_owned),
+        affected: q.judgement.affected,
     }
 }
 
@@ -628,7 +632,9 @@ pub fn write_text(
                 ]);
                 continue;
             }
-            let verdict = if q.judgement.regression {
+            let verdict = if !q.judgement.affected {
+                "not affected".to_owned()
+            } else if q.judgement.regression {
                 paint.bad(&format!("{} · REGRESSION", q.judgement.verdict.as_str()))
             } else {
                 q.judgement.verdict.as_str().to_owned()
@@ -787,7 +793,11 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
                 "| `{}` | {} | {}{} | {} | {} |",
                 q.figures.id,
                 count(q.figures.calls_per_day.round()),
-                q.judgement.verdict.as_str(),
+                if q.judgement.affected {
+                    q.judgement.verdict.as_str()
+                } else {
+                    "not affected"
+                },
                 if q.judgement.regression {
                     " · **regression**"
                 } else {

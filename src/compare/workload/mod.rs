@@ -138,14 +138,26 @@ fn query_figures(
     baseline: &QueryRuns,
     with: &QueryRuns,
     plan_index_names: &[String],
+    table: Option<&str>,
 ) -> (QueryFigures, SamplePairs) {
     let measured = query.samples.iter().all(|s| !s.generic) && query.runnable;
     let mut pairs = Vec::new();
     let mut used = false;
     let mut noise = true;
+    // Whether any plan, with or without the candidate, reads its table.
+    let mut reads_table = table.is_none();
+    let reads = |m: &Measurement, t: &str| {
+        m.representative().plan.nodes.iter().any(|n| {
+            matches!((&n.schema, &n.relation_name), (Some(s), Some(r))
+                if format!("{}.{}", crate::sql::quote_ident(s), crate::sql::quote_ident(r)) == t)
+        })
+    };
     for (b, a) in baseline.iter().zip(with) {
         match (b, a) {
             (Ok(b), Ok(a)) => {
+                if let Some(t) = table {
+                    reads_table |= reads(b, t) || reads(a, t);
+                }
                 used |= !index_uses(a.representative(), plan_index_names).is_empty();
                 let (bf, af) = (b.warm_figures(), a.warm_figures());
                 let spreads: [Option<Spread>; 2] = [b.warm_spread(), a.warm_spread()];
@@ -197,6 +209,8 @@ fn query_figures(
         time_within_noise: noise,
         cost_before: avg(|f| f.total_cost, 0),
         cost_after: avg(|f| f.total_cost, 1),
+        // Only when every sample ran both ways: a failed run proves nothing about the table.
+        unaffected: !reads_table && complete,
     };
     (figures, pairs)
 }
@@ -214,6 +228,7 @@ pub fn judge(
     for (i, result) in measurements.candidates.iter().enumerate() {
         let Ok(run) = result else { continue };
         let baseline = &measurements.baselines[run.baseline];
+        let table = table_of(&candidates[i]);
         let outcomes: Vec<(QueryFigures, SamplePairs)> = queries
             .iter()
             .enumerate()
@@ -223,10 +238,10 @@ pub fn judge(
                     &baseline.queries[q],
                     &run.queries[q],
                     &run.plan_index_names,
+                    table.as_deref(),
                 )
             })
             .collect();
-        let table = table_of(&candidates[i]);
         let writes: Vec<WriteCost> = table
             .as_ref()
             .and_then(|t| measurements.activity.iter().find(|a| &a.table == t))

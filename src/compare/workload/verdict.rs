@@ -27,6 +27,9 @@ pub struct QueryFigures {
     pub time_within_noise: bool,
     pub cost_before: Option<f64>,
     pub cost_after: Option<f64>,
+    /// Its plans read none of the candidate's tables: whatever its figures did is noise, never
+    /// the candidate's effect.
+    pub unaffected: bool,
 }
 
 /// One query's judgement under a candidate.
@@ -39,6 +42,8 @@ pub struct QueryJudgement {
     /// gain, or the time did outside noise.
     pub regression: bool,
     pub pages_saved_per_day: Option<f64>,
+    /// Reads none of the candidate's tables: not affected, neither a gain nor a loss.
+    pub affected: bool,
 }
 
 /// A candidate's workload verdict.
@@ -90,11 +95,12 @@ pub fn judge_workload(
                 id: q.id.clone(),
                 verdict: verdict(q.used, before, after, min_gain_percent),
                 measured: q.measured,
-                regression: grows(before, after) || slower,
+                regression: !q.unaffected && (grows(before, after) || slower),
                 pages_saved_per_day: match (q.measured, q.pages_before, q.pages_after) {
-                    (true, Some(b), Some(a)) => Some((b - a) * q.calls_per_day),
+                    (true, Some(b), Some(a)) if !q.unaffected => Some((b - a) * q.calls_per_day),
                     _ => None,
                 },
+                affected: !q.unaffected,
             }
         })
         .collect();
@@ -163,6 +169,17 @@ mod tests {
             time_within_noise: true,
             ..QueryFigures::default()
         }
+    }
+
+    #[test]
+    fn a_query_reading_none_of_the_tables_is_not_affected() {
+        let mut noise = q("other", 1000.0, false, 5306.0, 5404.0);
+        noise.unaffected = true;
+        let v = judge_workload(&[q("a", 100.0, true, 100.0, 10.0), noise], &[], 10.0);
+        assert_eq!(v.read_pages_saved_per_day, 9000.0);
+        assert!(!v.queries[1].affected);
+        assert!(!v.queries[1].regression);
+        assert_eq!(v.queries[1].pages_saved_per_day, None);
     }
 
     fn writes(pages: f64) -> WriteCost {
