@@ -120,7 +120,10 @@ async fn a_query_on_a_locked_table_is_named_with_the_holder_and_fails_the_run() 
             .find(|q| q["id"] == "namespaces.sql")
             .unwrap();
         assert_eq!(namespaces["affected"], false, "{namespaces:#}");
-        assert!(namespaces["pages_saved_per_day"].is_null(), "{namespaces:#}");
+        assert!(
+            namespaces["pages_saved_per_day"].is_null(),
+            "{namespaces:#}"
+        );
         assert_eq!(namespaces["regression"], false, "{namespaces:#}");
 
         // Text and Markdown name it where the query is listed, and who holds the lock.

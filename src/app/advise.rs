@@ -545,7 +545,7 @@ pub async fn run_advise(
     }
     for e in &measurements.estimate_changes {
         not_rolled_back.push(format!(
-            "a build updated {}'s planner estimates (relpages {} → {}, reltuples {} → {}); the baseline was measured again",
+            "a build updated the planner estimates of {} (relpages {} → {}, reltuples {} → {}); the baseline was measured again",
             e.table, e.relpages.before, e.relpages.after, e.reltuples.before, e.reltuples.after
         ));
     }

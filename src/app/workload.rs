@@ -1366,7 +1366,7 @@ pub async fn run_workload(
     let updates = workload_updates(&queries, lookup);
     for estimate in &measurements.estimate_changes {
         warnings.push(format!(
-        "a build updated {}'s planner estimates in place, and that outlives the rollback: \
+        "a build updated the planner estimates of {} in place, and that outlives the rollback: \
          relpages {} → {}, reltuples {} → {}; the baseline was measured again before the next candidate",
         estimate.table,
         estimate.relpages.before,

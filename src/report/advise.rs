@@ -1027,7 +1027,7 @@ mod tests {
             statement: "DROP INDEX CONCURRENTLY public.tickets_account_id_idx;".into(),
             size_bytes: Some(4.4e6),
             scans: Some(1520.0),
-            evidence: "its keys (account_id) lead tickets_account_id_created_at_idx's with the same operator classes, collations and predicate".into(),
+            evidence: "its keys (account_id) lead those of tickets_account_id_created_at_idx with the same operator classes, collations and predicate".into(),
             used_before: vec![2],
             used_after: Vec::new(),
         }];
