@@ -104,6 +104,9 @@ async fn a_query_on_a_locked_table_is_named_with_the_holder_and_fails_the_run() 
             .unwrap();
         assert!(pending["error"].is_null(), "{c:#}");
         assert!(pending["pages_before"].as_f64().unwrap() > 0.0, "{c:#}");
+        // --runs 1: one warm run a side, no spread, so no time verdict and no time regression.
+        assert_eq!(pending["execution_one_run"], true, "{pending:#}");
+        assert_eq!(pending["execution_within_noise"], true, "{pending:#}");
         let ledger = c["queries"]
             .as_array()
             .unwrap()
@@ -138,6 +141,16 @@ async fn a_query_on_a_locked_table_is_named_with_the_holder_and_fails_the_run() 
             assert!(report.contains("lock timeout"), "{report}");
             assert!(report.contains(&format!("pid {pid}")), "{report}");
             assert!(report.contains("not affected"), "{report}");
+            if format == "text" {
+                assert!(
+                    report.contains("one run: no spread to judge by"),
+                    "{report}"
+                );
+                assert!(
+                    !report.contains("faster") && !report.contains("slower"),
+                    "{report}"
+                );
+            }
         }
         holder.batch_execute("ROLLBACK").await.unwrap();
         db.wait_until_pgplan_sessions_are_gone().await;

@@ -138,6 +138,8 @@ pub struct CandidateQueryDoc {
     pub execution_ms_before: Option<f64>,
     pub execution_ms_after: Option<f64>,
     pub execution_within_noise: bool,
+    /// Measured with one warm run (--runs 1): no spread, so the times are not compared.
+    pub execution_one_run: bool,
     /// Estimated cost (the only figure of a generic plan).
     pub total_cost_before: Option<f64>,
     pub total_cost_after: Option<f64>,
@@ -199,6 +201,7 @@ fn query_doc(q: &QueryOutcome, error: Option<&str>) -> CandidateQueryDoc {
         execution_ms_before: f.ms_before,
         execution_ms_after: f.ms_after,
         execution_within_noise: f.time_within_noise,
+        execution_one_run: f.one_run,
         total_cost_before: f.cost_before,
         total_cost_after: f.cost_after,
         measured: f.measured,
@@ -334,7 +337,9 @@ fn query_time(q: &QueryOutcome) -> String {
             "{} → {} ({})",
             ms(b),
             ms(a),
-            if f.time_within_noise && a != b {
+            if f.one_run {
+                "one run: no spread to judge by".to_owned()
+            } else if f.time_within_noise && a != b {
                 "within noise".to_owned()
             } else {
                 change(Some(b), Some(a), "faster", "slower")

@@ -144,6 +144,7 @@ fn query_figures(
     let mut pairs = Vec::new();
     let mut used = false;
     let mut noise = true;
+    let mut one_run = false;
     // Whether any plan, with or without the candidate, reads its table.
     let mut reads_table = table.is_none();
     let reads = |m: &Measurement, t: &str| {
@@ -161,7 +162,10 @@ fn query_figures(
                 used |= !index_uses(a.representative(), plan_index_names).is_empty();
                 let (bf, af) = (b.warm_figures(), a.warm_figures());
                 let spreads: [Option<Spread>; 2] = [b.warm_spread(), a.warm_spread()];
-                if let (Some(x), Some(y)) = (bf.execution_ms, af.execution_ms) {
+                // One warm run has no spread: a difference on one sample is no evidence.
+                if b.warm.len() < 2 || a.warm.len() < 2 {
+                    one_run = true;
+                } else if let (Some(x), Some(y)) = (bf.execution_ms, af.execution_ms) {
                     noise &= within_noise(x, y, spreads);
                 }
                 pairs.push(Some((bf, af)));
@@ -211,6 +215,7 @@ fn query_figures(
         cost_after: avg(|f| f.total_cost, 1),
         // Only when every sample ran both ways: a failed run proves nothing about the table.
         unaffected: !reads_table && complete,
+        one_run,
     };
     (figures, pairs)
 }

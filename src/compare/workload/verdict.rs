@@ -30,6 +30,9 @@ pub struct QueryFigures {
     /// Its plans read none of the candidate's tables: whatever its figures did is noise, never
     /// the candidate's effect.
     pub unaffected: bool,
+    /// Measured with one warm run on a side: no spread, so a time difference is neither
+    /// faster nor slower (`time_within_noise` is then true).
+    pub one_run: bool,
 }
 
 /// One query's judgement under a candidate.
