@@ -89,6 +89,9 @@ pub struct RejectedCandidate {
     pub with_chosen: Vec<String>,
     /// HypoPG's estimate, with `--hypothetical`.
     pub estimate: Option<Estimate>,
+    /// The HOT updates a day it ends (an update of a column it covers must write a new
+    /// entry): often what makes an index on an updated column not pay.
+    pub hot_updates_lost_per_day: Option<f64>,
 }
 
 impl RejectedCandidate {
@@ -189,6 +192,7 @@ pub fn sort_out(
                 .map(|(c, _)| c.name.clone())
                 .collect(),
             estimate: None,
+            hot_updates_lost_per_day: None,
         })
         .collect();
     (chosen, rejected)

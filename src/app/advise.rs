@@ -749,6 +749,7 @@ pub async fn run_advise(
     let (chosen, mut rejected) = sort_out(&candidates, &choice);
     for (r, &i) in rejected.iter_mut().zip(&rejected_ids) {
         r.estimate = candidate_estimates[i];
+        r.hot_updates_lost_per_day = current[i].hot_updates_lost_per_day;
     }
     let recommended: Vec<Recommendation> = chosen
         .into_iter()

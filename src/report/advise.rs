@@ -175,6 +175,9 @@ pub struct RejectedDoc {
     pub used: bool,
     pub measured_with: Vec<String>,
     pub hypopg_estimate: Option<EstimateDoc>,
+    /// HOT updates a day the index would end; null when the table's write counters are
+    /// unknown.
+    pub hot_updates_lost_per_day: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -316,6 +319,7 @@ impl AdviseDoc {
                     used: r.measurement.used,
                     measured_with: r.with_chosen.clone(),
                     hypopg_estimate: r.estimate.as_ref().map(estimate_doc),
+                    hot_updates_lost_per_day: r.hot_updates_lost_per_day,
                 })
                 .collect(),
             not_shortlisted: report
@@ -655,7 +659,13 @@ fn duration(ms_total: f64) -> String {
 }
 
 fn rejected_line(r: &RejectedCandidate) -> String {
-    format!("{} · {}", r.explanation(), bytes(r.measurement.size_bytes))
+    let mut line = format!("{} · {}", r.explanation(), bytes(r.measurement.size_bytes));
+    if let Some(hot) = r.hot_updates_lost_per_day
+        && hot > 0.0
+    {
+        line.push_str(&format!(" · {} HOT updates a day lost", count(hot.round())));
+    }
+    line
 }
 
 pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<()> {
@@ -1082,5 +1092,17 @@ mod tests {
         assert!(!report.has_advice(), "an untrusted drop is not advice");
         let text = render(|o| write_text(o, &report, &TextOptions::default()).unwrap());
         assert!(text.contains("No index to build"), "{text}");
+    }
+
+    #[test]
+    fn a_rejected_candidate_names_the_hot_updates_it_ends() {
+        let mut report = report();
+        assert!(!report.rejected.is_empty());
+        report.rejected[0].hot_updates_lost_per_day = Some(1_200.0);
+        let text = render(|o| write_text(o, &report, &TextOptions::default()).unwrap());
+        assert!(text.contains("1,200 HOT updates a day lost"), "{text}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&render(|o| write_json(o, &report).unwrap())).unwrap();
+        assert_eq!(doc["rejected"][0]["hot_updates_lost_per_day"], 1_200.0);
     }
 }
