@@ -155,7 +155,16 @@ async fn every_shape_of_the_view_is_measured_or_set_aside_with_its_reason() {
             );
         }
         query_with(&doc, "LIMIT $1 OFFSET $2");
-        query_with(&doc, "= ANY($1)");
+        // = ANY($1): measured with a value of its column, as a one-element array.
+        let any = query_with(&doc, "= ANY($1)");
+        let samples = any["samples"].as_array().unwrap();
+        assert!(
+            samples
+                .iter()
+                .all(|s| s["generic"] == false
+                    && s["params"][0].as_str().unwrap().starts_with("{\"")),
+            "{any:#}"
+        );
 
         // Set aside, each with its reason; the run went on.
         let vacuum = skipped_with(&doc, "VACUUM orders");

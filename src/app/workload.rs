@@ -245,9 +245,24 @@ pub async fn prepare_queries(
                 .collect()
         } else {
             let text = source.query.text.clone();
-            let tokens: Vec<ParamUse> = tokenize(&text)
+            let mut tokens: Vec<ParamUse> = tokenize(&text)
                 .map(|toks| params::parameter_uses(&toks, count))
                 .unwrap_or_else(|_| vec![ParamUse::Unknown; count as usize]);
+            // `col = ANY($n)`: a value of the column, as a one-element array.
+            let arrays: Vec<bool> = match tokenize(&text) {
+                Ok(toks) => statements::any_array_uses(&toks, count)
+                    .into_iter()
+                    .zip(tokens.iter_mut())
+                    .map(|(array, usage)| match array {
+                        Some(column) if *usage == ParamUse::Unknown => {
+                            *usage = column;
+                            true
+                        }
+                        _ => false,
+                    })
+                    .collect(),
+                Err(_) => vec![false; count as usize],
+            };
             let found = conn
                 .read_only(limits, async |client| {
                     let plan = generic_plan(client, &text, count).await?;
@@ -263,7 +278,20 @@ pub async fn prepare_queries(
                 })
                 .await;
             match found {
-                Ok(sources) => params::choose_samples(None, &sources),
+                Ok(sources) => params::choose_samples(None, &sources)
+                    .into_iter()
+                    .map(|mut sample| {
+                        for (value, _) in sample
+                            .params
+                            .iter_mut()
+                            .zip(&arrays)
+                            .filter(|(_, array)| **array)
+                        {
+                            *value = statements::one_element_array(value);
+                        }
+                        sample
+                    })
+                    .collect(),
                 Err(e) if from_view && !conn.is_closed() && !stop_requested() => {
                     screening.skip(&source, format!("finding values for its parameters: {e}"));
                     continue;

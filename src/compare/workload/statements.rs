@@ -274,6 +274,53 @@ pub fn undetermined_parameter(message: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+/// The parameters compared with a column through `= ANY($n)` (how the view stores a constant
+/// array, `= ANY('{1,2}')`, and how drivers send a list): the column each is compared with, to
+/// sample a value of it as a one-element array.
+pub fn any_array_uses(tokens: &[Token<'_>], max: u32) -> Vec<Option<super::params::ParamUse>> {
+    let mut uses = vec![None; max as usize];
+    let ident = |t: &Token<'_>| match t.kind {
+        TokenKind::Word => Some(t.text.to_ascii_lowercase()),
+        TokenKind::QuotedIdentifier => Some(t.text.trim_matches('"').replace("\"\"", "\"")),
+        _ => None,
+    };
+    for (i, t) in tokens.iter().enumerate() {
+        // col = ANY ( $n )
+        if t.kind != TokenKind::Parameter
+            || i < 4
+            || tokens.get(i + 1).is_none_or(|c| c.text != ")")
+            || tokens[i - 1].text != "("
+            || !tokens[i - 2].is_keyword("any")
+            || tokens[i - 3].text != "="
+        {
+            continue;
+        }
+        let Some(n) = t.text[1..]
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=max as usize).contains(n))
+        else {
+            continue;
+        };
+        let Some(column) = ident(&tokens[i - 4]) else {
+            continue;
+        };
+        let qualifier = (i >= 6 && tokens[i - 5].text == ".")
+            .then(|| ident(&tokens[i - 6]))
+            .flatten();
+        uses[n - 1] = Some(super::params::ParamUse::Column { qualifier, column });
+    }
+    uses
+}
+
+/// A value as a one-element array literal: `pending` → `{"pending"}`.
+pub fn one_element_array(value: &str) -> String {
+    format!(
+        "{{\"{}\"}}",
+        value.replace('\\', "\\\\").replace('"', "\\\"")
+    )
+}
+
 /// Every statement in `queries/`, as pgplan sends it.
 const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/advise_columns.sql"),
@@ -462,6 +509,25 @@ mod tests {
             )),
             "SELECT t.date FROM t WHERE x::date = $1 AND $2::interval > y"
         );
+    }
+
+    #[test]
+    fn any_of_a_parameter_samples_its_column_as_an_array() {
+        use crate::compare::workload::params::ParamUse;
+        let text = "SELECT 1 FROM t WHERE t.id = ANY ($1) AND s = $2 AND x = ANY(ARRAY[$3])";
+        let tokens = sql::tokenize(text).unwrap();
+        let uses = any_array_uses(&tokens, 3);
+        assert_eq!(
+            uses[0],
+            Some(ParamUse::Column {
+                qualifier: Some("t".into()),
+                column: "id".into()
+            })
+        );
+        assert_eq!(uses[1], None);
+        assert_eq!(uses[2], None);
+        assert_eq!(one_element_array("a\"b"), r#"{"a\"b"}"#);
+        assert_eq!(one_element_array("42"), r#"{"42"}"#);
     }
 
     #[test]
