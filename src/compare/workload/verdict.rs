@@ -107,7 +107,11 @@ pub fn judge_workload(
             }
         })
         .collect();
-    let read_saved: f64 = judged.iter().filter_map(|j| j.pages_saved_per_day).sum();
+    // Folded from +0.0: an empty f64 sum is -0.0, which JSON would print as such.
+    let read_saved: f64 = judged
+        .iter()
+        .filter_map(|j| j.pages_saved_per_day)
+        .fold(0.0, |a, b| a + b);
     let write_pages = sum(writes.iter().map(|w| w.write_pages_added_per_day));
     let net = read_saved - write_pages.unwrap_or(0.0);
     let used = queries.iter().any(|q| q.used);
@@ -172,6 +176,19 @@ mod tests {
             time_within_noise: true,
             ..QueryFigures::default()
         }
+    }
+
+    #[test]
+    fn nothing_saved_is_zero_never_negative_zero() {
+        let mut noise = q("other", 1000.0, false, 5.0, 5.0);
+        noise.unaffected = true;
+        let v = judge_workload(&[noise], &[], 10.0);
+        assert!(v.read_pages_saved_per_day.is_sign_positive());
+        assert!(v.net_pages_saved_per_day.is_sign_positive());
+        assert_eq!(
+            serde_json::to_string(&v.net_pages_saved_per_day).unwrap(),
+            "0.0"
+        );
     }
 
     #[test]
