@@ -240,6 +240,9 @@ pub struct CompareArgs {
     /// A workload: pg_stat_statements (the database's top queries by total time), a file of
     /// several statements, or a directory of .sql files; `-- calls: N` (per day) and
     /// `-- params: [...]` comments above a query say how often it runs and with what values.
+    /// A server log (FILE.log stderr, FILE.csv csvlog, FILE.json jsonlog) of
+    /// log_min_duration_statement or auto_explain: calls counted over its span, logged
+    /// parameter values as samples.
     #[arg(long, value_name = "pg_stat_statements|FILE|DIR")]
     pub workload: Option<String>,
     /// With --workload pg_stat_statements: how many of the top statements.
@@ -248,8 +251,9 @@ pub struct CompareArgs {
     /// With --workload pg_stat_statements: leave out statements with fewer calls.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub min_calls: u64,
-    /// With a workload: stop starting candidates once this much time has passed (the report
-    /// says which were left out).
+    /// With a workload: stop measuring candidates once this much time has passed; one being
+    /// measured then stops before its next run (the report lists each left out as "not
+    /// measured (budget)").
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub budget: Option<Duration>,
 

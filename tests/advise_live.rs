@@ -643,6 +643,11 @@ async fn advise_recommends_only_what_it_measured_paying() {
             balance["write_pages_added_per_day"].as_f64().unwrap()
                 > balance["read_pages_saved_per_day"].as_f64().unwrap()
         );
+        // The decisive cost, named: the HOT updates it ends.
+        assert!(
+            balance["hot_updates_lost_per_day"].as_f64().unwrap() > 0.0,
+            "{balance:#}"
+        );
         assert!(defs.iter().all(|d| !d.contains("wallets")));
         // The text report, with --max-indexes: the limit is named for what it left out.
         let text = advise_cmd(

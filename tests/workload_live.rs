@@ -501,8 +501,9 @@ async fn failures_and_interrupts_leave_nothing_behind() {
         child.wait().unwrap();
         assert_nothing_left(&db, &before).await;
 
-        // --budget: candidates after the budget ran out are named, not measured.
-        let doc = json(&pgplan(
+        // --budget: candidates after the budget ran out are named, not measured; a run that
+        // measured none exits 2.
+        let out = pgplan(
             &db,
             &[
                 "--workload",
@@ -518,7 +519,9 @@ async fn failures_and_interrupts_leave_nothing_behind() {
                 "--format",
                 "json",
             ],
-        ));
+        );
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             doc["skipped_for_budget"].as_array().unwrap().len(),
             2,

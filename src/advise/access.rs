@@ -382,8 +382,17 @@ fn limit_above(plan: &Plan, scan: NodeId) -> Option<f64> {
     while passes_rows_in_order(&plan.nodes[at]) {
         at = plan.nodes[at].parent?;
     }
-    let n = &plan.nodes[at];
-    (n.node_type == "Limit").then_some(n.plan_rows).flatten()
+    limit_returned(&plan.nodes[at])
+}
+
+/// The rows a Limit node returned: its actual rows when measured, per loop times loops. Its
+/// `Plan Rows` is no LIMIT: the planner's estimate of what it returns, the LIMIT or fewer (a
+/// LIMIT 20 over 2 estimated rows plans 2).
+fn limit_returned(n: &crate::plan::Node) -> Option<f64> {
+    if n.node_type != "Limit" {
+        return None;
+    }
+    n.actual.map(|x| x.rows * x.loops).or(n.plan_rows)
 }
 
 /// The sort an ancestor performs on this scan's rows, when only nodes that keep the rows and
@@ -425,10 +434,7 @@ fn order_above(plan: &Plan, scan: NodeId) -> Option<Order> {
     while let Some(p) = up.filter(|&p| passes(&plan.nodes[p])) {
         up = plan.nodes[p].parent;
     }
-    let limit_rows = up
-        .map(|p| &plan.nodes[p])
-        .filter(|n| n.node_type == "Limit")
-        .and_then(|n| n.plan_rows);
+    let limit_rows = up.map(|p| &plan.nodes[p]).and_then(limit_returned);
     Some(Order { keys, limit_rows })
 }
 
@@ -524,6 +530,19 @@ mod tests {
             assert_eq!(a.rows_removed, Some(199_900.0));
             assert_eq!(a.output_columns, ["id", "created_at"]);
         }
+    }
+
+    #[test]
+    fn the_limit_is_what_the_limit_node_returned_not_its_estimate() {
+        // LIMIT 20 over a sort the planner expected 2 rows from: its Plan Rows is 2.
+        let raw = r#"[{"Plan": {"Node Type": "Limit", "Plan Rows": 2, "Actual Rows": 20, "Actual Loops": 1,
+            "Plans": [{"Node Type": "Sort", "Parent Relationship": "Outer", "Sort Key": ["t.created_at"],
+              "Plan Rows": 2, "Actual Rows": 20, "Actual Loops": 1,
+              "Plans": [{"Node Type": "Seq Scan", "Parent Relationship": "Outer", "Relation Name": "t",
+                "Schema": "public", "Alias": "t", "Plan Rows": 2, "Actual Rows": 900, "Actual Loops": 1}]}]}}]"#;
+        let plan = crate::plan::parse_plan(raw).unwrap();
+        let a = &accesses(&plan)[0];
+        assert_eq!(a.order.as_ref().unwrap().limit_rows, Some(20.0));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod choose;
+pub mod coverage;
 pub mod drops;
 pub mod expr;
 pub mod facts;

@@ -89,6 +89,9 @@ pub struct RejectedCandidate {
     pub with_chosen: Vec<String>,
     /// HypoPG's estimate, with `--hypothetical`.
     pub estimate: Option<Estimate>,
+    /// The HOT updates a day it ends (an update of a column it covers must write a new
+    /// entry): often what makes an index on an updated column not pay.
+    pub hot_updates_lost_per_day: Option<f64>,
 }
 
 impl RejectedCandidate {
@@ -142,6 +145,12 @@ pub struct AdviseReport {
     pub notes: Vec<Note>,
     /// What the server does not roll back (statistics counters, planner estimates), named.
     pub not_rolled_back: Vec<String>,
+    /// pg_stat_statements' statements set aside, and the time of those read.
+    pub screening: crate::compare::workload::statements::Screening,
+    /// Queries that could not be measured, where and why.
+    pub unmeasured: Vec<crate::compare::workload::unmeasured::Unmeasured>,
+    /// What was proposed and what of it was measured.
+    pub coverage: super::coverage::Coverage,
     pub elapsed_ms: f64,
     pub budget_ms: f64,
 }
@@ -183,6 +192,7 @@ pub fn sort_out(
                 .map(|(c, _)| c.name.clone())
                 .collect(),
             estimate: None,
+            hot_updates_lost_per_day: None,
         })
         .collect();
     (chosen, rejected)

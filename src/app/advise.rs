@@ -271,11 +271,27 @@ pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
         Format::Html => bail!("advise writes text, markdown or json"),
     }
     out.flush()?;
-    Ok(if args.fail_if_advice && report.has_advice() {
-        exit::FINDINGS
-    } else {
-        exit::SUCCESS
-    })
+    for u in &report.unmeasured {
+        eprintln!(
+            "pgplan: query {} could not be measured ({}): {}",
+            u.query,
+            u.during,
+            u.error.replace('\n', "; ")
+        );
+    }
+    if report.coverage.nothing_measured() {
+        eprintln!("pgplan: {}", report.coverage.no_advice_line());
+    }
+    // Anything asked for and not measured is no success, whatever the advice.
+    Ok(
+        if !report.unmeasured.is_empty() || report.coverage.nothing_measured() {
+            exit::ERROR
+        } else if args.fail_if_advice && report.has_advice() {
+            exit::FINDINGS
+        } else {
+            exit::SUCCESS
+        },
+    )
 }
 
 /// What an advise run is asked for, besides its connection and file queries: `pgplan advise`'s
@@ -336,6 +352,7 @@ pub async fn run_advise(
     }
     let deadline = started + args.budget;
     let mut notes_text: Vec<String> = Vec::new();
+    let mut screening = crate::compare::workload::statements::Screening::default();
     let queries = workload_queries(
         conn,
         limits,
@@ -344,6 +361,7 @@ pub async fn run_advise(
         file_queries,
         args.allow_writes,
         &mut notes_text,
+        &mut screening,
         progress,
     )
     .await?;
@@ -360,6 +378,7 @@ pub async fn run_advise(
     let pass_started = Instant::now();
     let baseline = measure_workload(conn, limits, &queries, &[], &[], &engine, progress).await?;
     let pass_ms = pass_started.elapsed().as_secs_f64() * 1000.0;
+    let mut unmeasured = crate::compare::workload::unmeasured::unmeasured(&queries, &baseline, &[]);
     let plans: Vec<Plan> = (0..queries.len())
         .map(|q| plan_of(&baseline, q).unwrap_or_default())
         .collect();
@@ -487,6 +506,19 @@ pub async fn run_advise(
     // 4. Measure the shortlist: each built once, rolled back, every query measured.
     let measurements =
         measure_workload(conn, limits, &queries, &specs, &[], &engine, progress).await?;
+    let shortlisted_names: Vec<String> = shortlisted.iter().map(|c| c.name.clone()).collect();
+    for u in crate::compare::workload::unmeasured::unmeasured(
+        &queries,
+        &measurements,
+        &shortlisted_names,
+    ) {
+        if !unmeasured
+            .iter()
+            .any(|k| k.query == u.query && k.error == u.error)
+        {
+            unmeasured.push(u);
+        }
+    }
     let resolved = relation_names(conn, limits, &queries, &specs).await?;
     let lookup = |t: &str| lookup_relation(&resolved, t);
     let updates = workload_updates(&queries, lookup);
@@ -513,18 +545,34 @@ pub async fn run_advise(
     }
     for e in &measurements.estimate_changes {
         not_rolled_back.push(format!(
-            "a build updated {}'s planner estimates (relpages {} → {}, reltuples {} → {}); the baseline was measured again",
+            "a build updated the planner estimates of {} (relpages {} → {}, reltuples {} → {}); the baseline was measured again",
             e.table, e.relpages.before, e.relpages.after, e.reltuples.before, e.reltuples.after
         ));
     }
     // Only what was measured enters the choice; a failed candidate is named with its error.
     let mut current: Vec<Measured> = Vec::new();
     let mut measured_ids: Vec<usize> = Vec::new();
+    let mut coverage = crate::advise::coverage::Coverage {
+        proposed: proposals.candidates.len(),
+        over_budget: short.over_budget.len(),
+        ..Default::default()
+    };
     for (i, r) in first.into_iter().enumerate() {
         match r {
             Ok(m) => {
                 measured_ids.push(i);
                 current.push(m);
+            }
+            Err(_) if measurements.skipped_for_budget.contains(&i) => {
+                coverage.over_budget += 1;
+                notes.push(Note {
+                    query: None,
+                    table: Some(shortlisted[i].table.clone()),
+                    message: format!(
+                        "{} was proposed but not measured (budget): --budget ran out before it",
+                        shortlisted[i].name
+                    ),
+                });
             }
             Err(e) => notes.push(Note {
                 query: None,
@@ -533,6 +581,10 @@ pub async fn run_advise(
             }),
         }
     }
+    coverage.measured = measured_ids.len();
+    coverage.failed = coverage
+        .proposed
+        .saturating_sub(coverage.measured + coverage.over_budget + not_shortlisted.len());
     let candidates: Vec<Candidate> = measured_ids
         .iter()
         .map(|&i| shortlisted[i].clone())
@@ -697,6 +749,7 @@ pub async fn run_advise(
     let (chosen, mut rejected) = sort_out(&candidates, &choice);
     for (r, &i) in rejected.iter_mut().zip(&rejected_ids) {
         r.estimate = candidate_estimates[i];
+        r.hot_updates_lost_per_day = current[i].hot_updates_lost_per_day;
     }
     let recommended: Vec<Recommendation> = chosen
         .into_iter()
@@ -791,6 +844,9 @@ pub async fn run_advise(
         covered: proposals.covered,
         notes,
         not_rolled_back,
+        screening,
+        unmeasured,
+        coverage,
         elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
         budget_ms: args.budget.as_secs_f64() * 1000.0,
     })

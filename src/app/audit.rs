@@ -148,6 +148,18 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
             eprintln!("pgplan: node {} failed: {}", result.name, first_line(error));
         }
     }
+    // A --schema or --table that matched no table on any node it was read from.
+    let read: Vec<&crate::audit::snapshot::NodeSnapshot> = results
+        .iter()
+        .filter_map(|r| r.outcome.as_ref().ok())
+        .collect();
+    let unmatched: Vec<String> = if read.is_empty() {
+        Vec::new()
+    } else {
+        let all: Vec<crate::audit::snapshot::Table> =
+            read.iter().flat_map(|s| s.tables.iter().cloned()).collect();
+        crate::audit::scope_match::unmatched(&scope, &all)
+    };
     // The pure audit runs once every read is done, so its CPU time never delays a read.
     let groups = by_database(&targets, results);
     let report = audit_databases(&groups, &audit_options);
@@ -169,7 +181,15 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     }
     out.flush()?;
     let fail_on: Severity = args.fail_on.into();
-    let code = report.exit_code(fail_on);
+    let mut code = report.exit_code(fail_on);
+    if !unmatched.is_empty() {
+        eprintln!(
+            "pgplan: {} matched no table: nothing was audited for {}",
+            unmatched.join(", "),
+            if unmatched.len() == 1 { "it" } else { "them" }
+        );
+        code = code.max(crate::exit::ERROR);
+    }
     // The process exits next: freeing the report one allocation at a time (hundreds of
     // thousands at 50,000 findings) would only delay the exit.
     std::mem::forget(report);

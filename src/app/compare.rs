@@ -791,7 +791,7 @@ pub async fn run_compare(
             let changed = estimate_changes(&current, &after);
             for change in changed.iter().cloned() {
                 warnings.push(format!(
-                    "{} {} updated {}'s planner estimates in place, and that outlives the \
+                    "{} {} updated the planner estimates of {} in place, and that outlives the \
                      rollback: relpages {} → {}, reltuples {} → {}",
                     match spec {
                         CandidateSpec::Create(_) => "building",

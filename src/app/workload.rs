@@ -12,6 +12,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use crate::advise::shortlist::Estimate;
 use crate::cli::CompareArgs;
 use crate::compare::workload::params::{self, ParamSource, ParamUse};
+use crate::compare::workload::statements::{self, Screened, Screening, SkippedStatement};
+use crate::compare::workload::unmeasured;
 use crate::compare::workload::{
     ProbeFigures, QueryRuns, SourceQuery, TableActivity, WorkloadBaseline, WorkloadCandidateRun,
     WorkloadMeasurements, WorkloadQuery, WorkloadReport, judge, source, updates, workload_updates,
@@ -183,15 +185,18 @@ async fn param_source(
 }
 
 /// Turns the workload's queries into queries ready to measure, choosing the values of their
-/// parameters (read-only). Returns the queries and notes for the report.
+/// parameters (read-only). A statement of pg_stat_statements that cannot be planned (a table
+/// since dropped, a temporary table of a session gone, a role's search_path, a parameter of no
+/// type) goes to `screening.skipped` with the server's error; a query file's is an error.
 pub async fn prepare_queries(
     conn: &mut Connection,
     limits: &Limits,
     sources: Vec<SourceQuery>,
     allow_writes: bool,
+    screening: &mut Screening,
 ) -> Result<Vec<WorkloadQuery>> {
     let mut prepared = Vec::new();
-    for source in sources {
+    for mut source in sources {
         let runnable = match &source.query.kind {
             QueryKind::Read => true,
             QueryKind::Write(_) => allow_writes,
@@ -206,6 +211,17 @@ pub async fn prepare_queries(
                 source.id,
                 given.len()
             );
+        }
+        let from_view = source.queryid.is_some();
+        if from_view {
+            // Planned once before anything else: what cannot be planned is set aside, named.
+            match plannable(conn, limits, &mut source, count).await? {
+                Ok(()) => {}
+                Err(reason) => {
+                    screening.skip(&source, reason);
+                    continue;
+                }
+            }
         }
         let samples = if !runnable {
             // Never run: only its estimated plan is shown, and its SET list read.
@@ -229,10 +245,25 @@ pub async fn prepare_queries(
                 .collect()
         } else {
             let text = source.query.text.clone();
-            let tokens: Vec<ParamUse> = tokenize(&text)
+            let mut tokens: Vec<ParamUse> = tokenize(&text)
                 .map(|toks| params::parameter_uses(&toks, count))
                 .unwrap_or_else(|_| vec![ParamUse::Unknown; count as usize]);
-            let sources = conn
+            // `col = ANY($n)`: a value of the column, as a one-element array.
+            let arrays: Vec<bool> = match tokenize(&text) {
+                Ok(toks) => statements::any_array_uses(&toks, count)
+                    .into_iter()
+                    .zip(tokens.iter_mut())
+                    .map(|(array, usage)| match array {
+                        Some(column) if *usage == ParamUse::Unknown => {
+                            *usage = column;
+                            true
+                        }
+                        _ => false,
+                    })
+                    .collect(),
+                Err(_) => vec![false; count as usize],
+            };
+            let found = conn
                 .read_only(limits, async |client| {
                     let plan = generic_plan(client, &text, count).await?;
                     let analysis = parse_plan(&plan)
@@ -245,9 +276,28 @@ pub async fn prepare_queries(
                     }
                     Ok(found)
                 })
-                .await
-                .map_err(|e| anyhow!("{}: finding values for its parameters: {e}", source.id))?;
-            params::choose_samples(None, &sources)
+                .await;
+            match found {
+                Ok(sources) => params::choose_samples(None, &sources)
+                    .into_iter()
+                    .map(|mut sample| {
+                        for (value, _) in sample
+                            .params
+                            .iter_mut()
+                            .zip(&arrays)
+                            .filter(|(_, array)| **array)
+                        {
+                            *value = statements::one_element_array(value);
+                        }
+                        sample
+                    })
+                    .collect(),
+                Err(e) if from_view && !conn.is_closed() && !stop_requested() => {
+                    screening.skip(&source, format!("finding values for its parameters: {e}"));
+                    continue;
+                }
+                Err(e) => bail!("{}: finding values for its parameters: {e}", source.id),
+            }
         };
         prepared.push(WorkloadQuery {
             source,
@@ -256,6 +306,53 @@ pub async fn prepare_queries(
         });
     }
     Ok(prepared)
+}
+
+/// Whether a statement of the view can be planned: its generic plan, read-only. A parameter
+/// the server cannot type (the literal it stood for had no type: `SELECT $1`) is cast to
+/// `text`, as PostgreSQL resolves such a literal, and the text rewritten. `Err` is why it
+/// cannot be planned; a lost connection or Ctrl-C ends the run.
+async fn plannable(
+    conn: &mut Connection,
+    limits: &Limits,
+    source: &mut SourceQuery,
+    count: u32,
+) -> Result<Result<(), String>> {
+    for _ in 0..=count {
+        let text = source.query.text.clone();
+        let planned = conn
+            .read_only(limits, async |client| {
+                generic_plan(client, &text, count).await
+            })
+            .await;
+        if conn.is_closed() {
+            bail!(
+                "the connection to {} closed while planning {}",
+                conn.target,
+                source.id
+            );
+        }
+        if stop_requested() {
+            bail!("interrupted while planning {}", source.id);
+        }
+        match planned {
+            Ok(_) => return Ok(Ok(())),
+            Err(e) => {
+                let undetermined = (e.sqlstate.as_deref() == Some("42P18"))
+                    .then(|| statements::undetermined_parameter(&e.message))
+                    .flatten();
+                match undetermined {
+                    Some(n) => {
+                        source.query.text = statements::cast_parameter(&text, n, "text");
+                    }
+                    None => return Ok(Err(format!("planning it: {e}"))),
+                }
+            }
+        }
+    }
+    Ok(Err(
+        "planning it: the server could not determine its parameters' types".into(),
+    ))
 }
 
 /// Measures one sample of one query in the caller's transaction, under a savepoint that is
@@ -268,6 +365,7 @@ async fn measure_sample(
     options: &EngineOptions,
     progress: &Progress,
     label: &str,
+    cut_at: Option<Instant>,
 ) -> Result<Result<Vec<String>, String>, SessionError> {
     let runs = options.runs;
     let s = &query.samples[sample];
@@ -317,6 +415,9 @@ async fn measure_sample(
             if stop_requested() {
                 return Err(session_error(label, "interrupted"));
             }
+            if cut_at.is_some_and(|d| Instant::now() >= d) {
+                return Err(session_error(BUDGET_CONTEXT, "--budget ran out"));
+            }
             progress.update(&format!(
                 "{label}: {} ({}), run {} of {total}",
                 query.source.id,
@@ -359,11 +460,27 @@ async fn measure_sample(
         .await?;
     }
     match result {
-        Err(e) if stop_requested() => Err(e),
+        Err(e) if stop_requested() || e.context == BUDGET_CONTEXT => Err(e),
+        // lock_not_available: the wait passed lock_timeout. Who holds the lock is read now,
+        // after the rollback, as audit names it: the holder is usually still there.
+        Err(e) if e.sqlstate.as_deref() == Some("55P03") => {
+            let locks = dbw::lock_holders(client).await?;
+            let q = &query.source.query;
+            Ok(Err(
+                match unmeasured::lock_holders_message(&q.text, &q.kind, &locks) {
+                    Some(holders) => format!("{e}\nwaiting for a lock: {holders}"),
+                    None => e.to_string(),
+                },
+            ))
+        }
         Err(e) => Ok(Err(e.to_string())),
         Ok(plans) => Ok(Ok(plans)),
     }
 }
+
+/// The context of the error that cuts a candidate's measurement short when `--budget` runs
+/// out: the candidate is then not measured, never a failure.
+const BUDGET_CONTEXT: &str = "budget";
 
 /// Parses captured plans into a measurement (cold first).
 fn measurement_of(raw_plans: Vec<String>) -> Result<Measurement, String> {
@@ -388,6 +505,7 @@ async fn measure_queries(
     options: &EngineOptions,
     progress: &Progress,
     label: &str,
+    cut_at: Option<Instant>,
 ) -> Result<Vec<QueryRuns>, SessionError> {
     if !options.allow_writes {
         // Nothing the queries run may write (a function's INSERT, nextval): read-only from
@@ -399,7 +517,8 @@ async fn measure_queries(
         let mut per_sample = Vec::with_capacity(query.samples.len());
         for sample in 0..query.samples.len() {
             let label = format!("{label}, query {} of {}", q + 1, queries.len());
-            let plans = measure_sample(client, query, sample, options, progress, &label).await?;
+            let plans =
+                measure_sample(client, query, sample, options, progress, &label, cut_at).await?;
             per_sample.push(plans.and_then(measurement_of));
         }
         all.push(per_sample);
@@ -524,7 +643,9 @@ async fn measure_baseline(
         .rolled_back(limits, async |client| {
             transaction_setup(client, work.options).await?;
             build_chosen(client, work.chosen, progress).await?;
-            let runs = measure_queries(client, work.queries, work.options, progress, label).await?;
+            // The baseline is never cut short: every candidate is judged against it.
+            let runs =
+                measure_queries(client, work.queries, work.options, progress, label, None).await?;
             let mut probes = Vec::new();
             if work.options.allow_writes {
                 for (table, predicate) in work.probe_tables {
@@ -598,7 +719,9 @@ pub async fn measure_workload(
     for (i, candidate) in candidates.iter().enumerate() {
         if options.deadline.is_some_and(|d| Instant::now() >= d) {
             skipped.push(i);
-            results.push(Err("not measured: --budget ran out before it".to_owned()));
+            results.push(Err(
+                "not measured (budget): --budget ran out before it".to_owned()
+            ));
             continue;
         }
         let label = format!(
@@ -629,7 +752,11 @@ pub async fn measure_workload(
                         .unwrap_or_default(),
                     None => Vec::new(),
                 };
-                let runs = measure_queries(client, queries, options, progress, &label).await?;
+                // Cut short when --budget runs out between two runs: that candidate is then
+                // "not measured (budget)", and the budget overruns by one run at most.
+                let runs =
+                    measure_queries(client, queries, options, progress, &label, options.deadline)
+                        .await?;
                 let probe = match (&table, options.allow_writes) {
                     (Some(t), true) => write_probe(client, t, probe_predicate.as_deref()).await?,
                     _ => None,
@@ -667,7 +794,13 @@ pub async fn measure_workload(
                 candidate.describe()
             );
         }
-        let mut result = result.map_err(|e| e.to_string());
+        let mut result = match result {
+            Err(e) if e.context == BUDGET_CONTEXT => {
+                skipped.push(i);
+                Err("not measured (budget): --budget ran out while it was measured".to_owned())
+            }
+            other => other.map_err(|e| e.to_string()),
+        };
         if let Ok(run) = &mut result {
             run.baseline = baselines.len() - 1;
         }
@@ -775,6 +908,8 @@ pub(crate) fn read_workload_sources(
                 )?;
                 queries.extend(source::parse_file(&name, &text).map_err(|e| anyhow!("{e}"))?);
             }
+        } else if is_log_file(path) {
+            queries.extend(read_log_file(path)?);
         } else {
             queries.extend(read(path)?);
         }
@@ -800,6 +935,45 @@ pub(crate) fn read_workload_sources(
     }
     Ok((names.join(" + "), queries))
 }
+
+/// A server log given as the workload: `.log` (stderr), `.csv` (csvlog) or `.json` (jsonlog).
+fn is_log_file(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|x| x == "log" || x == "csv" || x == "json")
+}
+
+/// The statements a server log holds with their durations, counted, with the parameter
+/// values logged beside them. What is not a query is named on standard error.
+fn read_log_file(path: &std::path::Path) -> Result<Vec<SourceQuery>> {
+    let (name, text) = super::input::read_text(
+        &path.display().to_string(),
+        "the server log",
+        LOG_LIMIT_BYTES,
+    )?;
+    let read = crate::compare::workload::logfile::read_log(&name, &text);
+    if read.executions == 0 {
+        bail!(
+            "{name} holds no statement logged with its duration.\n\
+             hint: log them with log_min_duration_statement = 0 (and log_parameter_max_length = -1 \
+             for their parameter values), or auto_explain.log_min_duration = 0"
+        );
+    }
+    for s in &read.skipped {
+        eprintln!(
+            "pgplan: {name}: {} left out ({}): {}",
+            s.id,
+            s.reason,
+            crate::sql::shorten(&s.text)
+        );
+    }
+    if read.queries.is_empty() {
+        bail!("{name} holds no query pgplan can run (every statement logged was left out)");
+    }
+    Ok(read.queries)
+}
+
+/// How much of a server log pgplan reads: logs are far larger than query files.
+const LOG_LIMIT_BYTES: u64 = 1 << 30;
 
 /// The candidates of a workload compare: `--index` and `--index-file`, each one CREATE INDEX.
 fn read_candidates(args: &CompareArgs) -> Result<Vec<IndexCandidate>> {
@@ -856,6 +1030,7 @@ pub(crate) async fn statements_workload(
     limits: &Limits,
     top: u32,
     min_calls: u64,
+    screening: &mut Screening,
 ) -> Result<(Vec<SourceQuery>, Vec<String>)> {
     let major = conn.facts.major();
     let target = conn.target.clone();
@@ -883,15 +1058,12 @@ pub(crate) async fn statements_workload(
              pg_stat_statements; or give the workload as files (--workload FILE|DIR)"
         ),
     }
+    // pgplan's own statements (its catalog reads, its EXPLAIN runs) may fill the top of the
+    // view after any earlier pgplan command: read past them, and leave them out.
+    let fetch = i64::from(top).saturating_add(OWN_STATEMENTS_MARGIN);
     let (statements, window) = conn
         .read_only(limits, async |client| {
-            dbw::top_statements(
-                client,
-                major,
-                i64::from(top),
-                min_calls.min(i64::MAX as u64) as i64,
-            )
-            .await
+            dbw::top_statements(client, major, fetch, min_calls.min(i64::MAX as u64) as i64).await
         })
         .await?;
     let mut notes = Vec::new();
@@ -906,16 +1078,42 @@ pub(crate) async fn statements_workload(
         }
         None => None,
     };
+    let all_exec_ms = statements.first().map(|s| s.all_exec_ms);
+    let mut own_exec_ms = 0.0;
     let mut queries = Vec::new();
-    let mut skipped = 0;
+    let mut taken = 0;
     for s in statements {
-        let Ok(query) = crate::sql::parse_single_query(&s.query) else {
-            skipped += 1;
+        let screened = statements::screen(&s.query);
+        if screened == Screened::Own {
+            screening.own_left_out += 1;
+            own_exec_ms += s.total_exec_ms;
             continue;
+        }
+        if screened == Screened::Control {
+            screening.control_left_out += 1;
+            continue;
+        }
+        if taken == top {
+            break;
+        }
+        taken += 1;
+        screening.read.push((s.queryid.clone(), s.total_exec_ms));
+        let (query, rewrites) = match screened {
+            Screened::Query { query, rewrites } => (query, rewrites),
+            Screened::Skip(reason) => {
+                screening.skipped.push(SkippedStatement {
+                    id: s.queryid.clone(),
+                    text: s.query.clone(),
+                    reason,
+                    calls: Some(s.calls),
+                    total_exec_ms: Some(s.total_exec_ms),
+                });
+                continue;
+            }
+            Screened::Own | Screened::Control => unreachable!("left out above"),
         };
-        if matches!(query.kind, QueryKind::Other(_)) {
-            skipped += 1;
-            continue;
+        for rewrite in rewrites {
+            notes.push(format!("{}: {rewrite}", s.queryid));
         }
         // Calls per day as the table counters are: per day of at least a day.
         let calls_per_day = match window_seconds {
@@ -931,13 +1129,32 @@ pub(crate) async fn statements_workload(
             params: None,
         });
     }
-    if skipped > 0 {
+    if screening.own_left_out > 0 {
         notes.push(format!(
-            "{skipped} of the top statements are not queries (utility statements, several statements, or text pgplan cannot read) and were left out"
+            "{} of pgplan's own statements (its catalog reads and EXPLAIN runs) are in pg_stat_statements and were left out of the workload",
+            screening.own_left_out
+        ));
+    }
+    if screening.control_left_out > 0 {
+        notes.push(format!(
+            "{} transaction-control and session statements (BEGIN, SET, SHOW...) are not queries and were left out",
+            screening.control_left_out
+        ));
+    }
+    let read_ms: f64 = screening.read.iter().map(|(_, ms)| ms).sum();
+    if let Some(all) = all_exec_ms.map(|a| a - own_exec_ms).filter(|a| *a > 0.0) {
+        notes.push(format!(
+            "the {} statements read account for {:.0}% of the execution time pg_stat_statements counts in this database",
+            screening.read.len(),
+            (read_ms / all * 100.0).clamp(0.0, 100.0)
         ));
     }
     Ok((queries, notes))
 }
+
+/// How many of pgplan's own statements the top of the view may hold beyond the `--top` asked
+/// for: its distinct catalog reads and EXPLAIN forms, with room to spare.
+const OWN_STATEMENTS_MARGIN: i64 = 200;
 
 /// A name made of letters, digits and `_` only, for a file.
 fn file_stem(name: &str) -> String {
@@ -1022,6 +1239,7 @@ pub(crate) async fn workload_queries(
     file_queries: Vec<SourceQuery>,
     allow_writes: bool,
     warnings: &mut Vec<String>,
+    screening: &mut Screening,
     progress: &Progress,
 ) -> Result<Vec<WorkloadQuery>> {
     if conn.facts.in_recovery || conn.facts.read_only {
@@ -1034,12 +1252,12 @@ pub(crate) async fn workload_queries(
     }
     let mut sources = Vec::new();
     if let Some((top, min_calls)) = statements {
-        let (queries, notes) = statements_workload(conn, limits, top, min_calls).await?;
+        let (queries, notes) = statements_workload(conn, limits, top, min_calls, screening).await?;
         warnings.extend(notes);
         sources.extend(queries);
     }
     sources.extend(file_queries);
-    if sources.is_empty() {
+    if sources.is_empty() && screening.skipped.is_empty() {
         bail!("the workload holds no query to measure");
     }
     let writes = sources
@@ -1053,7 +1271,19 @@ pub(crate) async fn workload_queries(
         ));
     }
     progress.update("choosing parameter values");
-    prepare_queries(conn, limits, sources, allow_writes).await
+    let queries = prepare_queries(conn, limits, sources, allow_writes, screening).await?;
+    if queries.is_empty() {
+        bail!(
+            "the workload holds no query pgplan can run: {}",
+            screening
+                .skipped
+                .iter()
+                .map(|s| format!("{} ({})", s.id, s.reason))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    Ok(queries)
 }
 
 /// The tables the workload's writes and the candidates name, as the catalog names them
@@ -1117,6 +1347,7 @@ pub async fn run_workload(
     }
     let conn = &mut *conn;
     let limits = *limits;
+    let mut screening = Screening::default();
     let queries = workload_queries(
         conn,
         &limits,
@@ -1125,6 +1356,7 @@ pub async fn run_workload(
         file_queries,
         settings.allow_writes,
         &mut warnings,
+        &mut screening,
         progress,
     )
     .await?;
@@ -1162,7 +1394,7 @@ pub async fn run_workload(
     let updates = workload_updates(&queries, lookup);
     for estimate in &measurements.estimate_changes {
         warnings.push(format!(
-        "a build updated {}'s planner estimates in place, and that outlives the rollback: \
+        "a build updated the planner estimates of {} in place, and that outlives the rollback: \
          relpages {} → {}, reltuples {} → {}; the baseline was measured again before the next candidate",
         estimate.table,
         estimate.relpages.before,
@@ -1190,6 +1422,7 @@ pub async fn run_workload(
         |c| lookup(&c.table),
         settings.min_gain,
     );
+    let unmeasured = unmeasured::unmeasured(&queries, &measurements, &names);
     Ok(WorkloadReport {
         server_version: conn.facts.version.clone(),
         source: settings.source_name.clone(),
@@ -1201,7 +1434,9 @@ pub async fn run_workload(
         runs: settings.runs,
         min_gain_percent: settings.min_gain,
         allow_writes: settings.allow_writes,
+        unmeasured,
         warnings,
+        screening,
     })
 }
 
@@ -1265,10 +1500,24 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
     }
     out.flush()?;
     let failed: Vec<(usize, &str)> = report.failed().collect();
-    if !failed.is_empty() {
-        for (i, error) in &failed {
-            eprintln!("pgplan: candidate {} failed: {error}", report.names[*i]);
-        }
+    for (i, error) in &failed {
+        eprintln!("pgplan: candidate {} failed: {error}", report.names[*i]);
+    }
+    for u in &report.unmeasured {
+        eprintln!(
+            "pgplan: query {} could not be measured ({}): {}",
+            u.query,
+            u.during,
+            u.error.replace('\n', "; ")
+        );
+    }
+    if report.ranking.is_empty() {
+        eprintln!(
+            "pgplan: nothing was measured: none of the {} candidate(s) could be measured",
+            report.candidates.len()
+        );
+    }
+    if !failed.is_empty() || !report.unmeasured.is_empty() || report.ranking.is_empty() {
         return Ok(exit::ERROR);
     }
     Ok(if args.fail_unless_pays && report.best().is_none() {

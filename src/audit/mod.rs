@@ -14,6 +14,7 @@
 pub mod activity;
 pub mod checks;
 pub mod deparse;
+pub mod scope_match;
 pub mod snapshot;
 
 // The audit hashes names and index signatures hundreds of thousands of times at fleet scale;

@@ -138,8 +138,17 @@ impl Connection {
 
     /// Begins the transaction with every setting `SET LOCAL`; on failure nothing is left open.
     async fn begin(&mut self, limits: &Limits, begin: Begin<'_>) -> Result<(), SessionError> {
+        // A superuser keeps pgplan's own statements out of pg_stat_statements (its `track` is
+        // superuser-only): they would otherwise fill the view a workload is read from. First,
+        // so the settings after it are not counted either. Without the library loaded this
+        // sets a placeholder, transaction-local like the rest.
+        let untracked = if self.facts.superuser {
+            " SET LOCAL pg_stat_statements.track = none;"
+        } else {
+            ""
+        };
         let setup = format!(
-            "{}; {}",
+            "{};{untracked} {}",
             begin.sql(),
             set_local_statements(
                 limits,

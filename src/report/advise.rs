@@ -41,6 +41,12 @@ pub struct AdviseDoc {
     pub notes: Vec<NoteDoc>,
     /// What PostgreSQL does not roll back (statistics counters, planner estimates).
     pub not_rolled_back: Vec<String>,
+    /// The statements of pg_stat_statements set aside, with why.
+    pub skipped_statements: super::skipped::SkippedDoc,
+    /// Queries that could not be measured: in the baseline or with a candidate, and why.
+    pub unmeasured_queries: Vec<crate::compare::workload::unmeasured::Unmeasured>,
+    /// Candidates proposed, measured, failed and left out by --budget.
+    pub candidate_counts: crate::advise::coverage::Coverage,
     pub elapsed_ms: f64,
     pub budget_ms: f64,
 }
@@ -169,6 +175,9 @@ pub struct RejectedDoc {
     pub used: bool,
     pub measured_with: Vec<String>,
     pub hypopg_estimate: Option<EstimateDoc>,
+    /// HOT updates a day the index would end; null when the table's write counters are
+    /// unknown.
+    pub hot_updates_lost_per_day: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -310,6 +319,7 @@ impl AdviseDoc {
                     used: r.measurement.used,
                     measured_with: r.with_chosen.clone(),
                     hypopg_estimate: r.estimate.as_ref().map(estimate_doc),
+                    hot_updates_lost_per_day: r.hot_updates_lost_per_day,
                 })
                 .collect(),
             not_shortlisted: report
@@ -338,6 +348,9 @@ impl AdviseDoc {
                 })
                 .collect(),
             not_rolled_back: report.not_rolled_back.clone(),
+            skipped_statements: super::skipped::SkippedDoc::new(&report.screening),
+            unmeasured_queries: report.unmeasured.clone(),
+            candidate_counts: report.coverage,
             elapsed_ms: report.elapsed_ms,
             budget_ms: report.budget_ms,
         }
@@ -481,10 +494,15 @@ pub fn write_text(
     }
     writeln!(out)?;
     if report.recommended.is_empty() {
+        let line = report.coverage.no_advice_line();
         writeln!(
             out,
             "{}",
-            paint.good("No index to build: nothing measured pays for the workload.")
+            if report.coverage.nothing_measured() {
+                paint.bad(&line)
+            } else {
+                paint.good(&line)
+            }
         )?;
     } else {
         writeln!(
@@ -584,6 +602,17 @@ pub fn write_text(
             writeln!(out, "  {} — {}", c.candidate.definition(), c.by_index)?;
         }
     }
+    if !report.unmeasured.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", paint.bad("Queries that could not be measured"))?;
+        for u in &report.unmeasured {
+            writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
+            for line in u.error.lines() {
+                writeln!(out, "    {}", super::format::printable(line))?;
+            }
+        }
+    }
+    super::skipped::write_text(out, &paint, &report.screening)?;
     if !report.notes.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", paint.bold("Notes"))?;
@@ -630,7 +659,13 @@ fn duration(ms_total: f64) -> String {
 }
 
 fn rejected_line(r: &RejectedCandidate) -> String {
-    format!("{} · {}", r.explanation(), bytes(r.measurement.size_bytes))
+    let mut line = format!("{} · {}", r.explanation(), bytes(r.measurement.size_bytes));
+    if let Some(hot) = r.hot_updates_lost_per_day
+        && hot > 0.0
+    {
+        line.push_str(&format!(" · {} HOT updates a day lost", count(hot.round())));
+    }
+    line
 }
 
 pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<()> {
@@ -644,10 +679,8 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         writeln!(out)?;
     }
     if report.recommended.is_empty() {
-        writeln!(
-            out,
-            "No index to build: nothing measured pays for the workload."
-        )?;
+        writeln!(out, "{}", report.coverage.no_advice_line())?;
+        writeln!(out)?;
     }
     for (i, r) in report.recommended.iter().enumerate() {
         writeln!(out, "#### {}. `{}`", i + 1, r.candidate.name)?;
@@ -744,6 +777,21 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         }
         writeln!(out)?;
     }
+    if !report.unmeasured.is_empty() {
+        writeln!(out, "#### Queries that could not be measured")?;
+        writeln!(out)?;
+        for u in &report.unmeasured {
+            writeln!(
+                out,
+                "- `{}` ({}): {}",
+                u.query,
+                markdown::cell(&u.during),
+                markdown::cell(&u.error.replace('\n', "; "))
+            )?;
+        }
+        writeln!(out)?;
+    }
+    super::skipped::write_markdown(out, &report.screening)?;
     if !report.notes.is_empty() {
         writeln!(out, "#### Notes")?;
         writeln!(out)?;
@@ -912,6 +960,14 @@ mod tests {
             covered: proposals.covered,
             notes: proposals.notes,
             not_rolled_back: vec!["pg_stat_user_tables and pg_stat_user_indexes counters".into()],
+            screening: Default::default(),
+            unmeasured: Vec::new(),
+            coverage: crate::advise::coverage::Coverage {
+                proposed: 4,
+                measured: 4,
+                failed: 0,
+                over_budget: 0,
+            },
             elapsed_ms: 41_250.0,
             budget_ms: 300_000.0,
         }
@@ -981,7 +1037,7 @@ mod tests {
             statement: "DROP INDEX CONCURRENTLY public.tickets_account_id_idx;".into(),
             size_bytes: Some(4.4e6),
             scans: Some(1520.0),
-            evidence: "its keys (account_id) lead tickets_account_id_created_at_idx's with the same operator classes, collations and predicate".into(),
+            evidence: "its keys (account_id) lead those of tickets_account_id_created_at_idx with the same operator classes, collations and predicate".into(),
             used_before: vec![2],
             used_after: Vec::new(),
         }];
@@ -1036,5 +1092,17 @@ mod tests {
         assert!(!report.has_advice(), "an untrusted drop is not advice");
         let text = render(|o| write_text(o, &report, &TextOptions::default()).unwrap());
         assert!(text.contains("No index to build"), "{text}");
+    }
+
+    #[test]
+    fn a_rejected_candidate_names_the_hot_updates_it_ends() {
+        let mut report = report();
+        assert!(!report.rejected.is_empty());
+        report.rejected[0].hot_updates_lost_per_day = Some(1_200.0);
+        let text = render(|o| write_text(o, &report, &TextOptions::default()).unwrap());
+        assert!(text.contains("1,200 HOT updates a day lost"), "{text}");
+        let doc: serde_json::Value =
+            serde_json::from_str(&render(|o| write_json(o, &report).unwrap())).unwrap();
+        assert_eq!(doc["rejected"][0]["hot_updates_lost_per_day"], 1_200.0);
     }
 }

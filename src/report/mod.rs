@@ -14,6 +14,7 @@ pub mod html;
 pub mod info;
 pub mod markdown;
 pub mod pretty;
+pub mod skipped;
 pub mod text;
 pub mod tree;
 pub mod wire;

@@ -46,6 +46,10 @@ pub struct WorkloadDoc {
     pub skipped_for_budget: Vec<String>,
     pub estimate_changes: Vec<EstimateChange>,
     pub warnings: Vec<String>,
+    /// The statements of pg_stat_statements set aside, with why.
+    pub skipped_statements: super::skipped::SkippedDoc,
+    /// Queries that could not be measured: in the baseline or with a candidate, and why.
+    pub unmeasured_queries: Vec<crate::compare::workload::unmeasured::Unmeasured>,
 }
 
 #[derive(Debug, Serialize)]
@@ -134,6 +138,8 @@ pub struct CandidateQueryDoc {
     pub execution_ms_before: Option<f64>,
     pub execution_ms_after: Option<f64>,
     pub execution_within_noise: bool,
+    /// Measured with one warm run (--runs 1): no spread, so the times are not compared.
+    pub execution_one_run: bool,
     /// Estimated cost (the only figure of a generic plan).
     pub total_cost_before: Option<f64>,
     pub total_cost_after: Option<f64>,
@@ -141,6 +147,11 @@ pub struct CandidateQueryDoc {
     pub measured: bool,
     pub regression: bool,
     pub pages_saved_per_day: Option<f64>,
+    /// Why it could not be measured with this candidate (or in its baseline); null when it was.
+    pub error: Option<String>,
+    /// False when its plans read none of the candidate's tables: its figures are noise, not
+    /// counted as a gain or a loss.
+    pub affected: bool,
 }
 
 fn baseline_doc(report: &WorkloadReport, n: usize) -> BaselineDoc {
@@ -179,7 +190,7 @@ fn baseline_doc(report: &WorkloadReport, n: usize) -> BaselineDoc {
     }
 }
 
-fn query_doc(q: &QueryOutcome) -> CandidateQueryDoc {
+fn query_doc(q: &QueryOutcome, error: Option<&str>) -> CandidateQueryDoc {
     let f = &q.figures;
     CandidateQueryDoc {
         id: f.id.clone(),
@@ -190,11 +201,14 @@ fn query_doc(q: &QueryOutcome) -> CandidateQueryDoc {
         execution_ms_before: f.ms_before,
         execution_ms_after: f.ms_after,
         execution_within_noise: f.time_within_noise,
+        execution_one_run: f.one_run,
         total_cost_before: f.cost_before,
         total_cost_after: f.cost_after,
         measured: f.measured,
         regression: q.judgement.regression,
         pages_saved_per_day: q.judgement.pages_saved_per_day,
+        error: error.map(str::to_owned),
+        affected: q.judgement.affected,
     }
 }
 
@@ -225,7 +239,11 @@ impl WorkloadDoc {
                             hot_updates_lost_per_day: j.verdict.hot_updates_lost_per_day,
                             net_pages_saved_per_day: j.verdict.net_pages_saved_per_day,
                             estimated: j.estimated,
-                            queries: j.queries.iter().map(query_doc).collect(),
+                            queries: j
+                                .queries
+                                .iter()
+                                .map(|q| query_doc(q, report.query_error(&q.figures.id, i)))
+                                .collect(),
                             writes: j.writes.clone(),
                         }
                     }),
@@ -274,6 +292,8 @@ impl WorkloadDoc {
                 .collect(),
             estimate_changes: m.estimate_changes.clone(),
             warnings: report.warnings.clone(),
+            skipped_statements: super::skipped::SkippedDoc::new(&report.screening),
+            unmeasured_queries: report.unmeasured.clone(),
         }
     }
 }
@@ -317,7 +337,9 @@ fn query_time(q: &QueryOutcome) -> String {
             "{} → {} ({})",
             ms(b),
             ms(a),
-            if f.time_within_noise && a != b {
+            if f.one_run {
+                "one run: no spread to judge by".to_owned()
+            } else if f.time_within_noise && a != b {
                 "within noise".to_owned()
             } else {
                 change(Some(b), Some(a), "faster", "slower")
@@ -369,6 +391,11 @@ fn mode_line(report: &WorkloadReport) -> String {
         if report.runs == 1 { "" } else { "s" },
         count(report.min_gain_percent)
     )
+}
+
+/// An error's first line, printable and shortened for a table cell.
+fn first_line(error: &str) -> String {
+    super::format::printable(&one_line(error.lines().next().unwrap_or(error)))
 }
 
 fn one_line(text: &str) -> String {
@@ -492,6 +519,15 @@ pub fn write_text(
             build,
         ]);
     }
+    for &i in &report.measurements.skipped_for_budget {
+        let mut row = vec![
+            "—".to_owned(),
+            report.names[i].clone(),
+            paint.warn("not measured (budget)"),
+        ];
+        row.extend(std::iter::repeat_n(String::new(), 7));
+        table.add_row(row);
+    }
     align_numbers(&mut table, 3);
     write_table(out, &table)?;
     writeln!(out)?;
@@ -511,6 +547,16 @@ pub fn write_text(
         }
         writeln!(out)?;
     }
+    if !report.unmeasured.is_empty() {
+        writeln!(out, "{}", paint.bad("Queries that could not be measured"))?;
+        for u in &report.unmeasured {
+            writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
+            for line in u.error.lines() {
+                writeln!(out, "    {}", super::format::printable(line))?;
+            }
+        }
+        writeln!(out)?;
+    }
     match report.best() {
         Some(best) => writeln!(
             out,
@@ -519,10 +565,18 @@ pub fn write_text(
             paint.good(&report.names[best.index]),
             report.candidates[best.index].original
         )?,
+        None if report.ranking.is_empty() => writeln!(
+            out,
+            "{} nothing was measured: none of the {} candidate(s) could be measured; this is no verdict on them",
+            paint.bold("Best:"),
+            report.candidates.len()
+        )?,
         None => writeln!(
             out,
-            "{} no candidate saves more pages per day than it writes, by {}% of what its queries read",
+            "{} no measured candidate ({} of {}) saves more pages per day than it writes, by {}% of what its queries read",
             paint.bold("Best:"),
+            report.ranking.len(),
+            report.candidates.len(),
             count(report.min_gain_percent)
         )?,
     }
@@ -572,7 +626,20 @@ pub fn write_text(
             options,
         );
         for q in &j.queries {
-            let verdict = if q.judgement.regression {
+            if let Some(error) = report.query_error(&q.figures.id, j.index) {
+                table.add_row(vec![
+                    q.figures.id.clone(),
+                    count(q.figures.calls_per_day.round()),
+                    paint.bad("NOT MEASURED"),
+                    first_line(error),
+                    "—".into(),
+                    "—".into(),
+                ]);
+                continue;
+            }
+            let verdict = if !q.judgement.affected {
+                "not affected".to_owned()
+            } else if q.judgement.regression {
                 paint.bad(&format!("{} · REGRESSION", q.judgement.verdict.as_str()))
             } else {
                 q.judgement.verdict.as_str().to_owned()
@@ -637,6 +704,7 @@ pub fn write_text(
             writeln!(out, "  {} · {}: {}", q.source.id, s.label, s.why.join("; "))?;
         }
     }
+    super::skipped::write_text(out, &paint, &report.screening)?;
     if !report.warnings.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", paint.bold("Notes"))?;
@@ -693,6 +761,13 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
             markdown::cell(error.lines().next().unwrap_or(error))
         )?;
     }
+    for &i in &report.measurements.skipped_for_budget {
+        writeln!(
+            out,
+            "| — | `{}` | not measured (budget) | | | | | | | |",
+            report.names[i]
+        )?;
+    }
     writeln!(out)?;
     for j in &report.ranking {
         writeln!(
@@ -708,12 +783,26 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         )?;
         writeln!(out, "|---|---:|---|---|---|")?;
         for q in &j.queries {
+            if let Some(error) = report.query_error(&q.figures.id, j.index) {
+                writeln!(
+                    out,
+                    "| `{}` | {} | **not measured** | {} | — |",
+                    q.figures.id,
+                    count(q.figures.calls_per_day.round()),
+                    markdown::cell(&first_line(error))
+                )?;
+                continue;
+            }
             writeln!(
                 out,
                 "| `{}` | {} | {}{} | {} | {} |",
                 q.figures.id,
                 count(q.figures.calls_per_day.round()),
-                q.judgement.verdict.as_str(),
+                if q.judgement.affected {
+                    q.judgement.verdict.as_str()
+                } else {
+                    "not affected"
+                },
                 if q.judgement.regression {
                     " · **regression**"
                 } else {
@@ -731,6 +820,21 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         writeln!(out, "</details>")?;
         writeln!(out)?;
     }
+    if !report.unmeasured.is_empty() {
+        writeln!(out, "**Queries that could not be measured**")?;
+        writeln!(out)?;
+        for u in &report.unmeasured {
+            writeln!(
+                out,
+                "- `{}` ({}): {}",
+                u.query,
+                markdown::cell(&u.during),
+                markdown::cell(&u.error.replace('\n', "; "))
+            )?;
+        }
+        writeln!(out)?;
+    }
+    super::skipped::write_markdown(out, &report.screening)?;
     for w in &report.warnings {
         writeln!(out, "> {}", w.replace('\n', " "))?;
     }

@@ -166,7 +166,7 @@ mod tests {
             );
             assert!(p.candidates.iter().all(|c| c.predicate.is_none()), "pg{v}");
             assert!(
-                p.candidates[0].reasons[0].contains("for a LIMIT of 20"),
+                p.candidates[0].reasons[0].contains("for the 20 its LIMIT returned"),
                 "{:?}",
                 p.candidates[0].reasons
             );

@@ -49,7 +49,7 @@ pub fn propose(input: &Input<'_>, notes: &mut Vec<Note>) -> Vec<Candidate> {
     };
     if visible < MIN_ALL_VISIBLE {
         notes.push(input.note(format!(
-            "an index-only scan with INCLUDE ({}) would still visit the heap: only {:.0}% of {}'s pages are all-visible; VACUUM it, then advise again",
+            "an index-only scan with INCLUDE ({}) would still visit the heap: only {:.0}% of the pages of {} are all-visible; VACUUM it, then advise again",
             extra.join(", "),
             visible * 100.0,
             input.table.name
@@ -96,9 +96,9 @@ mod tests {
         let p = propose_with("advise/composite_eq_sort", 17, &f);
         assert!(p.candidates.iter().all(|c| c.include.is_empty()));
         assert!(
-            p.notes
-                .iter()
-                .any(|n| n.message.contains("only 50% of tickets's pages")),
+            p.notes.iter().any(|n| n
+                .message
+                .contains("only 50% of the pages of tickets are all-visible")),
             "{:?}",
             p.notes
         );

@@ -105,7 +105,7 @@ impl Input<'_> {
             && returned > limit
         {
             return Some(format!(
-                "the {kind} on {} produced {} rows for a LIMIT of {}",
+                "the {kind} on {} produced {} rows for the {} its LIMIT returned",
                 a.table,
                 count(returned),
                 count(limit)

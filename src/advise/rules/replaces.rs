@@ -22,7 +22,7 @@ pub fn replaced<'t>(c: &Candidate, table: &'t TableFacts) -> Vec<&'t IndexFacts>
 pub fn evidence(e: &IndexFacts, c: &Candidate) -> String {
     let keys: Vec<&str> = e.keys.iter().map(|k| k.expr.as_str()).collect();
     let mut s = format!(
-        "its keys ({}) lead {}'s with the same operator classes, collations and predicate",
+        "its keys ({}) lead those of {} with the same operator classes, collations and predicate",
         keys.join(", "),
         c.name
     );

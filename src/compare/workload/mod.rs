@@ -5,8 +5,11 @@
 //! `app::workload` fills (each candidate built once in its own rolled-back transaction, every
 //! query measured inside it) and [`judge`] turns into a report.
 
+pub mod logfile;
 pub mod params;
 pub mod source;
+pub mod statements;
+pub mod unmeasured;
 pub mod updates;
 pub mod verdict;
 pub mod write_cost;
@@ -135,18 +138,34 @@ fn query_figures(
     baseline: &QueryRuns,
     with: &QueryRuns,
     plan_index_names: &[String],
+    table: Option<&str>,
 ) -> (QueryFigures, SamplePairs) {
     let measured = query.samples.iter().all(|s| !s.generic) && query.runnable;
     let mut pairs = Vec::new();
     let mut used = false;
     let mut noise = true;
+    let mut one_run = false;
+    // Whether any plan, with or without the candidate, reads its table.
+    let mut reads_table = table.is_none();
+    let reads = |m: &Measurement, t: &str| {
+        m.representative().plan.nodes.iter().any(|n| {
+            matches!((&n.schema, &n.relation_name), (Some(s), Some(r))
+                if format!("{}.{}", crate::sql::quote_ident(s), crate::sql::quote_ident(r)) == t)
+        })
+    };
     for (b, a) in baseline.iter().zip(with) {
         match (b, a) {
             (Ok(b), Ok(a)) => {
+                if let Some(t) = table {
+                    reads_table |= reads(b, t) || reads(a, t);
+                }
                 used |= !index_uses(a.representative(), plan_index_names).is_empty();
                 let (bf, af) = (b.warm_figures(), a.warm_figures());
                 let spreads: [Option<Spread>; 2] = [b.warm_spread(), a.warm_spread()];
-                if let (Some(x), Some(y)) = (bf.execution_ms, af.execution_ms) {
+                // One warm run has no spread: a difference on one sample is no evidence.
+                if b.warm.len() < 2 || a.warm.len() < 2 {
+                    one_run = true;
+                } else if let (Some(x), Some(y)) = (bf.execution_ms, af.execution_ms) {
                     noise &= within_noise(x, y, spreads);
                 }
                 pairs.push(Some((bf, af)));
@@ -194,6 +213,9 @@ fn query_figures(
         time_within_noise: noise,
         cost_before: avg(|f| f.total_cost, 0),
         cost_after: avg(|f| f.total_cost, 1),
+        // Only when every sample ran both ways: a failed run proves nothing about the table.
+        unaffected: !reads_table && complete,
+        one_run,
     };
     (figures, pairs)
 }
@@ -211,6 +233,7 @@ pub fn judge(
     for (i, result) in measurements.candidates.iter().enumerate() {
         let Ok(run) = result else { continue };
         let baseline = &measurements.baselines[run.baseline];
+        let table = table_of(&candidates[i]);
         let outcomes: Vec<(QueryFigures, SamplePairs)> = queries
             .iter()
             .enumerate()
@@ -220,10 +243,10 @@ pub fn judge(
                     &baseline.queries[q],
                     &run.queries[q],
                     &run.plan_index_names,
+                    table.as_deref(),
                 )
             })
             .collect();
-        let table = table_of(&candidates[i]);
         let writes: Vec<WriteCost> = table
             .as_ref()
             .and_then(|t| measurements.activity.iter().find(|a| &a.table == t))
@@ -302,6 +325,10 @@ pub struct WorkloadReport {
     pub min_gain_percent: f64,
     pub allow_writes: bool,
     pub warnings: Vec<String>,
+    /// pg_stat_statements' statements set aside, and the time of those read.
+    pub screening: statements::Screening,
+    /// Queries that could not be measured, where and why.
+    pub unmeasured: Vec<unmeasured::Unmeasured>,
 }
 
 impl WorkloadReport {
@@ -310,6 +337,14 @@ impl WorkloadReport {
         self.ranking
             .iter()
             .find(|j| j.verdict.verdict == Verdict::Pays)
+    }
+
+    /// Why query `id` could not be measured with candidate `i` (or in its baseline).
+    pub fn query_error(&self, id: &str, i: usize) -> Option<&str> {
+        self.unmeasured
+            .iter()
+            .find(|u| u.query == id && (u.during == "baseline" || u.during == self.names[i]))
+            .map(|u| u.error.as_str())
     }
 
     /// Candidates that could not be built or measured (not those the budget left out).

@@ -204,7 +204,7 @@ pub struct Sample {
     pub params: Vec<String>,
     /// No values: the generic plan, estimated.
     pub generic: bool,
-    /// Where each value came from ("$1 = pending: events.status's most common value, 70% of
+    /// Where each value came from ("$1 = pending: the most common value of events.status, 70% of
     /// rows"), or why there are none.
     pub why: Vec<String>,
 }
@@ -220,18 +220,21 @@ fn pick(source: &ParamSource, kind: &str) -> Option<(String, String)> {
                 (
                     mcv[i].clone(),
                     format!(
-                        "{}'s most common value{}, {} of rows",
-                        s.column,
+                        "the {}most common value of {}, {} of rows",
                         match ordinal(i + 1) {
                             o if o.is_empty() => o,
-                            o => format!(" {o}"),
+                            o => format!("{o} "),
                         },
+                        s.column,
                         percent(freq)
                     ),
                 )
             };
             let from_hist = |i: usize, what: &str| {
-                (hist[i].clone(), format!("{}'s histogram {what}", s.column))
+                (
+                    hist[i].clone(),
+                    format!("the histogram {what} of {}", s.column),
+                )
             };
             match kind {
                 "common" if !mcv.is_empty() => Some(from_mcv(0)),

@@ -27,6 +27,12 @@ pub struct QueryFigures {
     pub time_within_noise: bool,
     pub cost_before: Option<f64>,
     pub cost_after: Option<f64>,
+    /// Its plans read none of the candidate's tables: whatever its figures did is noise, never
+    /// the candidate's effect.
+    pub unaffected: bool,
+    /// Measured with one warm run on a side: no spread, so a time difference is neither
+    /// faster nor slower (`time_within_noise` is then true).
+    pub one_run: bool,
 }
 
 /// One query's judgement under a candidate.
@@ -39,6 +45,8 @@ pub struct QueryJudgement {
     /// gain, or the time did outside noise.
     pub regression: bool,
     pub pages_saved_per_day: Option<f64>,
+    /// Reads none of the candidate's tables: not affected, neither a gain nor a loss.
+    pub affected: bool,
 }
 
 /// A candidate's workload verdict.
@@ -90,15 +98,20 @@ pub fn judge_workload(
                 id: q.id.clone(),
                 verdict: verdict(q.used, before, after, min_gain_percent),
                 measured: q.measured,
-                regression: grows(before, after) || slower,
+                regression: !q.unaffected && (grows(before, after) || slower),
                 pages_saved_per_day: match (q.measured, q.pages_before, q.pages_after) {
-                    (true, Some(b), Some(a)) => Some((b - a) * q.calls_per_day),
+                    (true, Some(b), Some(a)) if !q.unaffected => Some((b - a) * q.calls_per_day),
                     _ => None,
                 },
+                affected: !q.unaffected,
             }
         })
         .collect();
-    let read_saved: f64 = judged.iter().filter_map(|j| j.pages_saved_per_day).sum();
+    // Folded from +0.0: an empty f64 sum is -0.0, which JSON would print as such.
+    let read_saved: f64 = judged
+        .iter()
+        .filter_map(|j| j.pages_saved_per_day)
+        .fold(0.0, |a, b| a + b);
     let write_pages = sum(writes.iter().map(|w| w.write_pages_added_per_day));
     let net = read_saved - write_pages.unwrap_or(0.0);
     let used = queries.iter().any(|q| q.used);
@@ -163,6 +176,30 @@ mod tests {
             time_within_noise: true,
             ..QueryFigures::default()
         }
+    }
+
+    #[test]
+    fn nothing_saved_is_zero_never_negative_zero() {
+        let mut noise = q("other", 1000.0, false, 5.0, 5.0);
+        noise.unaffected = true;
+        let v = judge_workload(&[noise], &[], 10.0);
+        assert!(v.read_pages_saved_per_day.is_sign_positive());
+        assert!(v.net_pages_saved_per_day.is_sign_positive());
+        assert_eq!(
+            serde_json::to_string(&v.net_pages_saved_per_day).unwrap(),
+            "0.0"
+        );
+    }
+
+    #[test]
+    fn a_query_reading_none_of_the_tables_is_not_affected() {
+        let mut noise = q("other", 1000.0, false, 5306.0, 5404.0);
+        noise.unaffected = true;
+        let v = judge_workload(&[q("a", 100.0, true, 100.0, 10.0), noise], &[], 10.0);
+        assert_eq!(v.read_pages_saved_per_day, 9000.0);
+        assert!(!v.queries[1].affected);
+        assert!(!v.queries[1].regression);
+        assert_eq!(v.queries[1].pages_saved_per_day, None);
     }
 
     fn writes(pages: f64) -> WriteCost {

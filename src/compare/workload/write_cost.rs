@@ -115,7 +115,10 @@ pub fn write_cost(
         .iter()
         .filter(|u| u.table == activity.table)
         .collect();
-    let total_calls: f64 = on_table.iter().map(|u| u.calls_per_day).sum();
+    let total_calls: f64 = on_table
+        .iter()
+        .map(|u| u.calls_per_day)
+        .fold(0.0, |a, b| a + b);
     let lost_share = match columns {
         // No HOT update to lose.
         _ if hot == Some(0.0) => Some(0.0),
@@ -140,7 +143,8 @@ pub fn write_cost(
                 .iter()
                 .filter(|u| u.set_columns.iter().any(|c| cols.contains(c)))
                 .map(|u| u.calls_per_day)
-                .sum();
+                // From +0.0: an empty f64 sum is -0.0, and JSON would print it.
+                .fold(0.0, |a, b| a + b);
             Some(setting / total_calls)
         }
     };
@@ -209,6 +213,20 @@ mod tests {
         wal_bytes: 100.0,
         estimated: true,
     };
+
+    #[test]
+    fn no_update_of_a_covered_column_loses_zero_never_negative_zero() {
+        let cols = vec!["balance".to_owned()];
+        let w = write_cost(
+            &activity(),
+            Some(&cols),
+            1.0,
+            &[update(&["note"], 1.0)],
+            COST,
+        );
+        let lost = w.hot_updates_lost_per_day.unwrap();
+        assert!(lost == 0.0 && lost.is_sign_positive(), "{lost:?}");
+    }
 
     #[test]
     fn updates_that_set_a_covered_column_stop_being_hot() {
