@@ -23,6 +23,7 @@ use crate::sql::QueryKind;
 use super::compare::Progress;
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 use super::workload::{EngineOptions, measure_workload, prepare_queries};
+use crate::compare::workload::statements::Screening;
 
 /// The workload's queries and where each is written, read before connecting. A directory's
 /// queries go by their file names, a file's by its path (`#n` for the n-th of several).
@@ -169,7 +170,10 @@ async fn ready_queries(
             }
         }
     }
-    let mut prepared = prepare_queries(conn, limits, fresh, allow_writes)
+    // A check reads query files only: a file's query that cannot be planned is an error, never
+    // set aside, so nothing lands in the screening and every query comes back in order.
+    let mut screening = Screening::default();
+    let mut prepared = prepare_queries(conn, limits, fresh, allow_writes, &mut screening)
         .await?
         .into_iter();
     ready
