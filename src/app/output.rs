@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::report::TextOptions;
+use crate::report::guard::Guarded;
 
 /// Where a report goes: `--output FILE`, or standard output, buffered either way (stdout flushes
 /// at every newline otherwise, a system call per line of a long report). Text for a file is
@@ -25,15 +26,47 @@ pub fn report_destination(
     output: Option<&Path>,
     options: &TextOptions,
 ) -> Result<(Box<dyn Write>, TextOptions)> {
-    match output {
-        Some(path) if is_standard_output(path) => Ok((stdout(), *options)),
-        Some(path) => Ok((open(path)?, TextOptions::default())),
-        None => Ok((stdout(), *options)),
-    }
+    let (out, options) = match output {
+        Some(path) if is_standard_output(path) => (stdout(), *options),
+        Some(path) => (open(path)?, TextOptions::default()),
+        None => (stdout(), *options),
+    };
+    // Every report passes the guard, whatever its format: a renderer that forgets to escape a
+    // name still cannot write a raw control character.
+    Ok((Box::new(Guarded::new(out, options.color)), options))
 }
 
 fn stdout() -> Box<dyn Write> {
-    Box::new(BufWriter::new(io::stdout().lock()))
+    // A buffer of its own: a report is written in pieces of a line or less, and a large plan's
+    // JSON is a million of them.
+    Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock()))
+}
+
+/// Refuses, before any work, a file pgplan could not write once the work is done (`--save-plan`):
+/// a directory, a file in a directory that does not exist, or one the user may not write.
+pub fn check_file_destination(flag: &str, path: &Path) -> Result<()> {
+    let shown = path.display();
+    if path.as_os_str().is_empty() {
+        bail!("{flag}: the file name is empty");
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => bail!("{flag} {shown}: is a directory"),
+        Ok(_) => writable(path).with_context(|| format!("{flag} {shown}")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            match std::fs::metadata(dir) {
+                Ok(m) if m.is_dir() => writable(dir).with_context(|| {
+                    format!("{flag} {shown}: cannot create a file in {}", dir.display())
+                }),
+                Ok(_) => bail!("{flag} {shown}: {} is not a directory", dir.display()),
+                Err(e) => Err(e).with_context(|| format!("{flag} {shown}: {}", dir.display())),
+            }
+        }
+        Err(e) => Err(e).with_context(|| format!("{flag} {shown}")),
+    }
 }
 
 /// `/dev/stdout` and its aliases name pgplan's own standard output, whatever it is (a pipe, a

@@ -12,7 +12,7 @@ use crate::compare::{EstimateChange, Spread, Verdict};
 
 use super::compare::FiguresDoc;
 
-use super::format::{bytes, change, count, ms};
+use super::format::{bytes, change, count, ms, printable};
 use super::text::{align_numbers, new_table, write_table};
 use super::{Paint, TextOptions, markdown};
 
@@ -343,7 +343,7 @@ fn write_note(w: &WriteCost) -> String {
     };
     format!(
         "{}: {} inserts, {} updates ({} HOT), {} deletes per day; index entries per row {}; {cost}",
-        w.table,
+        printable(&w.table),
         opt_count(w.inserts_per_day),
         opt_count(w.updates_per_day),
         opt_count(w.hot_updates_per_day),
@@ -372,7 +372,9 @@ fn mode_line(report: &WorkloadReport) -> String {
 }
 
 fn one_line(text: &str) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Escaped before it is cut: a table cell must hold no escape sequence for the table to end
+    // with a reset of its own.
+    let joined = printable(&text.split_whitespace().collect::<Vec<_>>().join(" "));
     if joined.chars().count() > 70 {
         format!("{}…", joined.chars().take(69).collect::<String>())
     } else {
@@ -411,6 +413,8 @@ pub fn write_text(
     report: &WorkloadReport,
     options: &TextOptions,
 ) -> io::Result<()> {
+    // Index names are catalog names: escaped once here for every line that prints one.
+    let names: Vec<String> = report.names.iter().map(|n| printable(n)).collect();
     let paint = Paint::new(options.color);
     writeln!(
         out,
@@ -481,7 +485,7 @@ pub fn write_text(
         let [read, write, hot, net, regressions, size, build] = ranking_cells(report, j);
         table.add_row(vec![
             (position + 1).to_string(),
-            report.names[j.index].clone(),
+            names[j.index].clone(),
             verdict_word(&paint, j.verdict.verdict),
             read,
             write,
@@ -502,7 +506,7 @@ pub fn write_text(
             writeln!(
                 out,
                 "  {}: {}",
-                paint.bold(&report.names[i]),
+                paint.bold(&names[i]),
                 report.candidates[i].original
             )?;
             for line in error.lines() {
@@ -516,7 +520,7 @@ pub fn write_text(
             out,
             "{} {} — {}",
             paint.bold("Best:"),
-            paint.good(&report.names[best.index]),
+            paint.good(&names[best.index]),
             report.candidates[best.index].original
         )?,
         None => writeln!(
@@ -536,10 +540,10 @@ pub fn write_text(
             out,
             "{} {}  {}",
             paint.bold(&format!("{}.", position + 1)),
-            paint.bold(&report.names[j.index]),
+            paint.bold(&names[j.index]),
             verdict_word(&paint, j.verdict.verdict)
         )?;
-        writeln!(out, "  {}", report.candidates[j.index].original)?;
+        writeln!(out, "  {}", printable(&report.candidates[j.index].original))?;
         let mut facts = Vec::new();
         if let Some(b) = run.build_ms {
             facts.push(format!("built once in {}", ms(b)));
@@ -554,7 +558,7 @@ pub fn write_text(
                 "judged against the baseline measured again after {} changed the planner's estimates",
                 report.measurements.baselines[run.baseline]
                     .after
-                    .map(|i| report.names[i].as_str())
+                    .map(|i| names[i].as_str())
                     .unwrap_or("a build")
             )
         });
@@ -619,7 +623,7 @@ pub fn write_text(
                     .unwrap_or_else(|| "unknown".into()),
             )?;
             for note in &w.notes {
-                writeln!(out, "    - {note}")?;
+                writeln!(out, "    - {}", printable(note))?;
             }
         }
         if j.writes.is_empty() {
@@ -634,14 +638,20 @@ pub fn write_text(
             if s.why.is_empty() {
                 continue;
             }
-            writeln!(out, "  {} · {}: {}", q.source.id, s.label, s.why.join("; "))?;
+            writeln!(
+                out,
+                "  {} · {}: {}",
+                q.source.id,
+                printable(&s.label),
+                printable(&s.why.join("; "))
+            )?;
         }
     }
     if !report.warnings.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", paint.bold("Notes"))?;
         for w in &report.warnings {
-            writeln!(out, "  - {w}")?;
+            writeln!(out, "  - {}", printable(w))?;
         }
     }
     Ok(())
@@ -649,6 +659,7 @@ pub fn write_text(
 
 /// `pgplan compare --workload --format markdown`.
 pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Result<()> {
+    let names: Vec<String> = report.names.iter().map(|n| markdown::inline(n)).collect();
     writeln!(
         out,
         "### pgplan compare --workload — PostgreSQL {}",
@@ -678,9 +689,9 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         let [read, write, hot, net, regressions, size, build] = ranking_cells(report, j);
         writeln!(
             out,
-            "| {} | `{}` | {} | {read} | {write} | {hot} | {net} | {} | {size} | {build} |",
+            "| {} | {} | {} | {read} | {write} | {hot} | {net} | {} | {size} | {build} |",
             position + 1,
-            report.names[j.index],
+            markdown::code(&report.names[j.index]).replace('|', "\\|"),
             j.verdict.verdict.as_str(),
             markdown::cell(&regressions),
         )?;
@@ -688,8 +699,8 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
     for (i, error) in report.failed() {
         writeln!(
             out,
-            "| — | `{}` | failed | | | | | {} | | |",
-            report.names[i],
+            "| — | {} | failed | | | | | {} | | |",
+            markdown::code(&report.names[i]).replace('|', "\\|"),
             markdown::cell(error.lines().next().unwrap_or(error))
         )?;
     }
@@ -698,7 +709,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         writeln!(
             out,
             "<details><summary><code>{}</code>: {}</summary>",
-            report.names[j.index],
+            names[j.index],
             j.verdict.verdict.as_str()
         )?;
         writeln!(out)?;
