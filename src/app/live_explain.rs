@@ -25,6 +25,7 @@ use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
 use super::guard;
 use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
+use super::output::check_file_destination;
 
 /// What one live explain produced.
 pub struct LiveExplain {
@@ -221,6 +222,10 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
         allow_lasting_effects: args.allow_lasting_effects,
     })
     .map_err(|e| anyhow!("{e}"))?;
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
+    if let Some(path) = &args.save_plan {
+        check_file_destination("--save-plan", path)?;
+    }
     let params = resolve(&args.conn)?;
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
@@ -244,7 +249,6 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
             "planned, not run"
         }
     );
-    let (mut out, text_options) = report_destination(None, options)?;
     match args.format {
         Format::Text => {
             text::write_explain(&mut out, &title, &result.analysis, &text_options)?;
