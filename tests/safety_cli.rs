@@ -469,3 +469,37 @@ fn a_save_plan_path_that_cannot_be_written_is_refused_before_connecting() {
         &format!("pgplan: --save-plan {}: is a directory\n", d.display()),
     );
 }
+
+#[test]
+fn a_plan_file_over_the_limit_is_refused_without_being_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.json");
+    // Sparse: 1 GiB and one byte of zeros that take no disk, but would take 1 GiB of memory
+    // read whole.
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len((1 << 30) + 1)
+        .unwrap();
+    let out = run(&["explain", path.to_str().unwrap()]);
+    assert_error(
+        &out,
+        &format!(
+            "pgplan: {}: the plan is larger than 1 GiB, more than pgplan reads (PostgreSQL cannot \
+             send a plan this large: is it the right file?)\n",
+            path.display()
+        ),
+    );
+    // The largest child this test process waited for stayed far below the file's size (every
+    // other pgplan run here is a few megabytes).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes the struct it is given.
+    assert_eq!(
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
+        0
+    );
+    let max_resident_kib = usage.ru_maxrss;
+    assert!(
+        max_resident_kib < 256 * 1024,
+        "{max_resident_kib} KiB resident"
+    );
+}
