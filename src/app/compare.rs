@@ -686,6 +686,46 @@ async fn check_effects(
     .map_err(|e| anyhow!("{}", e.message))
 }
 
+/// Each `--drop-index` name looked up before the baseline runs: a missing index, or (for a real
+/// drop) one a constraint owns, is refused before any work rather than after the baseline.
+/// HypoPG hides a constraint's index as any other, so --hypothetical only needs it to exist.
+async fn check_drops(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+) -> Result<()> {
+    let names: Vec<&str> = request
+        .candidates
+        .iter()
+        .filter_map(|c| match c {
+            CandidateSpec::Drop { name } => Some(name.as_str()),
+            CandidateSpec::Create(_) => None,
+        })
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let targets = conn
+        .read_only(limits, async |client| {
+            let mut targets = Vec::new();
+            for name in &names {
+                targets.push(crate::db::drop_target::drop_target(client, name).await?);
+            }
+            Ok(targets)
+        })
+        .await
+        .map_err(|e| anyhow!("{}", e.message))?;
+    for (name, mut target) in names.iter().zip(targets) {
+        if request.mode == Mode::Hypothetical {
+            target.constraint_type = None;
+        }
+        if let Some(refusal) = crate::compare::drop_target::refusal(name, &target) {
+            bail!("{refusal}");
+        }
+    }
+    Ok(())
+}
+
 /// Measures the baseline and every candidate, and judges them.
 pub async fn run_compare(
     conn: &mut Connection,
@@ -694,6 +734,7 @@ pub async fn run_compare(
     progress: &Progress,
 ) -> Result<CompareReport> {
     check_server(conn, request)?;
+    check_drops(conn, request, limits).await?;
     let mut warnings = request.warnings.clone();
     warnings.extend(check_effects(conn, request, limits).await?);
     let (_, baseline) = measure(conn, request, limits, Setup::Baseline, progress, "baseline")

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, Read};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// The largest query or candidate file pgplan reads. PostgreSQL takes bigger statements, but no
 /// query worth measuring is this long; a larger file is almost surely the wrong file.

@@ -9,6 +9,7 @@ pub mod check;
 pub mod cluster;
 pub mod connect;
 pub mod conninfo;
+pub mod drop_target;
 pub mod effects;
 pub mod error;
 pub mod explain;
