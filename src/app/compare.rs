@@ -737,13 +737,19 @@ pub async fn run_compare(
     check_drops(conn, request, limits).await?;
     let mut warnings = request.warnings.clone();
     warnings.extend(check_effects(conn, request, limits).await?);
-    let (_, baseline) = measure(conn, request, limits, Setup::Baseline, progress, "baseline")
-        .await
-        .map_err(|e| {
-            // The error goes to stderr on its own line, not after a progress message.
-            progress.clear();
-            anyhow!("the query failed in the baseline run: {e}")
-        })?;
+    let (_, baseline) =
+        match measure(conn, request, limits, Setup::Baseline, progress, "baseline").await {
+            Ok(measured) => measured,
+            Err(e) => {
+                // The error goes to stderr on its own line, not after a progress message.
+                progress.clear();
+                let held = super::lock_wait::explain(conn, limits, &[], &e).await;
+                bail!(
+                    "the query failed in the baseline run: {e}{}",
+                    held.map(|h| format!("\n{h}")).unwrap_or_default()
+                );
+            }
+        };
     let tables = watched_tables(request, &baseline);
     let initial = read_estimates(conn, limits, &tables).await?;
     let analyzed = analyzed_tables(request);
@@ -816,7 +822,17 @@ pub async fn run_compare(
                     name,
                 })
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => {
+                let tables: Vec<String> = match spec {
+                    CandidateSpec::Create(c) => vec![c.table.clone()],
+                    CandidateSpec::Drop { .. } => Vec::new(),
+                };
+                let held = super::lock_wait::explain(conn, limits, &tables, &e).await;
+                Err(match held {
+                    Some(h) => format!("{e}\n{h}"),
+                    None => e.to_string(),
+                })
+            }
         };
         let shown = match &result {
             Ok(run) => run.name.clone(),

@@ -148,13 +148,17 @@ pub async fn run_live_explain(
     } else {
         conn.read_only(limits, work).await
     };
-    let (raw_plan, mut analysis, facts, checked) = outcome.map_err(|e| {
-        if e.context == guard::CHECK_CONTEXT {
-            anyhow!("{}", e.message)
-        } else {
-            anyhow!("the query failed: {e}")
+    let (raw_plan, mut analysis, facts, checked) = match outcome {
+        Ok(done) => done,
+        Err(e) if e.context == guard::CHECK_CONTEXT => bail!("{}", e.message),
+        Err(e) => {
+            let held = super::lock_wait::explain(conn, limits, &[], &e).await;
+            bail!(
+                "the query failed: {e}{}",
+                held.map(|h| format!("\n{h}")).unwrap_or_default()
+            );
         }
-    })?;
+    };
     enrich(&mut analysis, &facts);
     let index_scans = index_scans_counted(&analysis);
     let dead = dead_versions(&analysis);

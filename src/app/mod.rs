@@ -12,6 +12,7 @@ pub mod info;
 pub mod input;
 pub mod live;
 pub mod live_explain;
+pub mod lock_wait;
 pub mod offline;
 pub mod output;
 pub mod stats;

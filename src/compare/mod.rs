@@ -3,6 +3,7 @@
 //! decided on pages touched, never on estimated cost.
 
 pub mod drop_target;
+pub mod lock_timeout;
 pub mod noise;
 pub mod request;
 pub mod workload;

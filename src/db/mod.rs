@@ -16,6 +16,7 @@ pub mod explain;
 pub mod facts;
 pub mod fetch;
 pub mod live;
+pub mod lock_holders;
 pub mod pgpass;
 pub mod retry;
 pub mod service;
