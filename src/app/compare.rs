@@ -671,7 +671,13 @@ async fn check_effects(
         let mut leftovers = Leftovers::default();
         let result = match statement(client, request, &mut leftovers).await {
             Ok(statement) => {
-                guard::check_calls(client, &statement, request.allow_lasting_effects).await
+                guard::check_calls(
+                    client,
+                    &statement,
+                    request.allow_lasting_effects,
+                    request.allow_writes,
+                )
+                .await
             }
             // A query that cannot even be prepared runs nothing: the baseline reports its error.
             Err(_) => Ok(Vec::new()),

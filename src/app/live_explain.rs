@@ -91,7 +91,13 @@ async fn explain_in(
         // The functions the query calls, judged before it runs (refused when their effects
         // would outlive the rollback); a plan that is not run executes nothing.
         let checked = if request.runs() {
-            guard::check_calls(client, &statement, request.allow_lasting_effects).await?
+            guard::check_calls(
+                client,
+                &statement,
+                request.allow_lasting_effects,
+                request.writes(),
+            )
+            .await?
         } else {
             Vec::new()
         };

@@ -308,7 +308,13 @@ async fn measure_sample(
         };
         if measured {
             // The functions it calls, judged before anything of it runs.
-            super::guard::check_calls(client, &statement, options.allow_lasting_effects).await?;
+            super::guard::check_calls(
+                client,
+                &statement,
+                options.allow_lasting_effects,
+                options.allow_writes,
+            )
+            .await?;
         }
         let sql = explain_sql(&statement, measured);
         let total = if measured { 1 + runs } else { 1 };
