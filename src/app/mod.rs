@@ -15,6 +15,7 @@ pub mod live_explain;
 pub mod lock_wait;
 pub mod offline;
 pub mod output;
+pub mod probe_guard;
 pub mod stats;
 pub mod workload;
 

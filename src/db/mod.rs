@@ -24,4 +24,5 @@ pub mod session;
 pub mod stats;
 pub mod tls;
 pub mod workload;
+pub mod write_probe;
 pub mod x509;

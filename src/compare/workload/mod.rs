@@ -6,6 +6,7 @@
 //! query measured inside it) and [`judge`] turns into a report.
 
 pub mod params;
+pub mod probe_guard;
 pub mod source;
 pub mod updates;
 pub mod verdict;
