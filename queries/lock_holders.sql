@@ -3,11 +3,12 @@
 -- an index build could have waited for. $1 (text[]) names tables whose every lock but ACCESS
 -- SHARE counts (CREATE INDEX's SHARE lock waits for any writer); on other relations only the
 -- modes that block a write (SHARE and stronger). Returns up to 5 rows, strongest and oldest
--- first: relation (schema-qualified, quoted where needed), pid (NULL for a prepared transaction), mode,
+-- first: schema_name, table_name, pid (NULL for a prepared transaction), mode,
 -- application_name, xact_age_seconds (NULL when not readable by this role).
 -- Minimum server version: 13. Readable by any role (other roles' sessions' details need
 -- pg_read_all_stats).
-SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname) AS relation,
+SELECT n.nspname::text AS schema_name,
+       c.relname::text AS table_name,
        l.pid,
        l.mode,
        a.application_name::text AS application_name,

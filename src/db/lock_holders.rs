@@ -6,6 +6,20 @@ use tokio_postgres::types::Type;
 
 use super::session::SessionError;
 use crate::compare::lock_timeout::LockHolder;
+use crate::sql::quote_ident_to_show;
+
+/// An application_name as text for a person: control characters escaped (`\u{1b}`).
+fn escaped_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
 
 const LOCK_HOLDERS_SQL: &str = include_str!("../../queries/lock_holders.sql");
 
@@ -20,11 +34,17 @@ pub async fn lock_holders(
     Ok(rows
         .iter()
         .map(|r| LockHolder {
-            relation: r.get(0),
-            pid: r.get(1),
-            mode: r.get(2),
-            application_name: r.get(3),
-            xact_age_seconds: r.get(4),
+            // Shown to a person: a control character in a name is written as PostgreSQL's
+            // Unicode escape, never raw.
+            relation: format!(
+                "{}.{}",
+                quote_ident_to_show(r.get(0)),
+                quote_ident_to_show(r.get(1))
+            ),
+            pid: r.get(2),
+            mode: r.get(3),
+            application_name: r.get::<_, Option<String>>(4).map(|a| escaped_controls(&a)),
+            xact_age_seconds: r.get(5),
         })
         .collect())
 }
