@@ -105,6 +105,9 @@ pub struct ExplainArgs {
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 
     /// Exit with code 1 when a finding is at least this severe.
     #[arg(long, value_enum)]
@@ -152,6 +155,9 @@ pub struct DiffArgs {
 
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
 
     /// Exit with code 1 when the after plan touches more than PERCENT% more pages than the before
     /// plan (or, without buffer counts, takes that much longer).

@@ -299,13 +299,48 @@ pub fn rows_for<'a>(call: &Call, rows: &'a [FunctionRow]) -> Vec<&'a FunctionRow
 pub struct Verdict {
     pub lasting: Vec<(String, &'static str)>,
     pub volatile: Vec<String>,
+    /// The query runs in a read-write transaction (`--allow-writes`), rolled back afterwards.
+    pub writable: bool,
+    /// Sequence functions that advance a sequence for good in a writable transaction
+    /// (`nextval`): run, and said.
+    pub advancing: Vec<String>,
 }
 
+/// `setval` in a read-write transaction: PostgreSQL's sequence operations are never rolled back
+/// ("to avoid blocking concurrent transactions", the manual's words), so the rollback leaves
+/// the sequence where the query set it.
+const SETVAL: &str = "sets a sequence's value, which no rollback undoes (sequence changes are not      transactional): the value stays, and an INSERT that takes the next one may collide with a      row that exists";
+
+/// `nextval` in a read-write transaction.
+const NEXTVAL: &str = "advances its sequence, which no rollback undoes: the values it took are      skipped for good (gaps in the ids), and pgplan's runs take one per row and run";
+
 pub fn judge(calls: &[Call], rows: &[FunctionRow]) -> Verdict {
-    let mut verdict = Verdict::default();
+    judge_in(calls, rows, false)
+}
+
+/// [`judge`] for a query that runs in a read-write transaction when `writable`: what the
+/// read-only transaction stopped (`setval`, `nextval`) then runs.
+pub fn judge_in(calls: &[Call], rows: &[FunctionRow], writable: bool) -> Verdict {
+    let mut verdict = Verdict {
+        writable,
+        ..Verdict::default()
+    };
     for call in calls {
         for row in rows_for(call, rows) {
             let shown = row.display();
+            let sequence = writable && row.schema == "pg_catalog" && row.extension.is_none();
+            if sequence && row.name == "setval" {
+                if !verdict.lasting.iter().any(|(n, _)| n == &shown) {
+                    verdict.lasting.push((shown, SETVAL));
+                }
+                continue;
+            }
+            if sequence && row.name == "nextval" {
+                if !verdict.advancing.contains(&shown) {
+                    verdict.advancing.push(shown);
+                }
+                continue;
+            }
             match classify(row) {
                 Effect::Lasting(reason) => {
                     if !verdict.lasting.iter().any(|(n, _)| n == &shown) {
@@ -349,12 +384,28 @@ impl Verdict {
         if self.volatile.is_empty() {
             return None;
         }
+        let transaction = if self.writable {
+            "they ran in a read-write transaction (--allow-writes) that was rolled back, so \
+             their table writes were undone"
+        } else {
+            "they ran in a read-only transaction that was rolled back, so writes fail"
+        };
         Some(format!(
             "the query calls volatile functions ({}): each run may differ, and pgplan cannot see \
-             what they do inside; they ran in a read-only transaction that was rolled back, so \
-             writes fail, but effects that no rollback undoes (a function calling dblink, say) \
-             are not caught",
+             what they do inside; {transaction}, but effects that no rollback undoes (a function \
+             calling dblink, say) are not caught",
             self.volatile.join(", ")
+        ))
+    }
+
+    /// The note for `nextval` in a read-write transaction.
+    pub fn advancing_note(&self) -> Option<String> {
+        if self.advancing.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "--allow-writes: the query calls {}, which {NEXTVAL}",
+            self.advancing.join(", ")
         ))
     }
 }
@@ -427,6 +478,36 @@ mod tests {
             schema: schema.map(Into::into),
             name: name.into(),
         }
+    }
+
+    #[test]
+    fn sequence_functions_are_judged_by_the_transaction_they_run_in() {
+        let rows = [
+            row("pg_catalog", "setval", 'v', None),
+            row("pg_catalog", "nextval", 'v', None),
+        ];
+        let calls = [call(None, "setval"), call(None, "nextval")];
+        // Read-only: both fail there, nothing to refuse.
+        let read_only = judge(&calls, &rows);
+        assert!(read_only.lasting.is_empty() && read_only.advancing.is_empty());
+        assert!(
+            read_only
+                .volatile_note()
+                .unwrap()
+                .contains("read-only transaction")
+        );
+        // Read-write (--allow-writes): setval is refused, nextval said.
+        let writable = judge_in(&calls, &rows, true);
+        assert_eq!(writable.lasting.len(), 1);
+        assert_eq!(writable.lasting[0].0, "pg_catalog.setval()");
+        assert!(writable.refusal("--allow-lasting-effects").is_some());
+        assert!(
+            writable
+                .advancing_note()
+                .unwrap()
+                .contains("pg_catalog.nextval(), which advances its sequence")
+        );
+        assert_eq!(writable.volatile_note(), None);
     }
 
     #[test]

@@ -362,3 +362,144 @@ fn param_on_a_query_without_parameters_says_so() {
          --param, or write the query with $1 where the value goes\n",
     );
 }
+
+fn story(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/story")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn a_completion_script_read_only_in_part_is_a_quiet_success() {
+    // `pgplan completions bash | head -1`: the reader closes the pipe after one line.
+    let mut child = Command::new(bin())
+        .args(["completions", "bash"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stderr(&out), "");
+}
+
+#[test]
+fn explain_and_diff_write_their_report_to_the_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let before = story("before.pg16.json");
+    let after = story("status_index.pg16.json");
+    let report = dir.path().join("explain.md");
+    let out = run(&[
+        "explain",
+        &before,
+        "--format",
+        "markdown",
+        "-o",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    let written = std::fs::read_to_string(&report).unwrap();
+    assert!(written.starts_with("### Plan `"), "{written}");
+    let report = dir.path().join("diff.txt");
+    let out = run(&[
+        "diff",
+        &before,
+        &after,
+        "--output",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+    assert!(!std::fs::read_to_string(&report).unwrap().is_empty());
+    // A destination that cannot be written is refused before the plans are read.
+    let missing = dir.path().join("no/such/dir/r.txt");
+    let out = run(&[
+        "diff",
+        "no-such-plan.json",
+        &after,
+        "-o",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).starts_with("pgplan: --output "),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_save_plan_path_that_cannot_be_written_is_refused_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let query = d.join("q.sql");
+    std::fs::write(&query, "SELECT 1").unwrap();
+    let conninfo = format!("host={} dbname=x", d.join("nowhere").display());
+    let missing = d.join("no/such/plan.json");
+    let out = run(&[
+        "explain",
+        "-d",
+        &conninfo,
+        query.to_str().unwrap(),
+        "--save-plan",
+        missing.to_str().unwrap(),
+    ]);
+    assert_error(
+        &out,
+        &format!(
+            "pgplan: --save-plan {}: {}: No such file or directory (os error 2)\n",
+            missing.display(),
+            d.join("no/such").display()
+        ),
+    );
+    let out = run(&[
+        "explain",
+        "-d",
+        &conninfo,
+        query.to_str().unwrap(),
+        "--save-plan",
+        d.to_str().unwrap(),
+    ]);
+    assert_error(
+        &out,
+        &format!("pgplan: --save-plan {}: is a directory\n", d.display()),
+    );
+}
+
+#[test]
+fn a_plan_file_over_the_limit_is_refused_without_being_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.json");
+    // Sparse: 1 GiB and one byte of zeros that take no disk, but would take 1 GiB of memory
+    // read whole.
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len((1 << 30) + 1)
+        .unwrap();
+    let out = run(&["explain", path.to_str().unwrap()]);
+    assert_error(
+        &out,
+        &format!(
+            "pgplan: {}: the plan is larger than 1 GiB, more than pgplan reads (PostgreSQL cannot \
+             send a plan this large: is it the right file?)\n",
+            path.display()
+        ),
+    );
+    // The largest child this test process waited for stayed far below the file's size (every
+    // other pgplan run here is a few megabytes).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage writes the struct it is given.
+    assert_eq!(
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
+        0
+    );
+    let max_resident_kib = usage.ru_maxrss;
+    assert!(
+        max_resident_kib < 256 * 1024,
+        "{max_resident_kib} KiB resident"
+    );
+}

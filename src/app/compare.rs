@@ -671,7 +671,13 @@ async fn check_effects(
         let mut leftovers = Leftovers::default();
         let result = match statement(client, request, &mut leftovers).await {
             Ok(statement) => {
-                guard::check_calls(client, &statement, request.allow_lasting_effects).await
+                guard::check_calls(
+                    client,
+                    &statement,
+                    request.allow_lasting_effects,
+                    request.allow_writes,
+                )
+                .await
             }
             // A query that cannot even be prepared runs nothing: the baseline reports its error.
             Err(_) => Ok(Vec::new()),
@@ -686,6 +692,46 @@ async fn check_effects(
     .map_err(|e| anyhow!("{}", e.message))
 }
 
+/// Each `--drop-index` name looked up before the baseline runs: a missing index, or (for a real
+/// drop) one a constraint owns, is refused before any work rather than after the baseline.
+/// HypoPG hides a constraint's index as any other, so --hypothetical only needs it to exist.
+async fn check_drops(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+) -> Result<()> {
+    let names: Vec<&str> = request
+        .candidates
+        .iter()
+        .filter_map(|c| match c {
+            CandidateSpec::Drop { name } => Some(name.as_str()),
+            CandidateSpec::Create(_) => None,
+        })
+        .collect();
+    if names.is_empty() {
+        return Ok(());
+    }
+    let targets = conn
+        .read_only(limits, async |client| {
+            let mut targets = Vec::new();
+            for name in &names {
+                targets.push(crate::db::drop_target::drop_target(client, name).await?);
+            }
+            Ok(targets)
+        })
+        .await
+        .map_err(|e| anyhow!("{}", e.message))?;
+    for (name, mut target) in names.iter().zip(targets) {
+        if request.mode == Mode::Hypothetical {
+            target.constraint_type = None;
+        }
+        if let Some(refusal) = crate::compare::drop_target::refusal(name, &target) {
+            bail!("{refusal}");
+        }
+    }
+    Ok(())
+}
+
 /// Measures the baseline and every candidate, and judges them.
 pub async fn run_compare(
     conn: &mut Connection,
@@ -694,15 +740,22 @@ pub async fn run_compare(
     progress: &Progress,
 ) -> Result<CompareReport> {
     check_server(conn, request)?;
+    check_drops(conn, request, limits).await?;
     let mut warnings = request.warnings.clone();
     warnings.extend(check_effects(conn, request, limits).await?);
-    let (_, baseline) = measure(conn, request, limits, Setup::Baseline, progress, "baseline")
-        .await
-        .map_err(|e| {
-            // The error goes to stderr on its own line, not after a progress message.
-            progress.clear();
-            anyhow!("the query failed in the baseline run: {e}")
-        })?;
+    let (_, baseline) =
+        match measure(conn, request, limits, Setup::Baseline, progress, "baseline").await {
+            Ok(measured) => measured,
+            Err(e) => {
+                // The error goes to stderr on its own line, not after a progress message.
+                progress.clear();
+                let held = super::lock_wait::explain(conn, limits, &[], &e).await;
+                bail!(
+                    "the query failed in the baseline run: {e}{}",
+                    held.map(|h| format!("\n{h}")).unwrap_or_default()
+                );
+            }
+        };
     let tables = watched_tables(request, &baseline);
     let initial = read_estimates(conn, limits, &tables).await?;
     let analyzed = analyzed_tables(request);
@@ -775,7 +828,17 @@ pub async fn run_compare(
                     name,
                 })
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => {
+                let tables: Vec<String> = match spec {
+                    CandidateSpec::Create(c) => vec![c.table.clone()],
+                    CandidateSpec::Drop { .. } => Vec::new(),
+                };
+                let held = super::lock_wait::explain(conn, limits, &tables, &e).await;
+                Err(match held {
+                    Some(h) => format!("{e}\n{h}"),
+                    None => e.to_string(),
+                })
+            }
         };
         let shown = match &result {
             Ok(run) => run.name.clone(),

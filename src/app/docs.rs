@@ -13,8 +13,13 @@ use crate::exit;
 
 pub fn completions(args: CompletionsArgs) -> Result<u8> {
     let mut command = Cli::command();
+    // Generated into memory first: clap_complete panics when its writer fails, and a reader
+    // that stops early (`| head -1`) closes the pipe; write_all's BrokenPipe error is the quiet
+    // exit every other report gets.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "pgplan", &mut script);
     let mut out = io::stdout().lock();
-    clap_complete::generate(args.shell, &mut command, "pgplan", &mut out);
+    out.write_all(&script)?;
     out.flush()?;
     Ok(exit::SUCCESS)
 }

@@ -8,7 +8,7 @@ use tokio_postgres::Client;
 
 use crate::db::explain::{explain, explain_sql, run};
 use crate::db::session::SessionError;
-use crate::effects::{calls_in_plan, judge};
+use crate::effects::{calls_in_plan, judge_in};
 
 /// The flag that accepts functions whose effects outlive the rollback.
 pub const ACCEPT_FLAG: &str = "--allow-lasting-effects";
@@ -28,6 +28,7 @@ pub async fn check_calls(
     client: &Client,
     statement: &str,
     accept: bool,
+    writable: bool,
 ) -> Result<Vec<String>, SessionError> {
     let context = "reading the query's plan to see which functions it calls";
     run(client, "SAVEPOINT pgplan_check", "setting a savepoint").await?;
@@ -54,7 +55,7 @@ pub async fn check_calls(
     let mut names: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
     names.dedup();
     let rows = crate::db::effects::function_rows(client, &names).await?;
-    let verdict = judge(&calls, &rows);
+    let verdict = judge_in(&calls, &rows, writable);
     let mut notes = Vec::new();
     if let Some(refusal) = verdict.refusal(ACCEPT_FLAG) {
         if !accept {
@@ -71,6 +72,7 @@ pub async fn check_calls(
             ));
         }
     }
+    notes.extend(verdict.advancing_note());
     notes.extend(verdict.volatile_note());
     Ok(notes)
 }

@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, Read};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 /// The largest query or candidate file pgplan reads. PostgreSQL takes bigger statements, but no
 /// query worth measuring is this long; a larger file is almost surely the wrong file.
@@ -22,6 +22,15 @@ pub fn read_text(arg: &str, what: &str, limit: u64) -> Result<(String, String)> 
         ("standard input".to_owned(), bytes)
     } else {
         let file = std::fs::File::open(arg).with_context(|| format!("reading {arg}"))?;
+        // A regular file's size says it is too large before a byte is read: refused at once,
+        // not after reading up to the limit (1 GiB resident for a plan). A file that grows while
+        // it is read is still stopped at the limit by the bounded read.
+        if file
+            .metadata()
+            .is_ok_and(|m| m.is_file() && m.len() > limit)
+        {
+            return Err(too_large(arg, what, limit));
+        }
         // Room for the whole file at once (a plan can be hundreds of megabytes): growing the
         // buffer by doubling would leave up to half of it allocated for nothing.
         let size = file.metadata().map_or(0, |m| m.len()).min(limit);
@@ -30,17 +39,21 @@ pub fn read_text(arg: &str, what: &str, limit: u64) -> Result<(String, String)> 
         (arg.to_owned(), bytes)
     };
     let Some(bytes) = bytes else {
-        bail!(
-            "{name}: {what} is larger than {}, more than pgplan reads{}",
-            limit_text(limit),
-            if limit == PLAN_LIMIT_BYTES {
-                " (PostgreSQL cannot send a plan this large: is it the right file?)"
-            } else {
-                "; is it the right file?"
-            }
-        );
+        return Err(too_large(&name, what, limit));
     };
     Ok((name.clone(), text_of(&name, bytes)?))
+}
+
+fn too_large(name: &str, what: &str, limit: u64) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{name}: {what} is larger than {}, more than pgplan reads{}",
+        limit_text(limit),
+        if limit == PLAN_LIMIT_BYTES {
+            " (PostgreSQL cannot send a plan this large: is it the right file?)"
+        } else {
+            "; is it the right file?"
+        }
+    )
 }
 
 /// The plan file `arg` read without the white space between JSON's tokens, when it looks like

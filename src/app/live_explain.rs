@@ -25,6 +25,7 @@ use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
 use super::guard;
 use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
+use super::output::check_file_destination;
 
 /// What one live explain produced.
 pub struct LiveExplain {
@@ -90,7 +91,13 @@ async fn explain_in(
         // The functions the query calls, judged before it runs (refused when their effects
         // would outlive the rollback); a plan that is not run executes nothing.
         let checked = if request.runs() {
-            guard::check_calls(client, &statement, request.allow_lasting_effects).await?
+            guard::check_calls(
+                client,
+                &statement,
+                request.allow_lasting_effects,
+                request.writes(),
+            )
+            .await?
         } else {
             Vec::new()
         };
@@ -147,13 +154,17 @@ pub async fn run_live_explain(
     } else {
         conn.read_only(limits, work).await
     };
-    let (raw_plan, mut analysis, facts, checked) = outcome.map_err(|e| {
-        if e.context == guard::CHECK_CONTEXT {
-            anyhow!("{}", e.message)
-        } else {
-            anyhow!("the query failed: {e}")
+    let (raw_plan, mut analysis, facts, checked) = match outcome {
+        Ok(done) => done,
+        Err(e) if e.context == guard::CHECK_CONTEXT => bail!("{}", e.message),
+        Err(e) => {
+            let held = super::lock_wait::explain(conn, limits, &[], &e).await;
+            bail!(
+                "the query failed: {e}{}",
+                held.map(|h| format!("\n{h}")).unwrap_or_default()
+            );
         }
-    })?;
+    };
     enrich(&mut analysis, &facts);
     let index_scans = index_scans_counted(&analysis);
     let dead = dead_versions(&analysis);
@@ -221,6 +232,10 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
         allow_lasting_effects: args.allow_lasting_effects,
     })
     .map_err(|e| anyhow!("{e}"))?;
+    let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
+    if let Some(path) = &args.save_plan {
+        check_file_destination("--save-plan", path)?;
+    }
     let params = resolve(&args.conn)?;
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
@@ -244,7 +259,6 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
             "planned, not run"
         }
     );
-    let (mut out, text_options) = report_destination(None, options)?;
     match args.format {
         Format::Text => {
             text::write_explain(&mut out, &title, &result.analysis, &text_options)?;

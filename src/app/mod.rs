@@ -12,8 +12,10 @@ pub mod info;
 pub mod input;
 pub mod live;
 pub mod live_explain;
+pub mod lock_wait;
 pub mod offline;
 pub mod output;
+pub mod probe_guard;
 pub mod stats;
 pub mod workload;
 

@@ -1,8 +1,9 @@
 //! `pgplan explain` and `pgplan diff`: saved plans in, reports out, no database.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use super::input::{PLAN_LIMIT_BYTES, compact_json_file, read_text};
+use super::output::report_destination;
 
 use anyhow::{Result, bail};
 
@@ -60,10 +61,10 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
              query file, or leave {flag} out to read a saved plan"
         );
     }
+    let (mut out, options) = report_destination(args.output.as_deref(), options)?;
     let (title, analysis) = read_chosen_plan(&args.plan, args.plan_number)?;
-    let mut out = buffered_stdout();
     match args.format {
-        Format::Text => text::write_explain(&mut out, &title, &analysis, options)?,
+        Format::Text => text::write_explain(&mut out, &title, &analysis, &options)?,
         Format::Json => write_json(&mut out, &wire::ExplainDoc::new(&analysis))?,
         Format::Markdown => markdown::write_explain(&mut out, &title, &analysis)?,
         Format::Html => html::write_explain(&mut out, &title, &analysis)?,
@@ -83,13 +84,13 @@ pub fn diff(args: DiffArgs, options: &TextOptions) -> Result<u8> {
     if args.before == "-" && args.after == "-" {
         bail!("only one of the two plans can come from standard input (-)");
     }
+    let (mut out, options) = report_destination(args.output.as_deref(), options)?;
     let (before_title, before) = read_plan_input(&args.before)?;
     let (after_title, after) = read_plan_input(&args.after)?;
     let comparison = Comparison::of(before, after);
-    let mut out = buffered_stdout();
     let titles = (before_title.as_str(), after_title.as_str());
     match args.format {
-        Format::Text => text::write_diff(&mut out, titles, &comparison, options)?,
+        Format::Text => text::write_diff(&mut out, titles, &comparison, &options)?,
         Format::Json => write_json(&mut out, &wire::DiffDoc::new(&comparison))?,
         Format::Markdown => markdown::write_diff(&mut out, titles, &comparison)?,
         Format::Html => html::write_diff(&mut out, titles, &comparison)?,
@@ -108,13 +109,6 @@ pub fn diff(args: DiffArgs, options: &TextOptions) -> Result<u8> {
 /// by one just before the exit that frees everything anyway.
 fn leave_to_exit<T>(value: T) {
     std::mem::forget(value);
-}
-
-/// Standard output with a buffer of its own: a report is written in pieces of a line or less,
-/// and standard output alone (line-buffered) would make a system call for each line, a million
-/// of them for a large plan's JSON.
-fn buffered_stdout() -> io::BufWriter<io::StdoutLock<'static>> {
-    io::BufWriter::with_capacity(1 << 16, io::stdout().lock())
 }
 
 /// Whether the after plan is worse by more than `percent`: pages touched when both plans have

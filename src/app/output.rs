@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::report::TextOptions;
+use crate::report::guard::Guarded;
 
 /// Where a report goes: `--output FILE`, or standard output, buffered either way (stdout flushes
 /// at every newline otherwise, a system call per line of a long report). Text for a file is
@@ -25,15 +26,47 @@ pub fn report_destination(
     output: Option<&Path>,
     options: &TextOptions,
 ) -> Result<(Box<dyn Write>, TextOptions)> {
-    match output {
-        Some(path) if is_standard_output(path) => Ok((stdout(), *options)),
-        Some(path) => Ok((open(path)?, TextOptions::default())),
-        None => Ok((stdout(), *options)),
-    }
+    let (out, options) = match output {
+        Some(path) if is_standard_output(path) => (stdout(), *options),
+        Some(path) => (open(path)?, TextOptions::default()),
+        None => (stdout(), *options),
+    };
+    // Every report passes the guard, whatever its format: a renderer that forgets to escape a
+    // name still cannot write a raw control character.
+    Ok((Box::new(Guarded::new(out, options.color)), options))
 }
 
 fn stdout() -> Box<dyn Write> {
-    Box::new(BufWriter::new(io::stdout().lock()))
+    // A buffer of its own: a report is written in pieces of a line or less, and a large plan's
+    // JSON is a million of them.
+    Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock()))
+}
+
+/// Refuses, before any work, a file pgplan could not write once the work is done (`--save-plan`):
+/// a directory, a file in a directory that does not exist, or one the user may not write.
+pub fn check_file_destination(flag: &str, path: &Path) -> Result<()> {
+    let shown = path.display();
+    if path.as_os_str().is_empty() {
+        bail!("{flag}: the file name is empty");
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => bail!("{flag} {shown}: is a directory"),
+        Ok(_) => writable(path).with_context(|| format!("{flag} {shown}")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let dir = match path.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d,
+                _ => Path::new("."),
+            };
+            match std::fs::metadata(dir) {
+                Ok(m) if m.is_dir() => writable(dir).with_context(|| {
+                    format!("{flag} {shown}: cannot create a file in {}", dir.display())
+                }),
+                Ok(_) => bail!("{flag} {shown}: {} is not a directory", dir.display()),
+                Err(e) => Err(e).with_context(|| format!("{flag} {shown}: {}", dir.display())),
+            }
+        }
+        Err(e) => Err(e).with_context(|| format!("{flag} {shown}")),
+    }
 }
 
 /// `/dev/stdout` and its aliases name pgplan's own standard output, whatever it is (a pipe, a
@@ -114,17 +147,23 @@ fn writable(path: &Path) -> io::Result<()> {
 /// within one file system). The temporary has a random name, is created with `O_EXCL` (so a
 /// link planted at a guessed name is never followed), starts with a dot and ends in `.tmp`
 /// (no `*.prom` pattern matches it), and gets the replaced file's permission bits, or for a new
-/// file the umask's, as any file the shell creates.
+/// file the umask's, as any file the shell creates. It is created when the report is written,
+/// not when the destination is checked: a run killed (`kill -9`) while it measures leaves no
+/// empty temporary behind.
 struct Replacement {
     file: Option<tempfile::NamedTempFile>,
     writer: Option<BufWriter<File>>,
     destination: PathBuf,
+    dir: PathBuf,
+    /// The replaced file's permission bits and owner, or `None` for a new file.
+    existing: Option<(u32, u32, u32)>,
+    written: bool,
 }
 
 impl Replacement {
     fn create(destination: &Path, existing: Option<&std::fs::Metadata>) -> Result<Self> {
         let shown = destination.display();
-        let name = destination
+        destination
             .file_name()
             .with_context(|| format!("--output {shown}: names no file"))?;
         if existing.is_some() {
@@ -136,50 +175,86 @@ impl Replacement {
             Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
             _ => PathBuf::from("."),
         };
-        let mode = existing.map_or(0o666, |m| m.mode() & 0o7777);
-        let file = tempfile::Builder::new()
-            .prefix(&format!(".{}.", name.to_string_lossy()))
-            .suffix(".tmp")
-            .permissions(Permissions::from_mode(mode))
-            .tempfile_in(&dir)
-            // tempfile adds the random name to its errors; the directory says all there is.
-            .map_err(without_path)
-            .with_context(|| {
-                format!(
-                    "--output {shown}: cannot create a file in {}",
-                    dir.display()
-                )
-            })?;
-        if let Some(m) = existing {
-            // Exactly the old bits (the umask applied at creation), and the old owner when
-            // pgplan may give it (root replacing another user's file).
-            let handle = file.as_file();
-            handle
-                .set_permissions(Permissions::from_mode(mode))
-                .with_context(|| format!("--output {shown}: setting permissions"))?;
-            // SAFETY: geteuid has no preconditions.
-            if m.uid() != unsafe { libc::geteuid() } || m.gid() != unsafe { libc::getegid() } {
-                let _ = std::os::unix::fs::fchown(handle, Some(m.uid()), Some(m.gid()));
-            }
-        }
-        let writer = BufWriter::new(file.reopen().with_context(|| format!("--output {shown}"))?);
+        // What creating the temporary needs, checked now, before any work.
+        let usable = match std::fs::metadata(&dir) {
+            Ok(m) if !m.is_dir() => Err(io::Error::from(io::ErrorKind::NotADirectory)),
+            Ok(_) => writable(&dir),
+            Err(e) => Err(e),
+        };
+        usable.with_context(|| {
+            format!(
+                "--output {shown}: cannot create a file in {}",
+                dir.display()
+            )
+        })?;
         Ok(Self {
-            file: Some(file),
-            writer: Some(writer),
+            file: None,
+            writer: None,
             destination: destination.to_owned(),
+            dir,
+            existing: existing.map(|m| (m.mode() & 0o7777, m.uid(), m.gid())),
+            written: false,
         })
+    }
+
+    /// The temporary, created at the first write.
+    fn writer(&mut self) -> io::Result<&mut BufWriter<File>> {
+        if self.written {
+            return Err(io::Error::other("the report was already written"));
+        }
+        if self.writer.is_none() {
+            let name = self
+                .destination
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let mode = self.existing.map_or(0o666, |(mode, _, _)| mode);
+            let creating = |e: io::Error| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "--output {}: cannot create a file in {}: {}",
+                        self.destination.display(),
+                        self.dir.display(),
+                        without_path(e)
+                    ),
+                )
+            };
+            let file = tempfile::Builder::new()
+                .prefix(&format!(".{name}."))
+                .suffix(".tmp")
+                .permissions(Permissions::from_mode(mode))
+                .tempfile_in(&self.dir)
+                .map_err(creating)?;
+            if let Some((mode, uid, gid)) = self.existing {
+                // Exactly the old bits (the umask applied at creation), and the old owner when
+                // pgplan may give it (root replacing another user's file).
+                let handle = file.as_file();
+                handle.set_permissions(Permissions::from_mode(mode))?;
+                // SAFETY: geteuid has no preconditions.
+                if uid != unsafe { libc::geteuid() } || gid != unsafe { libc::getegid() } {
+                    let _ = std::os::unix::fs::fchown(handle, Some(uid), Some(gid));
+                }
+            }
+            self.writer = Some(BufWriter::new(file.reopen()?));
+            self.file = Some(file);
+        }
+        Ok(self.writer.as_mut().expect("created above"))
     }
 }
 
 impl Write for Replacement {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &mut self.writer {
-            Some(w) => w.write(buf),
-            None => Err(io::Error::other("the report was already written")),
-        }
+        self.writer()?.write(buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {
+        if self.written {
+            return Ok(());
+        }
+        // A report with nothing in it still replaces the previous one.
+        self.writer()?;
+        self.written = true;
         let Some(mut writer) = self.writer.take() else {
             return Ok(());
         };
@@ -266,6 +341,23 @@ mod tests {
             .collect();
         names.sort();
         names
+    }
+
+    #[test]
+    fn the_temporary_is_created_only_when_the_report_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.txt");
+        let (mut out, _) = report_destination(Some(&path), &TextOptions::default()).unwrap();
+        // Checked, not yet created: a run killed while it measures leaves nothing.
+        assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
+        write!(out, "x").unwrap();
+        assert_eq!(names(dir.path()).len(), 1);
+        out.flush().unwrap();
+        assert_eq!(names(dir.path()), vec!["report.txt".to_owned()]);
+        // An empty report replaces the previous one too.
+        let (mut out, _) = report_destination(Some(&path), &TextOptions::default()).unwrap();
+        out.flush().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "");
     }
 
     #[test]

@@ -406,7 +406,13 @@ async fn measure_sample(
         };
         if measured {
             // The functions it calls, judged before anything of it runs.
-            super::guard::check_calls(client, &statement, options.allow_lasting_effects).await?;
+            super::guard::check_calls(
+                client,
+                &statement,
+                options.allow_lasting_effects,
+                options.allow_writes,
+            )
+            .await?;
         }
         let sql = explain_sql(&statement, measured);
         let total = if measured { 1 + runs } else { 1 };
@@ -554,6 +560,14 @@ async fn write_probe(
     table: &str,
     predicate: Option<&str>,
 ) -> Result<Option<ProbeFigures>, SessionError> {
+    // A table with user triggers, rules or publications is not probed: the write would run
+    // their code (compare::workload::probe_guard); the report says so.
+    if !crate::db::write_probe::probe_blockers(client, table)
+        .await?
+        .is_empty()
+    {
+        return Ok(None);
+    }
     let filter = predicate.map(|p| format!(" WHERE {p}")).unwrap_or_default();
     let sql = format!(
         "EXPLAIN (ANALYZE, BUFFERS, WAL, FORMAT JSON) \
@@ -1376,6 +1390,9 @@ pub async fn run_workload(
         allow_lasting_effects: settings.allow_lasting_effects,
         untracked,
     };
+    if settings.allow_writes {
+        warnings.extend(super::probe_guard::skipped_notes(conn, &limits, candidates).await?);
+    }
     let measurements =
         measure_workload(conn, &limits, &queries, candidates, &[], &engine, progress).await?;
     // Unnamed candidates go by the name PostgreSQL gave them, made unique as it would.

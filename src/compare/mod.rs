@@ -2,6 +2,8 @@
 //! and the median of the warm ones), whether the planner used each candidate, and the verdict —
 //! decided on pages touched, never on estimated cost.
 
+pub mod drop_target;
+pub mod lock_timeout;
 pub mod noise;
 pub mod request;
 pub mod workload;

@@ -11,7 +11,7 @@ use crate::advise::report::{AdviseReport, Recommendation, RejectedCandidate, Rep
 use crate::advise::shortlist::Estimate;
 use crate::advise::{Candidate, Note};
 
-use super::format::{bytes, change, count, ms};
+use super::format::{bytes, change, count, ms, printable};
 use super::text::{align_numbers, new_table, write_table};
 use super::{Paint, TextOptions, markdown};
 
@@ -573,8 +573,8 @@ pub fn write_text(
             ))
         )?;
         for r in &report.rejected {
-            writeln!(out, "  {}", r.candidate.definition())?;
-            writeln!(out, "    {}", rejected_line(r))?;
+            writeln!(out, "  {}", printable(&r.candidate.definition()))?;
+            writeln!(out, "    {}", printable(&rejected_line(r)))?;
             if let Some(e) = &r.estimate {
                 writeln!(out, "    {}", paint.dim(&estimate_line(e)))?;
             }
@@ -591,7 +591,7 @@ pub fn write_text(
             ))
         )?;
         for n in &report.not_shortlisted {
-            writeln!(out, "  {}", n.candidate.definition())?;
+            writeln!(out, "  {}", printable(&n.candidate.definition()))?;
             writeln!(out, "    {}", paint.dim(&estimate_line(&n.estimate)))?;
         }
     }
@@ -599,7 +599,12 @@ pub fn write_text(
         writeln!(out)?;
         writeln!(out, "{}", paint.bold("Already served by an existing index"))?;
         for c in &report.covered {
-            writeln!(out, "  {} — {}", c.candidate.definition(), c.by_index)?;
+            writeln!(
+                out,
+                "  {} — {}",
+                printable(&c.candidate.definition()),
+                printable(&c.by_index)
+            )?;
         }
     }
     if !report.unmeasured.is_empty() {
@@ -746,8 +751,8 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         for r in &report.rejected {
             writeln!(
                 out,
-                "- `{}` — {}",
-                r.candidate.definition(),
+                "- {} — {}",
+                markdown::code(&r.candidate.definition()),
                 markdown::cell(&rejected_line(r))
             )?;
         }
@@ -762,8 +767,8 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         for n in &report.not_shortlisted {
             writeln!(
                 out,
-                "- `{}` — _{}_",
-                n.candidate.definition(),
+                "- {} — _{}_",
+                markdown::code(&n.candidate.definition()),
                 markdown::cell(&estimate_line(&n.estimate))
             )?;
         }
@@ -773,7 +778,12 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         writeln!(out, "#### Already served by an existing index")?;
         writeln!(out)?;
         for c in &report.covered {
-            writeln!(out, "- `{}` — {}", c.candidate.definition(), c.by_index)?;
+            writeln!(
+                out,
+                "- {} — {}",
+                markdown::code(&c.candidate.definition()),
+                markdown::inline(&c.by_index)
+            )?;
         }
         writeln!(out)?;
     }

@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use crate::audit::{AuditReport, Check, Finding, NodeSummary, Severity};
 
 use super::format::{bytes, count, printable};
-use super::markdown::cell;
+use super::markdown::{cell, inline};
 use super::{Paint, TextOptions};
 
 const SEVERITIES: [Severity; 3] = [Severity::Critical, Severity::Warning, Severity::Info];
@@ -398,7 +398,7 @@ pub fn write_audit_text_from(
                     paint.dim("also:"),
                     reason.check.as_str(),
                     reason.severity.as_str(),
-                    reason.message
+                    printable(&reason.message)
                 )?;
             }
         }
@@ -492,7 +492,7 @@ pub fn write_audit_markdown_from(
     }
     writeln!(out)?;
     for note in &report.notes {
-        writeln!(out, "> {}", printable(&note.replace('\n', " ")))?;
+        writeln!(out, "> {}", inline(&note.replace('\n', " ")))?;
     }
     if !report.notes.is_empty() {
         writeln!(out)?;
@@ -539,25 +539,21 @@ pub fn write_audit_markdown_from(
             let subject = finding_subject(report, f);
             write!(out, "- `{}`", f.check.as_str())?;
             if !subject.is_empty() {
-                write!(out, " **{}**", printable(&subject.replace('*', "\\*")))?;
+                write!(out, " **{}**", inline(&subject.replace('*', "\\*")))?;
             }
-            writeln!(out, ": {}", printable(&f.message.replace('\n', " ")))?;
+            writeln!(out, ": {}", inline(&f.message.replace('\n', " ")))?;
             if !f.evidence.is_empty() {
-                writeln!(out, "  <br>evidence: {}", evidence_line(f))?;
+                writeln!(out, "  <br>evidence: {}", inline(&evidence_line(f)))?;
             }
             for line in usage_lines(f) {
-                writeln!(
-                    out,
-                    "  <br>usage on {}",
-                    printable(&line.replace('\n', " "))
-                )?;
+                writeln!(out, "  <br>usage on {}", inline(&line.replace('\n', " ")))?;
             }
             if let Some(c) = &f.confidence {
                 writeln!(
                     out,
                     "  <br>confidence: {} {}",
                     c.level,
-                    printable(&c.reasons.join("; "))
+                    inline(&c.reasons.join("; "))
                 )?;
             }
             for reason in &f.also {
@@ -566,7 +562,7 @@ pub fn write_audit_markdown_from(
                     "  <br>also `{}` ({}): {}",
                     reason.check.as_str(),
                     reason.severity.as_str(),
-                    reason.message.replace('\n', " ")
+                    inline(&reason.message.replace('\n', " "))
                 )?;
             }
             if let Some(fix) = &f.fix {
@@ -589,11 +585,11 @@ pub fn write_audit_markdown_from(
                     out,
                     "- `{}` in {}: {}",
                     s.check.as_str(),
-                    printable(&s.database),
-                    printable(&s.reason)
+                    inline(&s.database),
+                    inline(&s.reason)
                 )?;
             } else {
-                writeln!(out, "- `{}`: {}", s.check.as_str(), printable(&s.reason))?;
+                writeln!(out, "- `{}`: {}", s.check.as_str(), inline(&s.reason))?;
             }
         }
         writeln!(out)?;

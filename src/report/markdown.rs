@@ -14,7 +14,39 @@ use super::tree::{figures_line, tree_rows};
 /// Escapes text for a Markdown table cell; control characters (a newline in a condition
 /// included) are shown escaped, as in the text output.
 pub fn cell(text: &str) -> String {
-    printable(&text.replace('\\', "\\\\").replace('|', "\\|"))
+    inline(&text.replace('\\', "\\\\").replace('|', "\\|"))
+}
+
+/// Text for a line of Markdown outside a code span: control characters escaped as in the text
+/// output, and HTML's three markup characters as entities, because GitHub and most renderers
+/// pass raw HTML in Markdown through (a table named `<script>` must stay text).
+pub fn inline(text: &str) -> String {
+    let text = printable(text);
+    if !text.contains(['<', '>', '&']) {
+        return text;
+    }
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Text as an inline code span: escaped like [`inline`] for control characters, between enough
+/// backticks that a backtick in the text cannot end the span early (CommonMark's rule: a run of
+/// backticks longer than any inside, and a space either side when the text touches one). Inside
+/// a code span HTML is shown as written, not rendered.
+pub fn code(text: &str) -> String {
+    let text = printable(text);
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    if longest == 0 {
+        return format!("`{text}`");
+    }
+    let fence = "`".repeat(longest + 1);
+    format!("{fence} {text} {fence}")
 }
 
 /// The plan tree in a fenced code block, one line per node with its main figures.
@@ -187,4 +219,26 @@ pub fn write_diff(
     writeln!(out, "```")?;
     writeln!(out)?;
     writeln!(out, "</details>")
+}
+
+#[cfg(test)]
+mod escaping_tests {
+    use super::{cell, code, inline};
+
+    #[test]
+    fn names_become_text_not_markup() {
+        assert_eq!(
+            inline("a<script>&b\u{1b}[31m"),
+            "a&lt;script&gt;&amp;b\\u{1b}[31m"
+        );
+        assert_eq!(cell("x|<b>\n"), "x\\|&lt;b&gt;\\n");
+        assert_eq!(inline("plain"), "plain");
+    }
+
+    #[test]
+    fn a_backtick_cannot_end_a_code_span_early() {
+        assert_eq!(code("t"), "`t`");
+        assert_eq!(code("a`b"), "`` a`b ``");
+        assert_eq!(code("a``b\n"), "``` a``b\\n ```");
+    }
 }

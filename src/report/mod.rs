@@ -10,6 +10,7 @@ pub mod check_markdown;
 pub mod check_sarif;
 pub mod compare;
 pub mod format;
+pub mod guard;
 pub mod html;
 pub mod info;
 pub mod markdown;

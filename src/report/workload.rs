@@ -12,7 +12,7 @@ use crate::compare::{EstimateChange, Spread, Verdict};
 
 use super::compare::FiguresDoc;
 
-use super::format::{bytes, change, count, ms};
+use super::format::{bytes, change, count, ms, printable};
 use super::text::{align_numbers, new_table, write_table};
 use super::{Paint, TextOptions, markdown};
 
@@ -365,7 +365,7 @@ fn write_note(w: &WriteCost) -> String {
     };
     format!(
         "{}: {} inserts, {} updates ({} HOT), {} deletes per day; index entries per row {}; {cost}",
-        w.table,
+        printable(&w.table),
         opt_count(w.inserts_per_day),
         opt_count(w.updates_per_day),
         opt_count(w.hot_updates_per_day),
@@ -399,7 +399,9 @@ fn first_line(error: &str) -> String {
 }
 
 fn one_line(text: &str) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Escaped before it is cut: a table cell must hold no escape sequence for the table to end
+    // with a reset of its own.
+    let joined = printable(&text.split_whitespace().collect::<Vec<_>>().join(" "));
     if joined.chars().count() > 70 {
         format!("{}…", joined.chars().take(69).collect::<String>())
     } else {
@@ -438,6 +440,8 @@ pub fn write_text(
     report: &WorkloadReport,
     options: &TextOptions,
 ) -> io::Result<()> {
+    // Index names are catalog names: escaped once here for every line that prints one.
+    let names: Vec<String> = report.names.iter().map(|n| printable(n)).collect();
     let paint = Paint::new(options.color);
     writeln!(
         out,
@@ -508,7 +512,7 @@ pub fn write_text(
         let [read, write, hot, net, regressions, size, build] = ranking_cells(report, j);
         table.add_row(vec![
             (position + 1).to_string(),
-            report.names[j.index].clone(),
+            names[j.index].clone(),
             verdict_word(&paint, j.verdict.verdict),
             read,
             write,
@@ -538,7 +542,7 @@ pub fn write_text(
             writeln!(
                 out,
                 "  {}: {}",
-                paint.bold(&report.names[i]),
+                paint.bold(&names[i]),
                 report.candidates[i].original
             )?;
             for line in error.lines() {
@@ -562,7 +566,7 @@ pub fn write_text(
             out,
             "{} {} — {}",
             paint.bold("Best:"),
-            paint.good(&report.names[best.index]),
+            paint.good(&names[best.index]),
             report.candidates[best.index].original
         )?,
         None if report.ranking.is_empty() => writeln!(
@@ -590,10 +594,10 @@ pub fn write_text(
             out,
             "{} {}  {}",
             paint.bold(&format!("{}.", position + 1)),
-            paint.bold(&report.names[j.index]),
+            paint.bold(&names[j.index]),
             verdict_word(&paint, j.verdict.verdict)
         )?;
-        writeln!(out, "  {}", report.candidates[j.index].original)?;
+        writeln!(out, "  {}", printable(&report.candidates[j.index].original))?;
         let mut facts = Vec::new();
         if let Some(b) = run.build_ms {
             facts.push(format!("built once in {}", ms(b)));
@@ -608,7 +612,7 @@ pub fn write_text(
                 "judged against the baseline measured again after {} changed the planner's estimates",
                 report.measurements.baselines[run.baseline]
                     .after
-                    .map(|i| report.names[i].as_str())
+                    .map(|i| names[i].as_str())
                     .unwrap_or("a build")
             )
         });
@@ -686,7 +690,7 @@ pub fn write_text(
                     .unwrap_or_else(|| "unknown".into()),
             )?;
             for note in &w.notes {
-                writeln!(out, "    - {note}")?;
+                writeln!(out, "    - {}", printable(note))?;
             }
         }
         if j.writes.is_empty() {
@@ -701,7 +705,13 @@ pub fn write_text(
             if s.why.is_empty() {
                 continue;
             }
-            writeln!(out, "  {} · {}: {}", q.source.id, s.label, s.why.join("; "))?;
+            writeln!(
+                out,
+                "  {} · {}: {}",
+                q.source.id,
+                printable(&s.label),
+                printable(&s.why.join("; "))
+            )?;
         }
     }
     super::skipped::write_text(out, &paint, &report.screening)?;
@@ -709,7 +719,7 @@ pub fn write_text(
         writeln!(out)?;
         writeln!(out, "{}", paint.bold("Notes"))?;
         for w in &report.warnings {
-            writeln!(out, "  - {w}")?;
+            writeln!(out, "  - {}", printable(w))?;
         }
     }
     Ok(())
@@ -717,6 +727,7 @@ pub fn write_text(
 
 /// `pgplan compare --workload --format markdown`.
 pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Result<()> {
+    let names: Vec<String> = report.names.iter().map(|n| markdown::inline(n)).collect();
     writeln!(
         out,
         "### pgplan compare --workload — PostgreSQL {}",
@@ -746,9 +757,9 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         let [read, write, hot, net, regressions, size, build] = ranking_cells(report, j);
         writeln!(
             out,
-            "| {} | `{}` | {} | {read} | {write} | {hot} | {net} | {} | {size} | {build} |",
+            "| {} | {} | {} | {read} | {write} | {hot} | {net} | {} | {size} | {build} |",
             position + 1,
-            report.names[j.index],
+            markdown::code(&report.names[j.index]).replace('|', "\\|"),
             j.verdict.verdict.as_str(),
             markdown::cell(&regressions),
         )?;
@@ -756,8 +767,8 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
     for (i, error) in report.failed() {
         writeln!(
             out,
-            "| — | `{}` | failed | | | | | {} | | |",
-            report.names[i],
+            "| — | {} | failed | | | | | {} | | |",
+            markdown::code(&report.names[i]).replace('|', "\\|"),
             markdown::cell(error.lines().next().unwrap_or(error))
         )?;
     }
@@ -773,7 +784,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         writeln!(
             out,
             "<details><summary><code>{}</code>: {}</summary>",
-            report.names[j.index],
+            names[j.index],
             j.verdict.verdict.as_str()
         )?;
         writeln!(out)?;

@@ -7,6 +7,7 @@
 
 pub mod logfile;
 pub mod params;
+pub mod probe_guard;
 pub mod source;
 pub mod statements;
 pub mod unmeasured;
