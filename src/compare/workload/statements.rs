@@ -347,6 +347,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/buffercache_evict_buffers.sql"),
     include_str!("../../../queries/buffercache_evict_relations.sql"),
     include_str!("../../../queries/check_planner_settings.sql"),
+    include_str!("../../../queries/drop_index_target.sql"),
     include_str!("../../../queries/function_effects.sql"),
     include_str!("../../../queries/hypopg_create_index.sql"),
     include_str!("../../../queries/hypopg_drop_index.sql"),
@@ -359,6 +360,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/live_extended_stats.sql"),
     include_str!("../../../queries/live_session_settings.sql"),
     include_str!("../../../queries/live_table_stats.sql"),
+    include_str!("../../../queries/lock_holders.sql"),
     include_str!("../../../queries/server_facts.sql"),
     include_str!("../../../queries/stats_columns.sql"),
     include_str!("../../../queries/stats_restore_attribute.sql"),
@@ -375,6 +377,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/workload_statements.sql"),
     include_str!("../../../queries/workload_statements_window.sql"),
     include_str!("../../../queries/workload_table_activity.sql"),
+    include_str!("../../../queries/write_probe_blockers.sql"),
 ];
 
 /// The `EXPLAIN` option lists pgplan runs with (`db::explain::explain_sql` and the write probe).
