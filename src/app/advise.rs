@@ -271,14 +271,7 @@ pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
         Format::Html => bail!("advise writes text, markdown or json"),
     }
     out.flush()?;
-    for u in &report.unmeasured {
-        eprintln!(
-            "pgplan: query {} could not be measured ({}): {}",
-            u.query,
-            u.during,
-            u.error.replace('\n', "; ")
-        );
-    }
+    super::workload::warn_unmeasured(&report.unmeasured);
     if report.coverage.nothing_measured() {
         eprintln!("pgplan: {}", report.coverage.no_advice_line());
     }

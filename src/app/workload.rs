@@ -1520,14 +1520,7 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
     for (i, error) in &failed {
         eprintln!("pgplan: candidate {} failed: {error}", report.names[*i]);
     }
-    for u in &report.unmeasured {
-        eprintln!(
-            "pgplan: query {} could not be measured ({}): {}",
-            u.query,
-            u.during,
-            u.error.replace('\n', "; ")
-        );
-    }
+    warn_unmeasured(&report.unmeasured);
     if report.ranking.is_empty() {
         eprintln!(
             "pgplan: nothing was measured: none of the {} candidate(s) could be measured",
@@ -1708,4 +1701,18 @@ pub async fn estimate_hypothetical(
         .await;
     progress.clear();
     result.map_err(|e| anyhow!("estimating the candidates with HypoPG: {e}"))
+}
+
+/// Names on standard error every query that could not be measured, so that a run which exits
+/// non-zero for it says why even when its report went to a file.
+pub(crate) fn warn_unmeasured(unmeasured: &[crate::compare::workload::unmeasured::Unmeasured]) {
+    use crate::report::format::printable;
+    for u in unmeasured {
+        eprintln!(
+            "pgplan: query {} could not be measured ({}): {}",
+            printable(&u.query),
+            printable(&u.during),
+            printable(&u.error.replace('\n', "; "))
+        );
+    }
 }

@@ -1,12 +1,14 @@
 //! The statements of pg_stat_statements a workload set aside (`advise`, `compare --workload`):
 //! each with its queryid, its text and why it could not be run, and the share of the
-//! workload's time they account for, as text, Markdown and JSON.
+//! workload's time they account for, as text, Markdown and JSON; and the queries that were
+//! read but could not be measured, in Markdown.
 
 use std::io::{self, Write};
 
 use serde::Serialize;
 
 use crate::compare::workload::statements::{Screening, SkippedStatement};
+use crate::compare::workload::unmeasured::Unmeasured;
 use crate::sql::shorten;
 
 use super::format::{ms, printable};
@@ -152,4 +154,28 @@ mod tests {
         assert!(out.is_empty());
         assert_eq!(percent(0.001), "under 1%");
     }
+}
+
+/// The queries that could not be measured, under `heading` (a Markdown heading line of the
+/// report's own level), each with where it failed and the error on one line.
+pub fn write_unmeasured_markdown(
+    out: &mut dyn Write,
+    heading: &str,
+    unmeasured: &[Unmeasured],
+) -> io::Result<()> {
+    if unmeasured.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "{heading}")?;
+    writeln!(out)?;
+    for u in unmeasured {
+        writeln!(
+            out,
+            "- {} ({}): {}",
+            markdown::code(&u.query),
+            markdown::cell(&u.during),
+            markdown::cell(&u.error.replace('\n', "; "))
+        )?;
+    }
+    writeln!(out)
 }

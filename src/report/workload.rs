@@ -831,20 +831,11 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
         writeln!(out, "</details>")?;
         writeln!(out)?;
     }
-    if !report.unmeasured.is_empty() {
-        writeln!(out, "**Queries that could not be measured**")?;
-        writeln!(out)?;
-        for u in &report.unmeasured {
-            writeln!(
-                out,
-                "- `{}` ({}): {}",
-                u.query,
-                markdown::cell(&u.during),
-                markdown::cell(&u.error.replace('\n', "; "))
-            )?;
-        }
-        writeln!(out)?;
-    }
+    super::skipped::write_unmeasured_markdown(
+        out,
+        "**Queries that could not be measured**",
+        &report.unmeasured,
+    )?;
     super::skipped::write_markdown(out, &report.screening)?;
     for w in &report.warnings {
         writeln!(out, "> {}", w.replace('\n', " "))?;
