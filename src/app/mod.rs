@@ -16,6 +16,7 @@ pub mod offline;
 pub mod output;
 pub mod stats;
 pub mod workload;
+pub mod writers;
 
 use std::io::{self, IsTerminal};
 

@@ -5,6 +5,7 @@
 pub mod noise;
 pub mod request;
 pub mod workload;
+pub mod writers;
 
 use serde::Serialize;
 

@@ -24,4 +24,5 @@ pub mod settings;
 pub mod stats;
 pub mod tls;
 pub mod workload;
+pub mod writers;
 pub mod x509;

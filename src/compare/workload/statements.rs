@@ -375,6 +375,8 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/workload_statements.sql"),
     include_str!("../../../queries/workload_statements_window.sql"),
     include_str!("../../../queries/workload_table_activity.sql"),
+    include_str!("../../../queries/build_table_size.sql"),
+    include_str!("../../../queries/writer_waits.sql"),
 ];
 
 /// The `EXPLAIN` option lists pgplan runs with (`db::explain::explain_sql` and the write probe).
