@@ -6,7 +6,9 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -152,6 +154,139 @@ async fn a_build_yields_to_a_steady_writer() {
         db.run(SETUP).await;
         let (output, writes) = compare_beside_a_writer(&db, db.conninfo(), &[]).await;
         assert_yielded(&output, &writes);
+        assert_nothing_left(&db).await;
+
+        // Off: today's behaviour for a copy, the writers wait for the whole build.
+        let (output, writes) =
+            compare_beside_a_writer(&db, db.conninfo(), &["--max-writer-wait", "off"]).await;
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let text = String::from_utf8_lossy(&output.stdout);
+        assert!(!text.contains("yielded"), "{text}");
+        assert!(
+            writes.longest > Duration::from_secs(1),
+            "the writer waited for the build: {:?}",
+            writes.longest
+        );
+        assert_nothing_left(&db).await;
+
+        // A table over --max-build-size is not built at all.
+        let (output, _) =
+            compare_beside_a_writer(&db, db.conninfo(), &["--max-build-size", "8kB"]).await;
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert!(
+            stderr(&output)
+                .contains("not built: t is 120.0 kB of table, over --max-build-size 8.0 kB"),
+            "{}",
+            stderr(&output)
+        );
+        assert_nothing_left(&db).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+struct Bouncer {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Bouncer {
+    /// A conninfo for `db` through this PgBouncer.
+    fn conninfo(&self, db: &TestDb) -> String {
+        format!(
+            "host=127.0.0.1 port={} user=postgres dbname={} sslmode=disable",
+            self.port, db.name
+        )
+    }
+}
+
+impl Drop for Bouncer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The unprivileged account to run PgBouncer as when the tests run as root (it refuses root).
+fn run_as() -> Option<(u32, u32)> {
+    // SAFETY: geteuid has no preconditions; getpwnam's record is read at once.
+    unsafe {
+        if libc::geteuid() != 0 {
+            return None;
+        }
+        let pw = libc::getpwnam(c"postgres".as_ptr());
+        (!pw.is_null()).then(|| ((*pw).pw_uid, (*pw).pw_gid))
+    }
+}
+
+/// PgBouncer in transaction mode in front of `db`'s server, two server connections per pool:
+/// the worker and the watcher each take one.
+fn start_bouncer(db: &TestDb) -> Bouncer {
+    let binary = ["/usr/sbin/pgbouncer", "/usr/bin/pgbouncer"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("PgBouncer is needed (apt-get install pgbouncer; scripts/test.sh installs it)");
+    let dir = tempfile::tempdir().unwrap();
+    let port = TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let path = |name: &str| dir.path().join(name).display().to_string();
+    std::fs::write(path("users.txt"), "\"postgres\" \"\"\n").unwrap();
+    std::fs::write(
+        path("pgbouncer.ini"),
+        format!(
+            "[databases]\n* = host={} port={}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
+             unix_socket_dir =\nauth_type = trust\nauth_file = {}\npool_mode = transaction\n\
+             default_pool_size = 2\nmax_client_conn = 100\nignore_startup_parameters = extra_float_digits\n\
+             logfile = {}\npidfile = {}\n",
+            db.cluster.socket_dir().display(),
+            db.cluster.port(),
+            path("users.txt"),
+            path("pgbouncer.log"),
+            path("pgbouncer.pid"),
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(binary);
+    cmd.arg(path("pgbouncer.ini"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if let Some((uid, gid)) = run_as() {
+        std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
+        for entry in std::fs::read_dir(dir.path()).unwrap() {
+            std::os::unix::fs::chown(entry.unwrap().path(), Some(uid), Some(gid)).unwrap();
+        }
+        cmd.uid(uid).gid(gid);
+    }
+    let child = cmd.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "PgBouncer did not start: {}",
+            std::fs::read_to_string(path("pgbouncer.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Bouncer {
+        child,
+        port,
+        _dir: dir,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_build_yields_to_a_steady_writer_through_pgbouncer() {
+    for_each_version("writers_pooler", |major| async move {
+        let db = TestDb::create(major, "writers_pooler").await;
+        db.run(SETUP).await;
+        let bouncer = start_bouncer(&db);
+        let (output, writes) = compare_beside_a_writer(&db, bouncer.conninfo(&db), &[]).await;
+        assert_yielded(&output, &writes);
+        drop(bouncer);
         assert_nothing_left(&db).await;
         db.drop_db().await;
     })
