@@ -191,7 +191,7 @@ pub fn parse_max_writer_wait(text: &str) -> Result<Option<Duration>, String> {
             ));
         }
     };
-    if !(ms >= 1.0) {
+    if ms < 1.0 {
         return Err(format!(
             "{text:?} is below 1ms; give a wait of at least 1ms, or off to never yield"
         ));
