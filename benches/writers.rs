@@ -43,7 +43,10 @@ async fn main() {
         .await
         .unwrap();
     tokio::spawn(connection);
-    client.batch_execute(SLOW_TABLE).await.unwrap();
+    // One statement at a time: VACUUM cannot run in the implicit transaction of a batch.
+    for statement in pgplan::sql::split_statements(SLOW_TABLE).unwrap() {
+        client.batch_execute(&statement.text).await.unwrap();
+    }
     let dir = tempfile::tempdir().unwrap();
     let query = dir.path().join("slow.sql");
     std::fs::write(
