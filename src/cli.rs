@@ -317,6 +317,16 @@ pub struct CompareArgs {
     /// Exit with code 1 when no candidate pays (for a CI check on a proposed index).
     #[arg(long)]
     pub fail_unless_pays: bool,
+    /// How long a writer may wait on a lock a candidate's build, runs or drop holds before pgplan
+    /// cancels its own statement, rolls back (releasing the lock) and tries the candidate again
+    /// later: a duration (200ms, 1s) or off (writers wait for the whole transaction: a copy or
+    /// a staging server).
+    #[arg(long, value_name = "DURATION|off", default_value = "200ms", value_parser = crate::compare::writers::parse_max_writer_wait_arg)]
+    pub max_writer_wait: crate::compare::writers::MaxWriterWait,
+    /// Refuse to build a candidate on a table larger than this (heap and TOAST, all partitions):
+    /// bytes, or kB, MB, GB, TB.
+    #[arg(long, value_name = "SIZE", default_value = "1GB", value_parser = parse_size)]
+    pub max_build_size: u64,
     /// Write every captured plan (JSON) into DIR, to replay with pgplan diff.
     #[arg(long, value_name = "DIR")]
     pub save_plans: Option<PathBuf>,

@@ -23,6 +23,8 @@ use crate::sql::{IndexCandidate, QueryKind, quote_ident};
 use super::guard;
 use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
+use super::writers::Writers;
+use crate::compare::writers::{self as writer_policy, WriterPolicy};
 
 /// Turns the command line into a validated request, before connecting.
 pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
@@ -388,15 +390,19 @@ async fn measure(
     setup: Setup<'_>,
     progress: &Progress,
     label: &str,
+    writers: Option<&mut Writers>,
 ) -> Result<(SetupFacts, Measurement), SessionError> {
     if stop_requested() {
         return Err(interrupted(label));
     }
     let major = conn.facts.major();
+    // A build holds a SHARE lock and a drop an ACCESS EXCLUSIVE one until the transaction ends:
+    // those are watched for the writers they block.
+    let writers = writers.filter(|_| matches!(setup, Setup::Create(_) | Setup::Drop(_)));
     let work = async |client: &tokio_postgres::Client| {
         run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
         let mut leftovers = Leftovers::default();
-        let result = setup_and_runs(
+        let setup_and_runs = setup_and_runs(
             client,
             request,
             setup,
@@ -404,8 +410,11 @@ async fn measure(
             progress,
             label,
             major,
-        )
-        .await;
+        );
+        let result = match writers {
+            Some(writers) => writers.guard(client, setup_and_runs).await,
+            None => setup_and_runs.await,
+        };
         if result.is_err() {
             // Back to a usable transaction so the cleanup below can run.
             let _ = run(client, "ROLLBACK TO SAVEPOINT pgplan_work", "rolling back").await;
@@ -739,23 +748,43 @@ pub async fn run_compare(
     limits: &Limits,
     progress: &Progress,
 ) -> Result<CompareReport> {
+    run_compare_with(conn, request, limits, progress, None).await
+}
+
+/// [`run_compare`], yielding to writers and refusing big builds by `writers`' policy.
+pub async fn run_compare_with(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+    progress: &Progress,
+    mut writers: Option<&mut Writers>,
+) -> Result<CompareReport> {
     check_server(conn, request)?;
     check_drops(conn, request, limits).await?;
     let mut warnings = request.warnings.clone();
     warnings.extend(check_effects(conn, request, limits).await?);
-    let (_, baseline) =
-        match measure(conn, request, limits, Setup::Baseline, progress, "baseline").await {
-            Ok(measured) => measured,
-            Err(e) => {
-                // The error goes to stderr on its own line, not after a progress message.
-                progress.clear();
-                let held = super::lock_wait::explain(conn, limits, &[], &e).await;
-                bail!(
-                    "the query failed in the baseline run: {e}{}",
-                    held.map(|h| format!("\n{h}")).unwrap_or_default()
-                );
-            }
-        };
+    let (_, baseline) = match measure(
+        conn,
+        request,
+        limits,
+        Setup::Baseline,
+        progress,
+        "baseline",
+        None,
+    )
+    .await
+    {
+        Ok(measured) => measured,
+        Err(e) => {
+            // The error goes to stderr on its own line, not after a progress message.
+            progress.clear();
+            let held = super::lock_wait::explain(conn, limits, &[], &e).await;
+            bail!(
+                "the query failed in the baseline run: {e}{}",
+                held.map(|h| format!("\n{h}")).unwrap_or_default()
+            );
+        }
+    };
     let tables = watched_tables(request, &baseline);
     let initial = read_estimates(conn, limits, &tables).await?;
     let analyzed = analyzed_tables(request);
@@ -776,7 +805,22 @@ pub async fn run_compare(
             (CandidateSpec::Create(c), _) => Setup::Create(c),
             (CandidateSpec::Drop { name }, _) => Setup::Drop(name),
         };
-        let result = measure(conn, request, limits, setup, progress, &label).await;
+        let result = match writers.as_deref_mut() {
+            Some(writers) => {
+                measure_yielding(
+                    conn,
+                    request,
+                    limits,
+                    (setup, spec),
+                    progress,
+                    &label,
+                    writers,
+                    &mut warnings,
+                )
+                .await
+            }
+            None => measure(conn, request, limits, setup, progress, &label, None).await,
+        };
         if stop_requested() {
             // The cancelled statement's transaction has been rolled back: start nothing more.
             progress.clear();
@@ -882,6 +926,7 @@ pub async fn run_compare(
                     Setup::Baseline,
                     progress,
                     &format!("baseline again after {shown}"),
+                    None,
                 )
                 .await
                 .map_err(|e| {
@@ -940,6 +985,84 @@ pub async fn run_compare(
         estimate_changes: changes,
         warnings,
     })
+}
+
+/// [`measure`] for a candidate under the writer policy: refused when its table is over
+/// `--max-build-size`, and tried again after a pause each time it yielded to a writer, up to
+/// [`writer_policy::ATTEMPTS`] times; then "not measured", never a verdict.
+#[allow(clippy::too_many_arguments)]
+async fn measure_yielding(
+    conn: &mut Connection,
+    request: &CompareRequest,
+    limits: &Limits,
+    (setup, spec): (Setup<'_>, &CandidateSpec),
+    progress: &Progress,
+    label: &str,
+    writers: &mut Writers,
+    warnings: &mut Vec<String>,
+) -> Result<(SetupFacts, Measurement), SessionError> {
+    let refused = |message: String| SessionError {
+        context: label.to_owned(),
+        message,
+        sqlstate: None,
+    };
+    let mut table_bytes = None;
+    if let Setup::Create(candidate) = setup {
+        let cost = writers
+            .before_build(conn, limits, &candidate.table)
+            .await
+            .map_err(refused)?;
+        warnings.push(super::writers::cost_note(
+            spec.describe(),
+            &candidate.table,
+            &cost,
+        ));
+        table_bytes = Some(cost.table_bytes);
+    }
+    let mut yields = Vec::new();
+    loop {
+        let attempt = yields.len() as u32 + 1;
+        let Some(pause) = writer_policy::pause_before(attempt) else {
+            return Err(refused(writer_policy::not_measured(&yields)));
+        };
+        if !pause.is_zero() {
+            progress.update(&format!(
+                "{label}: yielded to writers, trying again in {:.0} s",
+                pause.as_secs_f64()
+            ));
+            tokio::time::sleep(pause).await;
+        }
+        let result = measure(
+            conn,
+            request,
+            limits,
+            setup,
+            progress,
+            label,
+            Some(&mut *writers),
+        )
+        .await;
+        let yielded = writers.take_yield();
+        if let Some(wait) = &yielded {
+            warnings.push(format!(
+                "{}: yielded to a writer (try {attempt} of {}): {}; the lock was released by \
+                 rolling back",
+                spec.describe(),
+                writer_policy::ATTEMPTS,
+                wait.describe()
+            ));
+        }
+        match (result, yielded) {
+            (Err(_), Some(wait)) if !stop_requested() && !conn.is_closed() => yields.push(wait),
+            (Ok((facts, measurement)), _) => {
+                if let (Some(bytes), Some(ms)) = (table_bytes, facts.build_ms) {
+                    writers.measured_build(bytes, ms);
+                }
+                return Ok((facts, measurement));
+            }
+            (Err(e), _) => return Err(e),
+        }
+    }
 }
 
 /// What every measured run left that the rollbacks did not undo: the usage counters of the
@@ -1045,9 +1168,31 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
+    let policy = WriterPolicy {
+        max_writer_wait: args.max_writer_wait.0,
+        max_build_bytes: args.max_build_size,
+    };
     let report = runtime()?.block_on(interrupt.run(async {
         let mut conn = open(&params, &args.session, &interrupt).await?;
-        run_compare(&mut conn, &request, &limits, &Progress::new()).await
+        // The watch is a connection of its own: the worker's is busy with the statement it
+        // watches. Hypothetical candidates build nothing and lock nothing writers need.
+        let watch = match policy.max_writer_wait {
+            Some(_) if request.mode != Mode::Hypothetical => Some(
+                open(&params, &args.session, &interrupt)
+                    .await
+                    .context("opening the connection that watches for waiting writers")?,
+            ),
+            _ => None,
+        };
+        let mut writers = Writers::new(policy, &conn, watch);
+        run_compare_with(
+            &mut conn,
+            &request,
+            &limits,
+            &Progress::new(),
+            Some(&mut writers),
+        )
+        .await
     }))?;
     if let Some(dir) = &args.save_plans {
         save_plans(dir, &report)?;

@@ -18,6 +18,7 @@ pub mod output;
 pub mod probe_guard;
 pub mod stats;
 pub mod workload;
+pub mod writers;
 
 use std::io::{self, IsTerminal};
 

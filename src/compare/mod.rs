@@ -7,6 +7,7 @@ pub mod lock_timeout;
 pub mod noise;
 pub mod request;
 pub mod workload;
+pub mod writers;
 
 use serde::Serialize;
 

@@ -27,4 +27,5 @@ pub mod stats;
 pub mod tls;
 pub mod workload;
 pub mod write_probe;
+pub mod writers;
 pub mod x509;

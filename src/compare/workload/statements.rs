@@ -346,6 +346,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/audit_tables.sql"),
     include_str!("../../../queries/buffercache_evict_buffers.sql"),
     include_str!("../../../queries/buffercache_evict_relations.sql"),
+    include_str!("../../../queries/build_table_size.sql"),
     include_str!("../../../queries/check_planner_settings.sql"),
     include_str!("../../../queries/drop_index_target.sql"),
     include_str!("../../../queries/function_effects.sql"),
@@ -378,6 +379,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/workload_statements_window.sql"),
     include_str!("../../../queries/workload_table_activity.sql"),
     include_str!("../../../queries/write_probe_blockers.sql"),
+    include_str!("../../../queries/writer_waits.sql"),
 ];
 
 /// The `EXPLAIN` option lists pgplan runs with (`db::explain::explain_sql` and the write probe).
