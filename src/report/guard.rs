@@ -10,8 +10,10 @@
 
 use std::io::{self, Write};
 
-/// A writer that writes control characters as Rust escapes them (`\u{1b}`, `\t`, `\r`), as
-/// [`super::format::printable`] does, except the newline every renderer ends its lines with.
+/// A writer that writes control characters escaped (`\u001b`, `\t`, `\r`), except the newline
+/// every renderer ends its lines with. The escapes are JSON's own: in a JSON report the only raw
+/// control characters are DEL and C1 inside strings (serde_json escapes C0 itself and writes
+/// the rest as they are), and `\u007f` there is still valid JSON that reads back the same string.
 /// With colour on, the Select Graphic Rendition sequences the renderers colour with
 /// (`ESC [ 1;31 m`) pass as they are; any other escape sequence is escaped.
 pub struct Guarded<W: Write> {
@@ -58,7 +60,7 @@ impl<W: Write> Guarded<W> {
                 Piece::Plain(n) => i += n,
                 Piece::Control(n, c) => {
                     self.inner.write_all(&bytes[start..i])?;
-                    write!(self.inner, "{}", c.escape_default())?;
+                    write_escaped(&mut self.inner, c)?;
                     i += n;
                     start = i;
                 }
@@ -84,6 +86,15 @@ impl<W: Write> Guarded<W> {
             },
             b => Some(Piece::Control(1, char::from(b))),
         }
+    }
+}
+
+/// `c` as an escape that reads the same in text and is valid inside a JSON string.
+fn write_escaped(out: &mut impl Write, c: char) -> io::Result<()> {
+    match c {
+        '\t' => out.write_all(b"\\t"),
+        '\r' => out.write_all(b"\\r"),
+        _ => write!(out, "\\u{:04x}", u32::from(c)),
     }
 }
 
@@ -164,31 +175,41 @@ mod tests {
     fn control_characters_are_escaped_and_lines_kept() {
         assert_eq!(
             guarded(false, &[b"a\x1b]0;x\x07b\tc\r\nd\x7f\n"]),
-            "a\\u{1b}]0;x\\u{7}b\\tc\\r\nd\\u{7f}\n"
+            "a\\u001b]0;x\\u0007b\\tc\\r\nd\\u007f\n"
         );
         assert_eq!(guarded(false, &["plain é ü\n".as_bytes()]), "plain é ü\n");
     }
 
     #[test]
     fn c1_characters_are_escaped_even_when_split_between_writes() {
-        assert_eq!(guarded(false, &["x\u{9b}31m".as_bytes()]), "x\\u{9b}31m");
-        assert_eq!(guarded(false, &[b"x\xc2", b"\x9by"]), "x\\u{9b}y");
+        assert_eq!(guarded(false, &["x\u{9b}31m".as_bytes()]), "x\\u009b31m");
+        assert_eq!(guarded(false, &[b"x\xc2", b"\x9by"]), "x\\u009by");
         // U+00E9 (C3 A9) and U+00A0 (C2 A0) are not controls.
         assert_eq!(guarded(false, &[b"\xc2", b"\xa0\xc3\xa9"]), "\u{a0}é");
+    }
+
+    #[test]
+    fn json_stays_valid_and_reads_back_the_same_strings() {
+        let name = "idx\u{7f}\u{85}\u{1b}<script>";
+        let json = serde_json::to_string(&serde_json::json!({ "name": name })).unwrap();
+        let out = guarded(false, &[json.as_bytes()]);
+        assert!(!out.chars().any(char::is_control), "{out:?}");
+        let back: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(back["name"], name);
     }
 
     #[test]
     fn colour_passes_only_sgr_and_only_when_on() {
         let red = b"\x1b[1;31mred\x1b[0m\n";
         assert_eq!(guarded(true, &[red]), "\u{1b}[1;31mred\u{1b}[0m\n");
-        assert_eq!(guarded(false, &[red]), "\\u{1b}[1;31mred\\u{1b}[0m\n");
+        assert_eq!(guarded(false, &[red]), "\\u001b[1;31mred\\u001b[0m\n");
         // Split across writes, still one sequence.
         assert_eq!(guarded(true, &[b"\x1b[3", b"1mx"]), "\u{1b}[31mx");
         // Cursor movement, a title, and a sequence never finished are escaped.
         assert_eq!(
             guarded(true, &[b"\x1b[2J\x1b]0;t\x07"]),
-            "\\u{1b}[2J\\u{1b}]0;t\\u{7}"
+            "\\u001b[2J\\u001b]0;t\\u0007"
         );
-        assert_eq!(guarded(true, &[b"x\x1b[31"]), "x\\u{1b}[31");
+        assert_eq!(guarded(true, &[b"x\x1b[31"]), "x\\u001b[31");
     }
 }
