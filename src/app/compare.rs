@@ -1154,6 +1154,13 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
                  --cold, or compare one query"
             );
         }
+        // Said, not silently ignored: the watch covers one query's candidates so far.
+        eprintln!(
+            "pgplan: note: a workload's candidates are not watched for waiting writers \
+             (--max-writer-wait and --max-build-size apply to one query's compare): each holds \
+             a SHARE lock on its table while the workload is measured, so run it on a copy, a \
+             staging server or a quiet primary"
+        );
         return super::workload::compare_workload(args, options);
     }
     let request = request_from_args(&args)?;
