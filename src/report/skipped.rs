@@ -102,6 +102,30 @@ pub fn write_markdown(out: &mut dyn Write, screening: &Screening) -> io::Result<
     Ok(())
 }
 
+/// The queries that could not be measured, under `heading` (a Markdown heading line of the
+/// report's own level), each with where it failed and the error on one line.
+pub fn write_unmeasured_markdown(
+    out: &mut dyn Write,
+    heading: &str,
+    unmeasured: &[Unmeasured],
+) -> io::Result<()> {
+    if unmeasured.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "{heading}")?;
+    writeln!(out)?;
+    for u in unmeasured {
+        writeln!(
+            out,
+            "- {} ({}): {}",
+            markdown::code(&u.query),
+            markdown::cell(&u.during),
+            markdown::cell(&u.error.replace('\n', "; "))
+        )?;
+    }
+    writeln!(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,28 +178,4 @@ mod tests {
         assert!(out.is_empty());
         assert_eq!(percent(0.001), "under 1%");
     }
-}
-
-/// The queries that could not be measured, under `heading` (a Markdown heading line of the
-/// report's own level), each with where it failed and the error on one line.
-pub fn write_unmeasured_markdown(
-    out: &mut dyn Write,
-    heading: &str,
-    unmeasured: &[Unmeasured],
-) -> io::Result<()> {
-    if unmeasured.is_empty() {
-        return Ok(());
-    }
-    writeln!(out, "{heading}")?;
-    writeln!(out)?;
-    for u in unmeasured {
-        writeln!(
-            out,
-            "- {} ({}): {}",
-            markdown::code(&u.query),
-            markdown::cell(&u.during),
-            markdown::cell(&u.error.replace('\n', "; "))
-        )?;
-    }
-    writeln!(out)
 }
