@@ -748,6 +748,14 @@ pub async fn run_compare(
     // does inside.
     let lasting_before = guard::lasting_state(conn, limits).await;
     warnings.extend(check_effects(conn, request, limits).await?);
+    // Under --allow-writes nextval (and an accepted setval) run, and a sequence keeps what they
+    // did: read every sequence before and after, and say what moved.
+    let read_write = request.allow_writes && request.mode == Mode::Measured;
+    let sequences_before = if read_write {
+        Some(guard::sequence_values(conn, limits).await)
+    } else {
+        None
+    };
     let (_, baseline) = match measure(conn, request, limits, Setup::Baseline, progress, "baseline")
         .await
     {
@@ -910,6 +918,10 @@ pub async fn run_compare(
     if !analyzed.is_empty() {
         let after = read_analyze_counters_after(conn, limits, &analyzed, &counters_before).await?;
         warnings.extend(crate::effects::analyze_after(&counters_before, &after));
+    }
+    if let Some(before) = sequences_before {
+        let after = guard::sequence_values(conn, limits).await;
+        warnings.extend(guard::sequence_notes(before, after));
     }
     let lasting_after = guard::lasting_state(conn, limits).await;
     warnings.extend(guard::lasting_notes(&lasting_before, &lasting_after));

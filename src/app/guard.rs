@@ -148,3 +148,34 @@ pub async fn error_with_left_behind(
     }
     anyhow::anyhow!("{error}\n{}", notes.join("\n"))
 }
+
+/// Every readable sequence's value, read before and after runs in a read-write transaction
+/// (where nextval and setval are no longer refused and outlive the rollback), in a read-only
+/// transaction of its own. `Err` is the note that says the advances could not be counted.
+pub async fn sequence_values(
+    conn: &mut crate::db::connect::Connection,
+    limits: &crate::db::session::Limits,
+) -> Result<Vec<crate::effects::SequenceValue>, String> {
+    conn.read_only(limits, async |client| {
+        crate::db::effects::sequence_values(client).await
+    })
+    .await
+    .map_err(|e| {
+        format!(
+            "the sequences' values could not be read ({e}), so sequence advances by the \
+             read-write runs are not counted"
+        )
+    })
+}
+
+/// The notes for what the read-write runs moved in the sequences, from the values before and
+/// after (or the note that they could not be read).
+pub fn sequence_notes(
+    before: Result<Vec<crate::effects::SequenceValue>, String>,
+    after: Result<Vec<crate::effects::SequenceValue>, String>,
+) -> Vec<String> {
+    match (before, after) {
+        (Ok(before), Ok(after)) => crate::effects::sequence_advances(&before, &after),
+        (Err(note), _) | (_, Err(note)) => vec![note],
+    }
+}

@@ -10,6 +10,25 @@ use crate::effects::{AnalyzeCounters, FunctionRow};
 
 const FUNCTION_EFFECTS_SQL: &str = include_str!("../../queries/function_effects.sql");
 const ANALYZE_COUNTERS_SQL: &str = include_str!("../../queries/analyze_counters.sql");
+const SEQUENCE_VALUES_SQL: &str = include_str!("../../queries/sequence_values.sql");
+
+/// Every readable sequence's last value (see `queries/sequence_values.sql`).
+pub async fn sequence_values(
+    client: &Client,
+) -> Result<Vec<crate::effects::SequenceValue>, SessionError> {
+    let rows = client
+        .query(SEQUENCE_VALUES_SQL, &[])
+        .await
+        .map_err(|e| SessionError::from_pg("reading the sequences' values", &e))?;
+    Ok(rows
+        .iter()
+        .map(|r| crate::effects::SequenceValue {
+            sequence: r.get(0),
+            last_value: r.get(1),
+        })
+        .collect())
+}
+
 const LASTING_STATE_SQL: &str = include_str!("../../queries/lasting_state.sql");
 
 /// The server's lasting state as this session sees it (see `queries/lasting_state.sql`).
