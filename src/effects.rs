@@ -459,6 +459,56 @@ pub fn analyze_after(before: &[AnalyzeCounters], after: &[AnalyzeCounters]) -> V
     notes
 }
 
+/// A sequence's last value, read before and after the runs of a read-write transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SequenceValue {
+    /// `schema.name`, quoted as needed.
+    pub sequence: String,
+    /// `None` when the sequence has not been read since it was created or restarted.
+    pub last_value: Option<i64>,
+}
+
+/// Said after a read-write run: each sequence whose value moved, which the rollback did not put
+/// back, with the command that sets it back. Another session's INSERTs in the meantime move it
+/// too, so the note says "while pgplan ran", not "by pgplan".
+pub fn sequence_advances(before: &[SequenceValue], after: &[SequenceValue]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for a in after {
+        let b = before
+            .iter()
+            .find(|b| b.sequence == a.sequence)
+            .and_then(|b| b.last_value);
+        if b == a.last_value {
+            continue;
+        }
+        let Some(now) = a.last_value else {
+            continue;
+        };
+        let (moved, undo) = match b {
+            Some(was) if now > was => (
+                format!("advanced by {} ({was} → {now})", now - was),
+                "the values are used up (a gap, harmless to most applications)".to_owned(),
+            ),
+            Some(was) => (
+                format!("moved from {was} to {now}"),
+                format!(
+                    "to put it back: SELECT setval('{}', {was})",
+                    a.sequence.replace('\'', "''")
+                ),
+            ),
+            None => (
+                format!("was first read and now stands at {now}"),
+                "the values are used up".to_owned(),
+            ),
+        };
+        notes.push(format!(
+            "sequence {} {moved} while pgplan ran, and the rollback does not undo that: {undo}",
+            a.sequence
+        ));
+    }
+    notes
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -628,5 +678,34 @@ mod tests {
         let rows = [row("public", "f", 'i', None), hidden];
         assert_eq!(rows_for(&call(None, "f"), &rows), vec![&rows[0]]);
         assert_eq!(rows_for(&call(Some("other"), "f"), &rows), vec![&rows[1]]);
+    }
+
+    #[test]
+    fn sequence_advances_are_counted_and_a_move_back_says_how_to_undo_it() {
+        let value = |sequence: &str, last_value: Option<i64>| SequenceValue {
+            sequence: sequence.into(),
+            last_value,
+        };
+        let before = [
+            value("public.a", Some(10)),
+            value("public.b", Some(500000)),
+            value("public.c", None),
+            value("public.same", Some(3)),
+        ];
+        let after = [
+            value("public.a", Some(14)),
+            value("public.b", Some(1)),
+            value("public.c", Some(1)),
+            value("public.same", Some(3)),
+        ];
+        let notes = sequence_advances(&before, &after);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].starts_with("sequence public.a advanced by 4 (10 → 14)"));
+        assert!(
+            notes[1].ends_with("to put it back: SELECT setval('public.b', 500000)"),
+            "{}",
+            notes[1]
+        );
+        assert!(notes[2].contains("was first read and now stands at 1"));
     }
 }

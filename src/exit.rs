@@ -8,6 +8,11 @@ pub const FINDINGS: u8 = 1;
 pub const ERROR: u8 = 2;
 /// Partial: a command that talks to several servers could not reach some of them.
 pub const PARTIAL: u8 = 3;
+/// The command ran, but the server's lasting state changed while it ran: a replication slot or
+/// a prepared transaction appeared, or pgplan's session kept an advisory lock past the
+/// rollback (the report's notes name each and the command that removes it). Takes precedence
+/// over [`FINDINGS`], not over [`ERROR`].
+pub const LEFT_BEHIND: u8 = 4;
 /// Interrupted by Ctrl-C (SIGINT), after cancelling server work and rolling back: 128 + 2.
 pub const INTERRUPTED: u8 = 130;
 /// Terminated by SIGTERM (a service manager, `kill`, Kubernetes stopping a CronJob), after

@@ -188,15 +188,23 @@ async fn functions_whose_effects_outlive_the_rollback_are_refused() {
         );
 
         // Accepted: it runs, and the report names what was accepted. The session lock ends
-        // with pgplan's session, which closes when pgplan exits.
+        // with pgplan's session, which closes when pgplan exits; until then the session held
+        // it past the rollback, which the report says, and exit 4 with it.
         let out = compare(
             &db,
             dir.path(),
             "SELECT pg_advisory_lock(id) FROM t WHERE id = 1",
             &[&index[..], &["--allow-lasting-effects", "--format", "json"]].concat(),
         );
-        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            doc["warnings"].as_array().unwrap().iter().any(|w| w
+                .as_str()
+                .unwrap()
+                .starts_with("left behind: advisory lock 1 (ExclusiveLock) appeared while pgplan ran")),
+            "{doc:#}"
+        );
         assert!(
             doc["warnings"].as_array().unwrap().iter().any(|w| w
                 .as_str()

@@ -762,7 +762,20 @@ pub async fn run_compare_with(
     check_server(conn, request)?;
     check_drops(conn, request, limits).await?;
     let mut warnings = request.warnings.clone();
+    // Whatever the transaction, a function the query calls may make what no rollback undoes,
+    // even when the query is only planned (the check below plans it): the planner evaluates an
+    // IMMUTABLE function's call on constants, and a function wrongly marked so runs whatever it
+    // does inside.
+    let lasting_before = guard::lasting_state(conn, limits).await;
     warnings.extend(check_effects(conn, request, limits).await?);
+    // Under --allow-writes nextval (and an accepted setval) run, and a sequence keeps what they
+    // did: read every sequence before and after, and say what moved.
+    let read_write = request.allow_writes && request.mode == Mode::Measured;
+    let sequences_before = if read_write {
+        Some(guard::sequence_values(conn, limits).await)
+    } else {
+        None
+    };
     let (_, baseline) = match measure(
         conn,
         request,
@@ -779,10 +792,11 @@ pub async fn run_compare_with(
             // The error goes to stderr on its own line, not after a progress message.
             progress.clear();
             let held = super::lock_wait::explain(conn, limits, &[], &e).await;
-            bail!(
+            let error = anyhow!(
                 "the query failed in the baseline run: {e}{}",
                 held.map(|h| format!("\n{h}")).unwrap_or_default()
             );
+            return Err(guard::error_with_left_behind(conn, limits, &lasting_before, error).await);
         }
     };
     let tables = watched_tables(request, &baseline);
@@ -949,6 +963,12 @@ pub async fn run_compare_with(
         let after = read_analyze_counters_after(conn, limits, &analyzed, &counters_before).await?;
         warnings.extend(crate::effects::analyze_after(&counters_before, &after));
     }
+    if let Some(before) = sequences_before {
+        let after = guard::sequence_values(conn, limits).await;
+        warnings.extend(guard::sequence_notes(before, after));
+    }
+    let lasting_after = guard::lasting_state(conn, limits).await;
+    warnings.extend(guard::lasting_notes(&lasting_before, &lasting_after));
     progress.clear();
 
     let mut ranking: Vec<_> = outcomes
@@ -1218,7 +1238,9 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
         }
         return Ok(exit::ERROR);
     }
-    Ok(if args.fail_unless_pays && report.best().is_none() {
+    Ok(if crate::lasting_state::any_left(&report.warnings) {
+        exit::LEFT_BEHIND
+    } else if args.fail_unless_pays && report.best().is_none() {
         exit::FINDINGS
     } else {
         exit::SUCCESS

@@ -100,3 +100,82 @@ pub fn explain_read_only(mut error: SessionError) -> SessionError {
     }
     error
 }
+
+/// The server's lasting state, read in a read-only transaction of pgplan's own session (so its
+/// advisory locks are the session's). `Err` is the note that says it could not be checked.
+pub async fn lasting_state(
+    conn: &mut crate::db::connect::Connection,
+    limits: &crate::db::session::Limits,
+) -> Result<Vec<crate::lasting_state::Item>, String> {
+    conn.read_only(limits, async |client| {
+        crate::db::effects::lasting_state(client).await
+    })
+    .await
+    .map_err(|e| {
+        format!(
+            "the server's lasting state (replication slots, prepared transactions, advisory \
+             locks) could not be read ({e}), so pgplan cannot show the runs left none"
+        )
+    })
+}
+
+/// The notes for what appeared in the lasting state between `before` and `after`.
+pub fn lasting_notes(
+    before: &Result<Vec<crate::lasting_state::Item>, String>,
+    after: &Result<Vec<crate::lasting_state::Item>, String>,
+) -> Vec<String> {
+    match (before, after) {
+        (Ok(before), Ok(after)) => crate::lasting_state::left_behind(before, after),
+        (Err(note), _) | (_, Err(note)) => vec![note.clone()],
+    }
+}
+
+/// A failed command's error, with what its runs left behind appended (a query that fails on
+/// its second run may have made something on its first).
+pub async fn error_with_left_behind(
+    conn: &mut crate::db::connect::Connection,
+    limits: &crate::db::session::Limits,
+    before: &Result<Vec<crate::lasting_state::Item>, String>,
+    error: anyhow::Error,
+) -> anyhow::Error {
+    let after = lasting_state(conn, limits).await;
+    let notes: Vec<String> = lasting_notes(before, &after)
+        .into_iter()
+        .filter(|n| n.starts_with(crate::lasting_state::PREFIX))
+        .collect();
+    if notes.is_empty() {
+        return error;
+    }
+    anyhow::anyhow!("{error}\n{}", notes.join("\n"))
+}
+
+/// Every readable sequence's value, read before and after runs in a read-write transaction
+/// (where nextval and setval are no longer refused and outlive the rollback), in a read-only
+/// transaction of its own. `Err` is the note that says the advances could not be counted.
+pub async fn sequence_values(
+    conn: &mut crate::db::connect::Connection,
+    limits: &crate::db::session::Limits,
+) -> Result<Vec<crate::effects::SequenceValue>, String> {
+    conn.read_only(limits, async |client| {
+        crate::db::effects::sequence_values(client).await
+    })
+    .await
+    .map_err(|e| {
+        format!(
+            "the sequences' values could not be read ({e}), so sequence advances by the \
+             read-write runs are not counted"
+        )
+    })
+}
+
+/// The notes for what the read-write runs moved in the sequences, from the values before and
+/// after (or the note that they could not be read).
+pub fn sequence_notes(
+    before: Result<Vec<crate::effects::SequenceValue>, String>,
+    after: Result<Vec<crate::effects::SequenceValue>, String>,
+) -> Vec<String> {
+    match (before, after) {
+        (Ok(before), Ok(after)) => crate::effects::sequence_advances(&before, &after),
+        (Err(note), _) | (_, Err(note)) => vec![note],
+    }
+}

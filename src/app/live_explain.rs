@@ -149,6 +149,17 @@ pub async fn run_live_explain(
     // A read (and any plan that is not run) needs no write access: BEGIN READ ONLY, so a
     // function that writes fails instead of writing. A write runs in a transaction that is
     // always rolled back.
+    // Whatever the transaction, a function the query calls may make what no rollback undoes,
+    // even when the query is only planned: the planner evaluates an IMMUTABLE function's call
+    // on constants (a function wrongly marked so runs whatever it does inside).
+    let lasting_before = guard::lasting_state(conn, limits).await;
+    // In a read-write transaction nextval (and an accepted setval) run, and a sequence keeps
+    // what they did: read every sequence before and after, and say what moved.
+    let sequences_before = if request.writes() && request.runs() {
+        Some(guard::sequence_values(conn, limits).await)
+    } else {
+        None
+    };
     let outcome = if request.writes() && request.runs() {
         conn.rolled_back(limits, work).await
     } else {
@@ -156,13 +167,17 @@ pub async fn run_live_explain(
     };
     let (raw_plan, mut analysis, facts, checked) = match outcome {
         Ok(done) => done,
-        Err(e) if e.context == guard::CHECK_CONTEXT => bail!("{}", e.message),
         Err(e) => {
-            let held = super::lock_wait::explain(conn, limits, &[], &e).await;
-            bail!(
-                "the query failed: {e}{}",
-                held.map(|h| format!("\n{h}")).unwrap_or_default()
-            );
+            let error = if e.context == guard::CHECK_CONTEXT {
+                anyhow!("{}", e.message)
+            } else {
+                let held = super::lock_wait::explain(conn, limits, &[], &e).await;
+                anyhow!(
+                    "the query failed: {e}{}",
+                    held.map(|h| format!("\n{h}")).unwrap_or_default()
+                )
+            };
+            return Err(guard::error_with_left_behind(conn, limits, &lasting_before, error).await);
         }
     };
     enrich(&mut analysis, &facts);
@@ -171,6 +186,12 @@ pub async fn run_live_explain(
     let mut notes = request.warnings.clone();
     notes.extend(checked);
     notes.extend(side_effect_notes("the run", &index_scans, &dead));
+    if let Some(before) = sequences_before {
+        let after = guard::sequence_values(conn, limits).await;
+        notes.extend(guard::sequence_notes(before, after));
+    }
+    let lasting_after = guard::lasting_state(conn, limits).await;
+    notes.extend(guard::lasting_notes(&lasting_before, &lasting_after));
     Ok(LiveExplain {
         analysis,
         raw_plan,
@@ -320,7 +341,9 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
     let threshold: Option<Severity> = args.fail_on.map(Into::into);
     let crossed =
         threshold.is_some_and(|t| result.analysis.findings.iter().any(|f| f.severity >= t));
-    Ok(if crossed {
+    Ok(if crate::lasting_state::any_left(&result.notes) {
+        exit::LEFT_BEHIND
+    } else if crossed {
         exit::FINDINGS
     } else {
         exit::SUCCESS

@@ -10,6 +10,44 @@ use crate::effects::{AnalyzeCounters, FunctionRow};
 
 const FUNCTION_EFFECTS_SQL: &str = include_str!("../../queries/function_effects.sql");
 const ANALYZE_COUNTERS_SQL: &str = include_str!("../../queries/analyze_counters.sql");
+const SEQUENCE_VALUES_SQL: &str = include_str!("../../queries/sequence_values.sql");
+
+/// Every readable sequence's last value (see `queries/sequence_values.sql`).
+pub async fn sequence_values(
+    client: &Client,
+) -> Result<Vec<crate::effects::SequenceValue>, SessionError> {
+    let rows = client
+        .query(SEQUENCE_VALUES_SQL, &[])
+        .await
+        .map_err(|e| SessionError::from_pg("reading the sequences' values", &e))?;
+    Ok(rows
+        .iter()
+        .map(|r| crate::effects::SequenceValue {
+            sequence: r.get(0),
+            last_value: r.get(1),
+        })
+        .collect())
+}
+
+const LASTING_STATE_SQL: &str = include_str!("../../queries/lasting_state.sql");
+
+/// The server's lasting state as this session sees it (see `queries/lasting_state.sql`).
+pub async fn lasting_state(
+    client: &Client,
+) -> Result<Vec<crate::lasting_state::Item>, SessionError> {
+    let rows = client
+        .query(LASTING_STATE_SQL, &[])
+        .await
+        .map_err(|e| SessionError::from_pg("reading the server's lasting state", &e))?;
+    Ok(rows
+        .iter()
+        .map(|r| crate::lasting_state::Item {
+            kind: r.get(0),
+            name: r.get(1),
+            detail: r.get(2),
+        })
+        .collect())
+}
 
 /// The `pg_proc` rows of every function with one of these names, in any schema.
 pub async fn function_rows(

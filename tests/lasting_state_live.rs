@@ -1,0 +1,115 @@
+//! The lasting-state diff on real servers 13–18: a user function that makes what no rollback
+//! undoes (a replication slot, a session-level advisory lock) runs without pgplan seeing it
+//! inside, and `explain -d` and `compare` then report it as left behind, with the command that
+//! removes it, and exit 4; a run that leaves nothing says nothing and exits as before.
+
+mod common;
+
+use std::process::{Command, Output};
+
+use common::{TestDb, for_each_version, pgplan_bin, stderr};
+
+const SETUP: &str = "
+CREATE TABLE t (id integer PRIMARY KEY, v integer NOT NULL);
+INSERT INTO t SELECT i, i % 100 FROM generate_series(1, 5000) AS i;
+VACUUM (ANALYZE) t;
+CREATE FUNCTION hold_lock() RETURNS integer LANGUAGE plpgsql VOLATILE AS
+    'BEGIN PERFORM pg_advisory_lock(4242); RETURN 1; END';
+";
+
+fn pgplan(db: &TestDb, dir: &std::path::Path, command: &str, query: &str, args: &[&str]) -> Output {
+    let path = dir.join(format!("q{}.sql", query.len()));
+    std::fs::write(&path, query).unwrap();
+    Command::new(pgplan_bin())
+        .env("NO_COLOR", "1")
+        .env_remove("PGSERVICE")
+        .arg(command)
+        .arg("-d")
+        .arg(db.conninfo())
+        .arg(&path)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn printed(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(out))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn what_a_user_function_leaves_is_reported_with_its_remedy_and_exit_4() {
+    for_each_version("lasting_state", |major| async move {
+        let db = TestDb::create(major, "lasting_state").await;
+        db.run(SETUP).await;
+        // A slot name per database: the clusters are shared between tests.
+        let slot = format!("pgplan_left_{}", db.name);
+        db.run(&format!(
+            "CREATE FUNCTION make_slot() RETURNS integer LANGUAGE plpgsql VOLATILE AS \
+             $$BEGIN PERFORM pg_create_physical_replication_slot('{slot}'); RETURN 1; END$$"
+        ))
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        let compare_args = ["--index", "CREATE INDEX ON t (v)", "--runs", "1"];
+
+        // Nothing left: no note, the usual exit status.
+        let plain = "SELECT id FROM t WHERE v = 3";
+        for (command, args) in [("explain", &[][..]), ("compare", &compare_args[..])] {
+            let out = pgplan(&db, dir.path(), command, plain, args);
+            let text = printed(&out);
+            assert!(matches!(out.status.code(), Some(0) | Some(1)), "{command}: {text}");
+            assert!(!text.contains("left behind"), "{command}: {text}");
+        }
+
+        // A slot made inside a user function (explain -d's one run makes it).
+        let out = pgplan(&db, dir.path(), "explain", "SELECT make_slot()", &[]);
+        let text = printed(&out);
+        assert_eq!(out.status.code(), Some(4), "explain: {text}");
+        assert!(
+            text.contains(&format!(
+                "left behind: replication slot {slot} (physical, inactive) appeared while pgplan ran"
+            )),
+            "explain: {text}"
+        );
+        assert!(
+            text.contains(&format!("SELECT pg_drop_replication_slot('{slot}')")),
+            "explain: {text}"
+        );
+        db.run(&format!("SELECT pg_drop_replication_slot('{slot}')"))
+            .await;
+
+        // compare's baseline makes it; the candidate's run then fails on the existing slot.
+        let out = pgplan(&db, dir.path(), "compare", "SELECT make_slot()", &compare_args);
+        let text = printed(&out);
+        assert!(
+            text.contains(&format!("left behind: replication slot {slot}")),
+            "compare: {text}"
+        );
+        assert!(matches!(out.status.code(), Some(2) | Some(4)), "compare: {text}");
+        db.run(&format!("SELECT pg_drop_replication_slot('{slot}')"))
+            .await;
+
+        // A session-level advisory lock a function took: pgplan's session held it after the
+        // rollback.
+        for (command, args) in [("explain", &[][..]), ("compare", &compare_args[..])] {
+            let out = pgplan(&db, dir.path(), command, "SELECT hold_lock()", args);
+            let text = printed(&out);
+            assert_eq!(out.status.code(), Some(4), "{command}: {text}");
+            assert!(
+                text.contains("left behind: advisory lock 4242 (ExclusiveLock)"),
+                "{command}: {text}"
+            );
+            assert!(text.contains("pg_advisory_unlock_all()"), "{command}: {text}");
+        }
+        db.wait_until_pgplan_sessions_are_gone().await;
+        assert_eq!(
+            db.value(&format!(
+                "SELECT count(*) FROM pg_replication_slots WHERE slot_name = '{slot}'"
+            ))
+            .await
+            .as_deref(),
+            Some("0")
+        );
+        db.drop_db().await;
+    })
+    .await;
+}
