@@ -312,7 +312,9 @@ pub struct Verdict {
 const SETVAL: &str = "sets a sequence's value, which no rollback undoes (sequence changes are not      transactional): the value stays, and an INSERT that takes the next one may collide with a      row that exists";
 
 /// `nextval` in a read-write transaction.
-const NEXTVAL: &str = "advances its sequence, which no rollback undoes: the values it took are      skipped for good (gaps in the ids), and pgplan's runs take one per row and run";
+const NEXTVAL: &str = "advances its sequence, which no rollback undoes: the values it took are \
+                       skipped for good (gaps in the ids), and pgplan's runs take one per row \
+                       and run";
 
 pub fn judge(calls: &[Call], rows: &[FunctionRow]) -> Verdict {
     judge_in(calls, rows, false)

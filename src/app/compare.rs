@@ -179,7 +179,10 @@ pub(super) async fn build_index(
             return Err(SessionError {
                 context: format!("building {}", candidate.describe()),
                 message: format!(
-                    "{} has rows whose HOT chains the new index cannot follow (updated rows not yet                      vacuumed), so PostgreSQL lets no query use the index in the transaction that                      built it (pg_index.indcheckxmin); pgplan cannot measure it.\n                     hint: VACUUM {} first, then run pgplan again",
+                    "{} has rows whose HOT chains the new index cannot follow (updated rows not yet \
+                     vacuumed), so PostgreSQL lets no query use the index in the transaction \
+                     that built it (pg_index.indcheckxmin); pgplan cannot measure it.\n\
+                     hint: VACUUM {} first, then run pgplan again",
                     candidate.table, candidate.table
                 ),
                 sqlstate: None,
