@@ -309,7 +309,9 @@ pub struct Verdict {
 /// `setval` in a read-write transaction: PostgreSQL's sequence operations are never rolled back
 /// ("to avoid blocking concurrent transactions", the manual's words), so the rollback leaves
 /// the sequence where the query set it.
-const SETVAL: &str = "sets a sequence's value, which no rollback undoes (sequence changes are not      transactional): the value stays, and an INSERT that takes the next one may collide with a      row that exists";
+const SETVAL: &str = "sets a sequence's value, which no rollback undoes (sequence changes are not \
+                      transactional): the value stays, and an INSERT that takes the next one may \
+                      collide with a row that exists";
 
 /// `nextval` in a read-write transaction.
 const NEXTVAL: &str = "advances its sequence, which no rollback undoes: the values it took are \
