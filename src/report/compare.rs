@@ -950,7 +950,8 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
     if !report.warnings.is_empty() {
         writeln!(out)?;
         for warning in &report.warnings {
-            writeln!(out, "> {}", printable(&warning.replace('\n', " ")))?;
+            // A warning quotes names (a table in a build's cost, say): text, never markup.
+            writeln!(out, "> {}", markdown::inline(&warning.replace('\n', " ")))?;
         }
     }
     Ok(())

@@ -838,7 +838,7 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
     )?;
     super::skipped::write_markdown(out, &report.screening)?;
     for w in &report.warnings {
-        writeln!(out, "> {}", w.replace('\n', " "))?;
+        writeln!(out, "> {}", markdown::inline(&w.replace('\n', " ")))?;
     }
     Ok(())
 }
