@@ -639,8 +639,8 @@ pub struct CheckArgs {
     /// measured spread (with --estimated: its planner cost).
     #[arg(long, default_value_t = 10.0, value_name = "PERCENT")]
     pub max_regression: f64,
-    /// Compare plan shapes and planner costs instead of measured pages (nothing is run): for a
-    /// CI database with production's statistics (pgplan stats import).
+    /// Compare plan shapes and planner costs instead of measured pages (the queries are planned,
+    /// not executed): for a CI database with production's statistics (pgplan stats import).
     #[arg(long)]
     pub estimated: bool,
     /// Measured runs after the first one; pages are their median and spread.

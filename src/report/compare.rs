@@ -336,13 +336,15 @@ fn mode_line(report: &CompareReport) -> String {
             count(r.min_gain_percent)
         ),
         Mode::Hypothetical => format!(
-            "ESTIMATED: hypothetical indexes (HypoPG), EXPLAIN without ANALYZE · nothing was built or run · \
-             verdict on estimated cost, min gain {}%",
+            // Planned, not executed: planning still evaluates an IMMUTABLE function called on
+            // constants, so "nothing ran" would claim more than pgplan knows.
+            "ESTIMATED: hypothetical indexes (HypoPG), EXPLAIN without ANALYZE · nothing was built; \
+             the query was planned, not executed · verdict on estimated cost, min gain {}%",
             count(r.min_gain_percent)
         ),
         Mode::GenericPlan => format!(
-            "ESTIMATED: the generic plan, EXPLAIN without ANALYZE · nothing was run · verdict on estimated cost, \
-             min gain {}%",
+            "ESTIMATED: the generic plan, EXPLAIN without ANALYZE · the query was planned, not \
+             executed · verdict on estimated cost, min gain {}%",
             count(r.min_gain_percent)
         ),
     }
