@@ -559,7 +559,7 @@ pub fn write_text(
         )?;
         for d in &report.drops {
             writeln!(out, "  {}", paint.severity(d.severity, &d.statement))?;
-            writeln!(out, "    {}", paint.dim(&d.message))?;
+            writeln!(out, "    {}", paint.dim(&printable(&d.message)))?;
         }
     }
     if !report.rejected.is_empty() {
