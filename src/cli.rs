@@ -317,6 +317,21 @@ pub struct CompareArgs {
     /// Exit with code 1 when no candidate pays (for a CI check on a proposed index).
     #[arg(long)]
     pub fail_unless_pays: bool,
+    #[command(flatten)]
+    pub writers: WriterArgs,
+    /// Write every captured plan (JSON) into DIR, to replay with pgplan diff.
+    #[arg(long, value_name = "DIR")]
+    pub save_plans: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub conn: ConnArgs,
+    #[command(flatten)]
+    pub session: SessionArgs,
+}
+
+/// How measuring yields to the table's writers: compare's and advise's, so one definition.
+#[derive(Debug, Args)]
+pub struct WriterArgs {
     /// How long a writer may wait on a lock a candidate's build, runs or drop holds before pgplan
     /// cancels its own statement, rolls back (releasing the lock) and tries the candidate again
     /// later: a duration (200ms, 1s) or off (writers wait for the whole transaction: a copy or
@@ -327,14 +342,15 @@ pub struct CompareArgs {
     /// bytes, or kB, MB, GB, TB.
     #[arg(long, value_name = "SIZE", default_value = "1GB", value_parser = parse_size)]
     pub max_build_size: u64,
-    /// Write every captured plan (JSON) into DIR, to replay with pgplan diff.
-    #[arg(long, value_name = "DIR")]
-    pub save_plans: Option<PathBuf>,
+}
 
-    #[command(flatten)]
-    pub conn: ConnArgs,
-    #[command(flatten)]
-    pub session: SessionArgs,
+impl WriterArgs {
+    pub fn policy(&self) -> crate::compare::writers::WriterPolicy {
+        crate::compare::writers::WriterPolicy {
+            max_writer_wait: self.max_writer_wait.0,
+            max_build_bytes: self.max_build_size,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -380,6 +396,8 @@ pub struct AdviseArgs {
     /// Run queries calling functions whose effects outlive the rollback (see compare).
     #[arg(long)]
     pub allow_lasting_effects: bool,
+    #[command(flatten)]
+    pub writers: WriterArgs,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
     /// Write the report to FILE instead of standard output.

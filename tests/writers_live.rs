@@ -1,8 +1,9 @@
 //! Measuring on a busy table without stalling its writers, on real servers 13–18: while a
 //! candidate builds for seconds, a steady writer (one UPDATE every 50 ms) waits at most about
 //! `--max-writer-wait` each time, pgplan yields and tries again, reports the yields and "not
-//! measured" with exit status 2, and leaves nothing behind; directly and through PgBouncer in
-//! transaction mode (the watcher and the worker on different server connections).
+//! measured" with exit status 2, and leaves nothing behind: for one query's compare, a
+//! workload's and advise's proposals; directly and through PgBouncer in transaction mode (the
+//! watcher and the worker on different server connections).
 
 mod common;
 
@@ -55,28 +56,17 @@ async fn steady_writer(db: &TestDb, stop: Arc<AtomicBool>) -> Writes {
     writes
 }
 
-fn pgplan_compare(conninfo: &str, query: &std::path::Path, args: &[&str]) -> Output {
+fn pgplan(args: &[String]) -> Output {
     Command::new(pgplan_bin())
         .env("NO_COLOR", "1")
         .env_remove("PGSERVICE")
-        .args(["compare", "-d", conninfo])
-        .arg(query)
-        .args([
-            "--index",
-            "CREATE INDEX t_slow ON t (slow(v))",
-            "--runs",
-            "1",
-        ])
         .args(args)
         .output()
         .unwrap()
 }
 
-/// Runs pgplan against `conninfo` with a steady writer on `db`'s table, and returns both.
-async fn compare_beside_a_writer(db: &TestDb, conninfo: String, args: &[&str]) -> (Output, Writes) {
-    let dir = tempfile::tempdir().unwrap();
-    let query = dir.path().join("q.sql");
-    std::fs::write(&query, "SELECT id FROM t WHERE id < 10 AND slow(v) = 7").unwrap();
+/// Runs pgplan with `args` beside a steady writer on `db`'s table, and returns both.
+async fn beside_a_writer(db: &TestDb, args: Vec<String>) -> (Output, Writes) {
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (db, stop) = (
@@ -88,15 +78,32 @@ async fn compare_beside_a_writer(db: &TestDb, conninfo: String, args: &[&str]) -
         );
         tokio::spawn(async move { steady_writer(&db, stop).await })
     };
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let output = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        pgplan_compare(&conninfo, &query, &args)
-    })
-    .await
-    .unwrap();
+    let output = tokio::task::spawn_blocking(move || pgplan(&args))
+        .await
+        .unwrap();
     stop.store(true, Ordering::SeqCst);
     (output, writer.await.unwrap())
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+/// `compare` of one query with the slow candidate against `conninfo`, beside a steady writer.
+async fn compare_beside_a_writer(db: &TestDb, conninfo: String, args: &[&str]) -> (Output, Writes) {
+    let dir = tempfile::tempdir().unwrap();
+    let query = dir.path().join("q.sql");
+    std::fs::write(&query, "SELECT id FROM t WHERE id < 10 AND slow(v) = 7").unwrap();
+    let mut argv = strings(&["compare", "-d", &conninfo]);
+    argv.push(query.display().to_string());
+    argv.extend(strings(&[
+        "--index",
+        "CREATE INDEX t_slow ON t (slow(v))",
+        "--runs",
+        "1",
+    ]));
+    argv.extend(strings(args));
+    beside_a_writer(db, argv).await
 }
 
 async fn assert_nothing_left(db: &TestDb) {
@@ -289,6 +296,80 @@ async fn a_build_yields_to_a_steady_writer_through_pgbouncer() {
         let (output, writes) = compare_beside_a_writer(&db, bouncer.conninfo(&db), &[]).await;
         assert_yielded(&output, &writes);
         drop(bouncer);
+        assert_nothing_left(&db).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// A workload's candidate and advise's proposals are built by the same engine as one query's,
+/// and yield to writers the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_workloads_builds_yield_to_a_steady_writer() {
+    for_each_version("writers_workload", |major| async move {
+        let db = TestDb::create(major, "writers_workload").await;
+        db.run(SETUP).await;
+        let dir = tempfile::tempdir().unwrap();
+        let workload = dir.path().join("workload.sql");
+        std::fs::write(
+            &workload,
+            "SELECT id FROM t WHERE id < 10 AND slow(v) = 7;\n",
+        )
+        .unwrap();
+        let (conninfo, file) = (db.conninfo(), workload.display().to_string());
+        let (output, writes) = beside_a_writer(
+            &db,
+            strings(&[
+                "compare",
+                "-d",
+                &conninfo,
+                "--workload",
+                &file,
+                "--index",
+                "CREATE INDEX t_slow ON t (slow(v))",
+                "--runs",
+                "1",
+            ]),
+        )
+        .await;
+        assert_yielded(&output, &writes);
+        assert_nothing_left(&db).await;
+
+        std::fs::write(&workload, "SELECT id FROM t WHERE slow(v) = 7;\n").unwrap();
+        let (output, writes) = beside_a_writer(
+            &db,
+            strings(&[
+                "advise",
+                "-d",
+                &conninfo,
+                "--workload",
+                &file,
+                "--runs",
+                "1",
+            ]),
+        )
+        .await;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let err = stderr(&output);
+        eprintln!(
+            "{text}\n{err}\nlongest write {:?} of {}",
+            writes.longest, writes.count
+        );
+        // Nothing measured is no verdict: exit 2, with each proposal's yields named.
+        assert_eq!(output.status.code(), Some(2), "{text}\n{err}");
+        assert!(
+            text.contains("yielded to a writer (try 1 of 3): session ")
+                && text.contains("yielded to a writer (try 3 of 3)")
+                && text.contains("could not be measured")
+                && text.contains("not measured (yielded 3 times to writers"),
+            "{text}"
+        );
+        assert!(text.contains("the build reads"), "{text}");
+        assert!(
+            writes.longest < Duration::from_millis(2000),
+            "the longest write took {:?}",
+            writes.longest
+        );
         assert_nothing_left(&db).await;
         db.drop_db().await;
     })

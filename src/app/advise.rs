@@ -33,6 +33,7 @@ use super::workload::{
     EngineOptions, estimate_hypothetical, lookup_relation, measure_workload, read_workload_sources,
     relation_names, workload_queries,
 };
+use super::writers::{Writers, open_writers};
 
 /// What one candidate did to one query, as last measured.
 #[derive(Debug, Clone)]
@@ -252,12 +253,22 @@ pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
     let progress = Progress::new();
     let report = runtime()?.block_on(interrupt.run(async {
         let mut conn = open(&params, &args.session, &interrupt).await?;
+        let mut writers = open_writers(
+            args.writers.policy(),
+            &params,
+            &args.session,
+            &interrupt,
+            &conn,
+            true,
+        )
+        .await?;
         run_advise(
             &mut conn,
             &limits,
             &settings,
             file_queries,
             started,
+            Some(&mut writers),
             &progress,
         )
         .await
@@ -331,6 +342,7 @@ pub async fn run_advise(
     args: &AdviseSettings,
     file_queries: Vec<wl::SourceQuery>,
     started: Instant,
+    mut writers: Option<&mut Writers>,
     progress: &Progress,
 ) -> Result<AdviseReport> {
     let source_name = args.source_name.clone();
@@ -369,7 +381,17 @@ pub async fn run_advise(
 
     // 1. The baseline plans, measured.
     let pass_started = Instant::now();
-    let baseline = measure_workload(conn, limits, &queries, &[], &[], &engine, progress).await?;
+    let baseline = measure_workload(
+        conn,
+        limits,
+        &queries,
+        &[],
+        &[],
+        &engine,
+        writers.as_deref_mut(),
+        progress,
+    )
+    .await?;
     let pass_ms = pass_started.elapsed().as_secs_f64() * 1000.0;
     let mut unmeasured = crate::compare::workload::unmeasured::unmeasured(&queries, &baseline, &[]);
     let plans: Vec<Plan> = (0..queries.len())
@@ -497,8 +519,17 @@ pub async fn run_advise(
     let specs: Vec<IndexCandidate> = order.iter().map(|&i| all_specs[i].clone()).collect();
 
     // 4. Measure the shortlist: each built once, rolled back, every query measured.
-    let measurements =
-        measure_workload(conn, limits, &queries, &specs, &[], &engine, progress).await?;
+    let measurements = measure_workload(
+        conn,
+        limits,
+        &queries,
+        &specs,
+        &[],
+        &engine,
+        writers.as_deref_mut(),
+        progress,
+    )
+    .await?;
     let shortlisted_names: Vec<String> = shortlisted.iter().map(|c| c.name.clone()).collect();
     for u in crate::compare::workload::unmeasured::unmeasured(
         &queries,
@@ -636,6 +667,7 @@ pub async fn run_advise(
             &again_specs,
             &chosen_specs,
             &engine,
+            writers.as_deref_mut(),
             progress,
         )
         .await?;
@@ -684,6 +716,7 @@ pub async fn run_advise(
             &[],
             &chosen_specs,
             &engine,
+            writers.as_deref_mut(),
             progress,
         )
         .await?;
@@ -805,6 +838,9 @@ pub async fn run_advise(
         drops::unused_indexes(&audited, &table_refs)
     };
     // What concerns the workload as a whole comes first, then what concerns one query.
+    if let Some(writers) = writers {
+        notes_text.extend(writers.take_notes());
+    }
     let mut all_notes: Vec<Note> = notes_text
         .into_iter()
         .map(|message| Note {

@@ -212,7 +212,8 @@ async fn record(
         allow_lasting_effects: args.allow_lasting_effects,
         untracked: conn.facts.superuser,
     };
-    let measured = measure_workload(conn, limits, &queries, &[], &[], &engine, progress).await?;
+    let measured =
+        measure_workload(conn, limits, &queries, &[], &[], &engine, None, progress).await?;
     progress.clear();
     let runs = &measured.baselines[0].queries;
     let recorded_queries = queries

@@ -23,8 +23,8 @@ use crate::sql::{IndexCandidate, QueryKind, quote_ident};
 use super::guard;
 use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
-use super::writers::Writers;
-use crate::compare::writers::{self as writer_policy, WriterPolicy};
+use super::writers::{Writers, open_writers};
+use crate::compare::writers as writer_policy;
 
 /// Turns the command line into a validated request, before connecting.
 pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
@@ -1177,13 +1177,6 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
                  --cold, or compare one query"
             );
         }
-        // Said, not silently ignored: the watch covers one query's candidates so far.
-        eprintln!(
-            "pgplan: note: a workload's candidates are not watched for waiting writers \
-             (--max-writer-wait and --max-build-size apply to one query's compare): each holds \
-             a SHARE lock on its table while the workload is measured, so run it on a copy, a \
-             staging server or a quiet primary"
-        );
         return super::workload::compare_workload(args, options);
     }
     let request = request_from_args(&args)?;
@@ -1198,23 +1191,13 @@ pub fn compare(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
-    let policy = WriterPolicy {
-        max_writer_wait: args.max_writer_wait.0,
-        max_build_bytes: args.max_build_size,
-    };
+    let policy = args.writers.policy();
     let report = runtime()?.block_on(interrupt.run(async {
         let mut conn = open(&params, &args.session, &interrupt).await?;
-        // The watch is a connection of its own: the worker's is busy with the statement it
-        // watches. Hypothetical candidates build nothing and lock nothing writers need.
-        let watch = match policy.max_writer_wait {
-            Some(_) if request.mode != Mode::Hypothetical => Some(
-                open(&params, &args.session, &interrupt)
-                    .await
-                    .context("opening the connection that watches for waiting writers")?,
-            ),
-            _ => None,
-        };
-        let mut writers = Writers::new(policy, &conn, watch);
+        // Hypothetical candidates build nothing and lock nothing writers need.
+        let builds = request.mode != Mode::Hypothetical;
+        let mut writers =
+            open_writers(policy, &params, &args.session, &interrupt, &conn, builds).await?;
         run_compare_with(
             &mut conn,
             &request,

@@ -211,6 +211,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
                 allow_lasting_effects: false,
                 deadline: None,
             },
+            None,
             &Progress::new(),
         )
         .await?;
@@ -235,6 +236,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
             },
             sources,
             Instant::now(),
+            None,
             &Progress::new(),
         )
         .await?;

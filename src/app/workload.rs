@@ -30,6 +30,7 @@ use crate::sql::{IndexCandidate, QueryKind, quote_literal, tokenize};
 
 use super::compare::{Progress, build_index};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
+use super::writers::{Writers, open_writers, rolled_back_yielding};
 
 /// How the engine measures.
 #[derive(Debug, Clone)]
@@ -650,28 +651,32 @@ async fn measure_baseline(
     conn: &mut Connection,
     limits: &Limits,
     work: &Work<'_>,
+    writers: Option<&mut Writers>,
     progress: &Progress,
     label: &str,
 ) -> Result<WorkloadBaseline> {
-    let result = conn
-        .rolled_back(limits, async |client| {
-            transaction_setup(client, work.options).await?;
-            build_chosen(client, work.chosen, progress).await?;
-            // The baseline is never cut short: every candidate is judged against it.
-            let runs =
-                measure_queries(client, work.queries, work.options, progress, label, None).await?;
-            let mut probes = Vec::new();
-            if work.options.allow_writes {
-                for (table, predicate) in work.probe_tables {
-                    probes.push((
-                        table.clone(),
-                        write_probe(client, table, predicate.as_deref()).await?,
-                    ));
-                }
+    // Writers wait for the chosen indexes' SHARE locks, and for the row locks of the
+    // workload's own writes and the probe's: watched then, as a candidate's transaction is.
+    let writers = writers.filter(|_| !work.chosen.is_empty() || work.options.allow_writes);
+    let say = |message: &str| progress.update(message);
+    let result = rolled_back_yielding(conn, limits, writers, label, &say, async |client| {
+        transaction_setup(client, work.options).await?;
+        build_chosen(client, work.chosen, progress).await?;
+        // The baseline is never cut short: every candidate is judged against it.
+        let runs =
+            measure_queries(client, work.queries, work.options, progress, label, None).await?;
+        let mut probes = Vec::new();
+        if work.options.allow_writes {
+            for (table, predicate) in work.probe_tables {
+                probes.push((
+                    table.clone(),
+                    write_probe(client, table, predicate.as_deref()).await?,
+                ));
             }
-            Ok((runs, probes))
-        })
-        .await;
+        }
+        Ok((runs, probes))
+    })
+    .await;
     let (queries, write_probes) = result.map_err(|e| anyhow!("measuring the {label}: {e}"))?;
     Ok(WorkloadBaseline {
         queries,
@@ -685,6 +690,10 @@ async fn measure_baseline(
 /// reads the write counters of every candidate's table. Stops starting candidates once
 /// `options.deadline` has passed, naming those left out. Ctrl-C and connection loss end it
 /// with an error; a candidate that fails to build or measure is that candidate's error.
+/// With `writers`, every transaction that blocks writes yields to them (a candidate that kept
+/// yielding, or whose table is over `--max-build-size`, is that candidate's error), and each
+/// build's cost and each yield is one of `writers`' notes.
+#[allow(clippy::too_many_arguments)]
 pub async fn measure_workload(
     conn: &mut Connection,
     limits: &Limits,
@@ -692,6 +701,7 @@ pub async fn measure_workload(
     candidates: &[IndexCandidate],
     chosen: &[IndexCandidate],
     options: &EngineOptions,
+    mut writers: Option<&mut Writers>,
     progress: &Progress,
 ) -> Result<WorkloadMeasurements> {
     // Tables as the catalog names them, read-only, before anything is built.
@@ -719,7 +729,17 @@ pub async fn measure_workload(
         probe_tables: &probe_tables,
         options,
     };
-    let mut baselines = vec![measure_baseline(conn, limits, &work, progress, "baseline").await?];
+    let mut baselines = vec![
+        measure_baseline(
+            conn,
+            limits,
+            &work,
+            writers.as_deref_mut(),
+            progress,
+            "baseline",
+        )
+        .await?,
+    ];
     let read_estimates = async |conn: &mut Connection| {
         conn.read_only(limits, async |client| {
             explain::table_estimates(client, &watched).await
@@ -745,9 +765,28 @@ pub async fn measure_workload(
             candidate.describe()
         );
         let table = tables[i].clone();
+        let mut table_bytes = None;
+        if let (Some(writers), Some(t)) = (writers.as_deref_mut(), &table) {
+            match writers
+                .note_build(conn, limits, candidate.describe(), t)
+                .await
+            {
+                Ok(cost) => table_bytes = Some(cost.table_bytes),
+                Err(refusal) => {
+                    results.push(Err(refusal));
+                    continue;
+                }
+            }
+        }
         let probe_predicate = predicate(&candidate.definition);
-        let result = conn
-            .rolled_back(limits, async |client| {
+        let say = |message: &str| progress.update(message);
+        let result = rolled_back_yielding(
+            conn,
+            limits,
+            writers.as_deref_mut(),
+            &label,
+            &say,
+            async |client| {
                 transaction_setup(client, options).await?;
                 build_chosen(client, chosen, progress).await?;
                 let facts =
@@ -794,8 +833,9 @@ pub async fn measure_workload(
                         .collect(),
                     write_probe: probe,
                 })
-            })
-            .await;
+            },
+        )
+        .await;
         if stop_requested() {
             progress.clear();
             bail!("interrupted while measuring {}", candidate.describe());
@@ -817,6 +857,11 @@ pub async fn measure_workload(
         };
         if let Ok(run) = &mut result {
             run.baseline = baselines.len() - 1;
+            if let (Some(writers), Some(bytes), Some(ms)) =
+                (writers.as_deref_mut(), table_bytes, run.build_ms)
+            {
+                writers.measured_build(bytes, ms);
+            }
         }
         let after = read_estimates(conn).await?;
         let changed = estimate_changes(&current, &after);
@@ -828,6 +873,7 @@ pub async fn measure_workload(
                 conn,
                 limits,
                 &work,
+                writers.as_deref_mut(),
                 progress,
                 &format!("baseline again after {}", candidate.describe()),
             )
@@ -1345,6 +1391,7 @@ pub async fn run_workload(
     file_queries: Vec<SourceQuery>,
     candidates: &[IndexCandidate],
     settings: &WorkloadSettings,
+    mut writers: Option<&mut Writers>,
     progress: &Progress,
 ) -> Result<WorkloadReport> {
     let mut warnings = Vec::new();
@@ -1393,8 +1440,20 @@ pub async fn run_workload(
     if settings.allow_writes {
         warnings.extend(super::probe_guard::skipped_notes(conn, &limits, candidates).await?);
     }
-    let measurements =
-        measure_workload(conn, &limits, &queries, candidates, &[], &engine, progress).await?;
+    let measurements = measure_workload(
+        conn,
+        &limits,
+        &queries,
+        candidates,
+        &[],
+        &engine,
+        writers.as_deref_mut(),
+        progress,
+    )
+    .await?;
+    if let Some(writers) = writers {
+        warnings.extend(writers.take_notes());
+    }
     // Unnamed candidates go by the name PostgreSQL gave them, made unique as it would.
     let mut names: Vec<String> = Vec::new();
     for (i, c) in candidates.iter().enumerate() {
@@ -1494,12 +1553,23 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
     };
     let report = runtime()?.block_on(interrupt.run(async {
         let mut conn = open(&params, &args.session, &interrupt).await?;
+        let builds = !candidates.is_empty();
+        let mut writers = open_writers(
+            args.writers.policy(),
+            &params,
+            &args.session,
+            &interrupt,
+            &conn,
+            builds,
+        )
+        .await?;
         run_workload(
             &mut conn,
             &limits,
             file_queries,
             &candidates,
             &settings,
+            Some(&mut writers),
             &progress,
         )
         .await

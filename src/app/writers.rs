@@ -5,12 +5,18 @@
 use std::future::Future;
 use std::time::Duration;
 
+use anyhow::{Context, Result};
 use tokio_postgres::Client;
 
+use super::live::{Interrupt, open};
+use crate::cli::SessionArgs;
+
 use crate::compare::writers::{
-    BuildCost, WriterPolicy, WriterWait, build_cost, human_bytes, refuse_build,
+    self as writer_policy, BuildCost, WriterPolicy, WriterWait, build_cost, human_bytes,
+    refuse_build,
 };
 use crate::db::connect::{CancelHandle, Connection};
+use crate::db::conninfo::ConnParams;
 use crate::db::session::{Limits, SessionError};
 use crate::db::writers::{WriterWatch, backend_pid, build_table_size};
 
@@ -28,6 +34,8 @@ pub struct Writers {
     last_yield: Option<WriterWait>,
     /// Bytes of table read per millisecond of build, from the last candidate built.
     rate_bytes_per_ms: Option<f64>,
+    /// What a workload's builds cost and each yield, for the report's notes.
+    notes: Vec<String>,
 }
 
 impl Writers {
@@ -44,7 +52,26 @@ impl Writers {
             cancel: worker.cancel_handle(),
             last_yield: None,
             rate_bytes_per_ms: None,
+            notes: Vec::new(),
         }
+    }
+
+    /// The notes [`rolled_back_yielding`] and [`Writers::note_build`] gathered, for the report.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// Before building `what` on `table`: its cost noted, or why it is not built.
+    pub async fn note_build(
+        &mut self,
+        conn: &mut Connection,
+        limits: &Limits,
+        what: &str,
+        table: &str,
+    ) -> Result<BuildCost, String> {
+        let cost = self.before_build(conn, limits, table).await?;
+        self.notes.push(cost_note(what, table, &cost));
+        Ok(cost)
     }
 
     /// The writer pgplan yielded to in the transaction that just ended, if it did.
@@ -123,6 +150,28 @@ impl Writers {
     }
 }
 
+/// The writer policy of a command on `worker`'s server, with the watch's own connection (the
+/// worker's is busy with the statement it watches) when writers are watched and the command
+/// `builds` anything.
+pub async fn open_writers(
+    policy: WriterPolicy,
+    params: &ConnParams,
+    session: &SessionArgs,
+    interrupt: &Interrupt,
+    worker: &Connection,
+    builds: bool,
+) -> Result<Writers> {
+    let watch = match policy.max_writer_wait {
+        Some(_) if builds => Some(
+            open(params, session, interrupt)
+                .await
+                .context("opening the connection that watches for waiting writers")?,
+        ),
+        _ => None,
+    };
+    Ok(Writers::new(policy, worker, watch))
+}
+
 /// The note that says what a build costs the server.
 pub fn cost_note(what: &str, table: &str, cost: &BuildCost) -> String {
     let index = cost
@@ -138,4 +187,66 @@ pub fn cost_note(what: &str, table: &str, cost: &BuildCost) -> String {
         cost.pages_to_read,
         human_bytes(cost.table_bytes)
     )
+}
+
+/// Runs `work` in a rolled-back transaction watched for waiting writers (unwatched without
+/// `writers`); each time it yielded to one, pauses and runs it again in a new transaction, up
+/// to [`writer_policy::ATTEMPTS`] times, and then fails as "not measured (yielded N times to
+/// writers)", never with a partial result. `say` shows the pause on the progress line; each
+/// yield is one of `writers`' notes.
+pub async fn rolled_back_yielding<T, F>(
+    conn: &mut Connection,
+    limits: &Limits,
+    writers: Option<&mut Writers>,
+    what: &str,
+    say: &dyn Fn(&str),
+    mut work: F,
+) -> Result<T, SessionError>
+where
+    F: AsyncFnMut(&Client) -> Result<T, SessionError>,
+{
+    let Some(writers) = writers else {
+        return conn
+            .rolled_back(limits, async |client| work(client).await)
+            .await;
+    };
+    let mut yields = Vec::new();
+    loop {
+        let attempt = yields.len() as u32 + 1;
+        let Some(pause) = writer_policy::pause_before(attempt) else {
+            return Err(SessionError {
+                context: what.to_owned(),
+                message: writer_policy::not_measured(&yields),
+                sqlstate: None,
+            });
+        };
+        if !pause.is_zero() {
+            say(&format!(
+                "{what}: yielded to writers, trying again in {:.0} s",
+                pause.as_secs_f64()
+            ));
+            tokio::time::sleep(pause).await;
+        }
+        let result = conn
+            .rolled_back(limits, async |client| {
+                writers.guard(client, work(client)).await
+            })
+            .await;
+        match (result, writers.take_yield()) {
+            (Ok(value), _) => return Ok(value),
+            (Err(e), Some(wait)) => {
+                writers.notes.push(format!(
+                    "{what}: yielded to a writer (try {attempt} of {}): {}; the lock was \
+                     released by rolling back",
+                    writer_policy::ATTEMPTS,
+                    wait.describe()
+                ));
+                if super::live::stop_requested() || conn.is_closed() {
+                    return Err(e);
+                }
+                yields.push(wait);
+            }
+            (Err(e), None) => return Err(e),
+        }
+    }
 }
