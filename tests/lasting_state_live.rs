@@ -1,7 +1,8 @@
 //! The lasting-state diff on real servers 13–18: a user function that makes what no rollback
 //! undoes (a replication slot, a session-level advisory lock) runs without pgplan seeing it
 //! inside, and `explain -d` and `compare` then report it as left behind, with the command that
-//! removes it, and exit 4; a run that leaves nothing says nothing and exits as before.
+//! removes it, and exit 4, as do `compare --workload` and `advise`; a run that leaves nothing
+//! says nothing and exits as before.
 
 mod common;
 
@@ -109,6 +110,85 @@ async fn what_a_user_function_leaves_is_reported_with_its_remedy_and_exit_4() {
             .as_deref(),
             Some("0")
         );
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// `compare --workload` and `advise` run the same diff around their runs: a workload query's
+/// function that keeps a session-level advisory lock is reported as left behind, exit 4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_workloads_runs_are_diffed_too() {
+    for_each_version("lasting_state_workload", |major| async move {
+        let db = TestDb::create(major, "lasting_state_workload").await;
+        db.run(SETUP).await;
+        let dir = tempfile::tempdir().unwrap();
+        let workload = dir.path().join("workload.sql");
+        let file = workload.display().to_string();
+        let run = |args: &[&str]| {
+            Command::new(pgplan_bin())
+                .env("NO_COLOR", "1")
+                .env_remove("PGSERVICE")
+                .args(args)
+                .output()
+                .unwrap()
+        };
+        let conninfo = db.conninfo();
+        let compare = [
+            "compare",
+            "-d",
+            &conninfo,
+            "--workload",
+            &file,
+            "--index",
+            "CREATE INDEX ON t (v)",
+            "--runs",
+            "1",
+        ];
+        let advise = [
+            "advise",
+            "-d",
+            &conninfo,
+            "--workload",
+            &file,
+            "--runs",
+            "1",
+        ];
+
+        // Nothing left: no note, the usual exit status.
+        std::fs::write(&workload, "SELECT id FROM t WHERE v = 3;\n").unwrap();
+        for args in [&compare[..], &advise[..]] {
+            let out = run(args);
+            let text = printed(&out);
+            assert!(
+                matches!(out.status.code(), Some(0) | Some(1)),
+                "{}: {text}",
+                args[0]
+            );
+            assert!(!text.contains("left behind"), "{}: {text}", args[0]);
+        }
+
+        std::fs::write(
+            &workload,
+            "SELECT id FROM t WHERE v = 3;\nSELECT hold_lock();\n",
+        )
+        .unwrap();
+        for args in [&compare[..], &advise[..]] {
+            let out = run(args);
+            let text = printed(&out);
+            assert_eq!(out.status.code(), Some(4), "{}: {text}", args[0]);
+            assert!(
+                text.contains("left behind: advisory lock 4242 (ExclusiveLock)"),
+                "{}: {text}",
+                args[0]
+            );
+            assert!(
+                text.contains("pg_advisory_unlock_all()"),
+                "{}: {text}",
+                args[0]
+            );
+        }
+        db.wait_until_pgplan_sessions_are_gone().await;
         db.drop_db().await;
     })
     .await;

@@ -286,10 +286,13 @@ pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
     if report.coverage.nothing_measured() {
         eprintln!("pgplan: {}", report.coverage.no_advice_line());
     }
+    let notes: Vec<String> = report.notes.iter().map(|n| n.message.clone()).collect();
     // Anything asked for and not measured is no success, whatever the advice.
     Ok(
         if !report.unmeasured.is_empty() || report.coverage.nothing_measured() {
             exit::ERROR
+        } else if crate::lasting_state::any_left(&notes) {
+            exit::LEFT_BEHIND
         } else if args.fail_if_advice && report.has_advice() {
             exit::FINDINGS
         } else {
@@ -335,8 +338,43 @@ impl AdviseSettings {
 }
 
 /// Advises on a workload over an open connection, `started` being when the run began (the
-/// budget counts from it): `pgplan advise` and the demo's advise step.
+/// budget counts from it): `pgplan advise` and the demo's advise step. What the runs left on
+/// the server is read before and after them, and is in the report's notes (or the error's).
 pub async fn run_advise(
+    conn: &mut Connection,
+    limits: &Limits,
+    args: &AdviseSettings,
+    file_queries: Vec<wl::SourceQuery>,
+    started: Instant,
+    writers: Option<&mut Writers>,
+    progress: &Progress,
+) -> Result<AdviseReport> {
+    let lasting = super::guard::LastingWatch::start(conn, limits, args.allow_writes).await;
+    match advise_on(conn, limits, args, file_queries, started, writers, progress).await {
+        Ok(mut report) => {
+            let notes = lasting.notes(conn, limits).await;
+            // After the notes on the whole workload, before those on one query.
+            let at = report
+                .notes
+                .iter()
+                .position(|n| n.query.is_some())
+                .unwrap_or(report.notes.len());
+            report.notes.splice(
+                at..at,
+                notes.into_iter().map(|message| Note {
+                    query: None,
+                    table: None,
+                    message,
+                }),
+            );
+            Ok(report)
+        }
+        Err(e) => Err(lasting.error(conn, limits, e).await),
+    }
+}
+
+/// [`run_advise`]'s work, between the two readings of the server's lasting state.
+async fn advise_on(
     conn: &mut Connection,
     limits: &Limits,
     args: &AdviseSettings,

@@ -769,16 +769,11 @@ pub async fn run_compare_with(
     // even when the query is only planned (the check below plans it): the planner evaluates an
     // IMMUTABLE function's call on constants, and a function wrongly marked so runs whatever it
     // does inside.
-    let lasting_before = guard::lasting_state(conn, limits).await;
-    warnings.extend(check_effects(conn, request, limits).await?);
     // Under --allow-writes nextval (and an accepted setval) run, and a sequence keeps what they
-    // did: read every sequence before and after, and say what moved.
+    // did: every sequence is read before and after, and what moved is said.
     let read_write = request.allow_writes && request.mode == Mode::Measured;
-    let sequences_before = if read_write {
-        Some(guard::sequence_values(conn, limits).await)
-    } else {
-        None
-    };
+    let lasting = guard::LastingWatch::start(conn, limits, read_write).await;
+    warnings.extend(check_effects(conn, request, limits).await?);
     let (_, baseline) = match measure(
         conn,
         request,
@@ -799,7 +794,7 @@ pub async fn run_compare_with(
                 "the query failed in the baseline run: {e}{}",
                 held.map(|h| format!("\n{h}")).unwrap_or_default()
             );
-            return Err(guard::error_with_left_behind(conn, limits, &lasting_before, error).await);
+            return Err(lasting.error(conn, limits, error).await);
         }
     };
     let tables = watched_tables(request, &baseline);
@@ -966,12 +961,7 @@ pub async fn run_compare_with(
         let after = read_analyze_counters_after(conn, limits, &analyzed, &counters_before).await?;
         warnings.extend(crate::effects::analyze_after(&counters_before, &after));
     }
-    if let Some(before) = sequences_before {
-        let after = guard::sequence_values(conn, limits).await;
-        warnings.extend(guard::sequence_notes(before, after));
-    }
-    let lasting_after = guard::lasting_state(conn, limits).await;
-    warnings.extend(guard::lasting_notes(&lasting_before, &lasting_after));
+    warnings.extend(lasting.notes(conn, limits).await);
     progress.clear();
 
     let mut ranking: Vec<_> = outcomes

@@ -103,7 +103,7 @@ pub fn explain_read_only(mut error: SessionError) -> SessionError {
 
 /// The server's lasting state, read in a read-only transaction of pgplan's own session (so its
 /// advisory locks are the session's). `Err` is the note that says it could not be checked.
-pub async fn lasting_state(
+async fn lasting_state(
     conn: &mut crate::db::connect::Connection,
     limits: &crate::db::session::Limits,
 ) -> Result<Vec<crate::lasting_state::Item>, String> {
@@ -120,7 +120,7 @@ pub async fn lasting_state(
 }
 
 /// The notes for what appeared in the lasting state between `before` and `after`.
-pub fn lasting_notes(
+fn lasting_notes(
     before: &Result<Vec<crate::lasting_state::Item>, String>,
     after: &Result<Vec<crate::lasting_state::Item>, String>,
 ) -> Vec<String> {
@@ -132,7 +132,7 @@ pub fn lasting_notes(
 
 /// A failed command's error, with what its runs left behind appended (a query that fails on
 /// its second run may have made something on its first).
-pub async fn error_with_left_behind(
+async fn error_with_left_behind(
     conn: &mut crate::db::connect::Connection,
     limits: &crate::db::session::Limits,
     before: &Result<Vec<crate::lasting_state::Item>, String>,
@@ -152,7 +152,7 @@ pub async fn error_with_left_behind(
 /// Every readable sequence's value, read before and after runs in a read-write transaction
 /// (where nextval and setval are no longer refused and outlive the rollback), in a read-only
 /// transaction of its own. `Err` is the note that says the advances could not be counted.
-pub async fn sequence_values(
+async fn sequence_values(
     conn: &mut crate::db::connect::Connection,
     limits: &crate::db::session::Limits,
 ) -> Result<Vec<crate::effects::SequenceValue>, String> {
@@ -170,12 +170,67 @@ pub async fn sequence_values(
 
 /// The notes for what the read-write runs moved in the sequences, from the values before and
 /// after (or the note that they could not be read).
-pub fn sequence_notes(
+fn sequence_notes(
     before: Result<Vec<crate::effects::SequenceValue>, String>,
     after: Result<Vec<crate::effects::SequenceValue>, String>,
 ) -> Vec<String> {
     match (before, after) {
         (Ok(before), Ok(after)) => crate::effects::sequence_advances(&before, &after),
         (Err(note), _) | (_, Err(note)) => vec![note],
+    }
+}
+
+/// What a command's runs leave on the server, proved by reading it before and after: the
+/// lasting state and, when the runs may write (nextval and an accepted setval outlive the
+/// rollback), every sequence's value. One watch per command that runs user SQL.
+pub struct LastingWatch {
+    before: Result<Vec<crate::lasting_state::Item>, String>,
+    sequences_before: Option<Result<Vec<crate::effects::SequenceValue>, String>>,
+}
+
+impl LastingWatch {
+    /// Reads the state before any user SQL runs; `read_write`: the runs may write.
+    pub async fn start(
+        conn: &mut crate::db::connect::Connection,
+        limits: &crate::db::session::Limits,
+        read_write: bool,
+    ) -> Self {
+        let before = lasting_state(conn, limits).await;
+        let sequences_before = if read_write {
+            Some(sequence_values(conn, limits).await)
+        } else {
+            None
+        };
+        Self {
+            before,
+            sequences_before,
+        }
+    }
+
+    /// The notes for what the runs moved and left behind (each left-behind note starts with
+    /// [`crate::lasting_state::PREFIX`], which sets the exit status).
+    pub async fn notes(
+        self,
+        conn: &mut crate::db::connect::Connection,
+        limits: &crate::db::session::Limits,
+    ) -> Vec<String> {
+        let mut notes = Vec::new();
+        if let Some(before) = self.sequences_before {
+            let after = sequence_values(conn, limits).await;
+            notes.extend(sequence_notes(before, after));
+        }
+        let after = lasting_state(conn, limits).await;
+        notes.extend(lasting_notes(&self.before, &after));
+        notes
+    }
+
+    /// A failed command's error, with what its runs left behind appended.
+    pub async fn error(
+        &self,
+        conn: &mut crate::db::connect::Connection,
+        limits: &crate::db::session::Limits,
+        error: anyhow::Error,
+    ) -> anyhow::Error {
+        error_with_left_behind(conn, limits, &self.before, error).await
     }
 }

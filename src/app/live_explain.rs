@@ -152,14 +152,10 @@ pub async fn run_live_explain(
     // Whatever the transaction, a function the query calls may make what no rollback undoes,
     // even when the query is only planned: the planner evaluates an IMMUTABLE function's call
     // on constants (a function wrongly marked so runs whatever it does inside).
-    let lasting_before = guard::lasting_state(conn, limits).await;
     // In a read-write transaction nextval (and an accepted setval) run, and a sequence keeps
-    // what they did: read every sequence before and after, and say what moved.
-    let sequences_before = if request.writes() && request.runs() {
-        Some(guard::sequence_values(conn, limits).await)
-    } else {
-        None
-    };
+    // what they did: every sequence is read before and after, and what moved is said.
+    let lasting =
+        guard::LastingWatch::start(conn, limits, request.writes() && request.runs()).await;
     let outcome = if request.writes() && request.runs() {
         conn.rolled_back(limits, work).await
     } else {
@@ -177,7 +173,7 @@ pub async fn run_live_explain(
                     held.map(|h| format!("\n{h}")).unwrap_or_default()
                 )
             };
-            return Err(guard::error_with_left_behind(conn, limits, &lasting_before, error).await);
+            return Err(lasting.error(conn, limits, error).await);
         }
     };
     enrich(&mut analysis, &facts);
@@ -186,12 +182,7 @@ pub async fn run_live_explain(
     let mut notes = request.warnings.clone();
     notes.extend(checked);
     notes.extend(side_effect_notes("the run", &index_scans, &dead));
-    if let Some(before) = sequences_before {
-        let after = guard::sequence_values(conn, limits).await;
-        notes.extend(guard::sequence_notes(before, after));
-    }
-    let lasting_after = guard::lasting_state(conn, limits).await;
-    notes.extend(guard::lasting_notes(&lasting_before, &lasting_after));
+    notes.extend(lasting.notes(conn, limits).await);
     Ok(LiveExplain {
         analysis,
         raw_plan,

@@ -1409,7 +1409,10 @@ pub async fn run_workload(
     let conn = &mut *conn;
     let limits = *limits;
     let mut screening = Screening::default();
-    let queries = workload_queries(
+    // Read before any of the workload's SQL is prepared, planned or run: a function it calls may
+    // make what no rollback undoes.
+    let lasting = super::guard::LastingWatch::start(conn, &limits, settings.allow_writes).await;
+    let queries = match workload_queries(
         conn,
         &limits,
         "compare --workload",
@@ -1420,7 +1423,11 @@ pub async fn run_workload(
         &mut screening,
         progress,
     )
-    .await?;
+    .await
+    {
+        Ok(queries) => queries,
+        Err(e) => return Err(lasting.error(conn, &limits, e).await),
+    };
     let untracked = conn.facts.superuser;
     if !untracked {
         warnings.push(
@@ -1440,7 +1447,7 @@ pub async fn run_workload(
     if settings.allow_writes {
         warnings.extend(super::probe_guard::skipped_notes(conn, &limits, candidates).await?);
     }
-    let measurements = measure_workload(
+    let measurements = match measure_workload(
         conn,
         &limits,
         &queries,
@@ -1450,10 +1457,15 @@ pub async fn run_workload(
         writers.as_deref_mut(),
         progress,
     )
-    .await?;
+    .await
+    {
+        Ok(measurements) => measurements,
+        Err(e) => return Err(lasting.error(conn, &limits, e).await),
+    };
     if let Some(writers) = writers {
         warnings.extend(writers.take_notes());
     }
+    warnings.extend(lasting.notes(conn, &limits).await);
     // Unnamed candidates go by the name PostgreSQL gave them, made unique as it would.
     let mut names: Vec<String> = Vec::new();
     for (i, c) in candidates.iter().enumerate() {
@@ -1600,7 +1612,9 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
     if !failed.is_empty() || !report.unmeasured.is_empty() || report.ranking.is_empty() {
         return Ok(exit::ERROR);
     }
-    Ok(if args.fail_unless_pays && report.best().is_none() {
+    Ok(if crate::lasting_state::any_left(&report.warnings) {
+        exit::LEFT_BEHIND
+    } else if args.fail_unless_pays && report.best().is_none() {
         exit::FINDINGS
     } else {
         exit::SUCCESS

@@ -176,7 +176,14 @@ pub async fn open_writers(
 pub fn cost_note(what: &str, table: &str, cost: &BuildCost) -> String {
     let index = cost
         .index_bytes_estimate
-        .map(|b| format!(", an index of at least {}", human_bytes(b)))
+        // Not a bound either way: a wider key makes it larger, and B-tree deduplication (13+)
+        // of a column with few distinct values can make it half as large.
+        .map(|b| {
+            format!(
+                ", an index of about {} (a 1-byte B-tree key, before deduplication)",
+                human_bytes(b)
+            )
+        })
         .unwrap_or_default();
     let time = cost
         .expected_build_ms
