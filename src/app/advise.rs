@@ -607,10 +607,12 @@ async fn advise_on(
     }
     for e in &measurements.estimate_changes {
         not_rolled_back.push(format!(
-            "a build updated the planner estimates of {} (relpages {} → {}, reltuples {} → {}); the baseline was measured again",
-            e.table, e.relpages.before, e.relpages.after, e.reltuples.before, e.reltuples.after
+            "a build updated the planner estimates of {} ({}); the baseline was measured again",
+            e.table,
+            e.describe()
         ));
     }
+    push_new(&mut not_rolled_back, &measurements.figures_put_back);
     // Only what was measured enters the choice; a failed candidate is named with its error.
     let mut current: Vec<Measured> = Vec::new();
     let mut measured_ids: Vec<usize> = Vec::new();
@@ -709,6 +711,7 @@ async fn advise_on(
             progress,
         )
         .await?;
+        push_new(&mut not_rolled_back, &again.figures_put_back);
         let judged = measured_of(
             &subset,
             &touched,
@@ -758,6 +761,7 @@ async fn advise_on(
             progress,
         )
         .await?;
+        push_new(&mut not_rolled_back, &all_in.figures_put_back);
         let plans: Vec<&crate::plan::Analysis> = all_in.baselines[0]
             .queries
             .iter()
@@ -917,4 +921,13 @@ async fn advise_on(
         elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
         budget_ms: args.budget.as_secs_f64() * 1000.0,
     })
+}
+
+/// Adds the notes `list` does not hold yet: each measuring pass reports the figures it put back.
+fn push_new(list: &mut Vec<String>, notes: &[String]) {
+    for note in notes {
+        if !list.contains(note) {
+            list.push(note.clone());
+        }
+    }
 }

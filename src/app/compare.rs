@@ -911,17 +911,14 @@ pub async fn run_compare_with(
             for change in changed.iter().cloned() {
                 warnings.push(format!(
                     "{} {} updated the planner estimates of {} in place, and that outlives the \
-                     rollback: relpages {} → {}, reltuples {} → {}",
+                     rollback: {}",
                     match spec {
                         CandidateSpec::Create(_) => "building",
                         CandidateSpec::Drop { .. } => "dropping",
                     },
                     shown,
                     change.table,
-                    change.relpages.before,
-                    change.relpages.after,
-                    change.reltuples.before,
-                    change.reltuples.after
+                    change.describe()
                 ));
                 changes.push(change);
             }
@@ -960,6 +957,9 @@ pub async fn run_compare_with(
     if !analyzed.is_empty() {
         let after = read_analyze_counters_after(conn, limits, &analyzed, &counters_before).await?;
         warnings.extend(crate::effects::analyze_after(&counters_before, &after));
+    }
+    if request.mode != Mode::Hypothetical {
+        warnings.extend(super::estimates::put_back(conn, limits, &initial).await);
     }
     warnings.extend(lasting.notes(conn, limits).await);
     progress.clear();

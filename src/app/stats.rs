@@ -10,7 +10,7 @@ use crate::check::stats::{StatsFile, TableStats, match_table};
 use crate::cli::{StatsArgs, StatsCommand, StatsExportArgs, StatsImportArgs};
 use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
-use crate::db::session::{Limits, SessionError, set_local_statements};
+use crate::db::session::{Limits, SessionError};
 use crate::db::stats as dbs;
 use crate::exit;
 use crate::plan::parse_plan;
@@ -191,57 +191,39 @@ async fn apply(
     file: &StatsFile,
 ) -> Result<(usize, usize, Vec<String>)> {
     let major = conn.facts.major();
-    let setup = format!(
-        "BEGIN; {}",
-        set_local_statements(
-            limits,
-            major,
-            true,
-            &conn.application_name,
-            &conn.session_settings
-        )
-    );
-    conn.client
-        .batch_execute(&setup)
-        .await
-        .map_err(|e| SessionError::from_pg("starting a transaction", &e))?;
-    let result = async {
-        let client = &conn.client;
-        let (mut tables, mut columns, mut problems) = (0, 0, Vec::new());
-        for t in &file.tables {
-            let name = format!("{}.{}", quote_ident(&t.schema), quote_ident(&t.table));
-            let here = dbs::table(client, major, &name).await?;
-            let plan = match_table(t, here.as_ref().map(|h| h.columns.as_slice()));
-            problems.extend(plan.mismatches.iter().cloned());
-            if here.is_none() {
-                continue;
-            }
-            if dbs::restore_relation(client, t).await? {
-                tables += 1;
-            } else {
-                problems.push(format!(
-                    "{name}: the server refused some of its pg_class figures (see its WARNING)"
-                ));
-            }
-            for row in &plan.rows {
-                if dbs::restore_attribute(client, &t.schema, &t.table, row).await? {
-                    columns += 1;
+    let result = conn
+        .committed(limits, async |client| {
+            let (mut tables, mut columns, mut problems) = (0, 0, Vec::new());
+            for t in &file.tables {
+                let name = format!("{}.{}", quote_ident(&t.schema), quote_ident(&t.table));
+                let here = dbs::table(client, major, &name).await?;
+                let plan = match_table(t, here.as_ref().map(|h| h.columns.as_slice()));
+                problems.extend(plan.mismatches.iter().cloned());
+                if here.is_none() {
+                    continue;
+                }
+                if dbs::restore_relation(client, t).await? {
+                    tables += 1;
                 } else {
                     problems.push(format!(
+                        "{name}: the server refused some of its pg_class figures (see its WARNING)"
+                    ));
+                }
+                for row in &plan.rows {
+                    if dbs::restore_attribute(client, &t.schema, &t.table, row).await? {
+                        columns += 1;
+                    } else {
+                        problems.push(format!(
                         "{name}.{}: the server refused some of its statistics (see its WARNING)",
                         quote_ident(&row.column)
                     ));
+                    }
                 }
             }
-        }
-        Ok::<_, SessionError>((tables, columns, problems))
-    }
-    .await;
-    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-    let ended = conn.client.batch_execute(end).await;
-    let applied = result.map_err(|e| anyhow!("importing statistics (nothing was applied): {e}"))?;
-    ended.map_err(|e| SessionError::from_pg("committing the statistics", &e))?;
-    Ok(applied)
+            Ok::<_, SessionError>((tables, columns, problems))
+        })
+        .await;
+    result.map_err(|e| anyhow!("importing statistics (nothing was applied): {e}"))
 }
 
 fn import(args: StatsImportArgs) -> Result<u8> {

@@ -723,6 +723,16 @@ pub async fn measure_workload(
         .filter_map(|(c, t)| Some((t.clone()?, predicate(&c.definition))))
         .collect();
 
+    let read_estimates = async |conn: &mut Connection| {
+        conn.read_only(limits, async |client| {
+            explain::table_estimates(client, &watched).await
+        })
+        .await
+    };
+    // Before the baseline, which builds the chosen indexes: what every build changes in place
+    // is put back to these figures at the end.
+    let initial = read_estimates(conn).await?;
+
     let work = Work {
         queries,
         chosen,
@@ -740,12 +750,6 @@ pub async fn measure_workload(
         )
         .await?,
     ];
-    let read_estimates = async |conn: &mut Connection| {
-        conn.read_only(limits, async |client| {
-            explain::table_estimates(client, &watched).await
-        })
-        .await
-    };
     let mut current = read_estimates(conn).await?;
     let mut changes = Vec::new();
     let mut results = Vec::new();
@@ -891,6 +895,8 @@ pub async fn measure_workload(
         results.push(result);
     }
 
+    let figures_put_back = super::estimates::put_back(conn, limits, &initial).await;
+
     // The write counters of each candidate's table, with the audit's counting window.
     let facts = conn.facts.clone();
     let activity = conn
@@ -915,6 +921,7 @@ pub async fn measure_workload(
         candidates: results,
         activity,
         estimate_changes: changes,
+        figures_put_back,
         skipped_for_budget: skipped,
     })
 }
@@ -1482,15 +1489,13 @@ pub async fn run_workload(
     let updates = workload_updates(&queries, lookup);
     for estimate in &measurements.estimate_changes {
         warnings.push(format!(
-        "a build updated the planner estimates of {} in place, and that outlives the rollback: \
-         relpages {} → {}, reltuples {} → {}; the baseline was measured again before the next candidate",
-        estimate.table,
-        estimate.relpages.before,
-        estimate.relpages.after,
-        estimate.reltuples.before,
-        estimate.reltuples.after
+            "a build updated the planner estimates of {} in place, and that outlives the \
+             rollback: {}; the baseline was measured again before the next candidate",
+            estimate.table,
+            estimate.describe()
         ));
     }
+    warnings.extend(measurements.figures_put_back.iter().cloned());
     if !measurements.skipped_for_budget.is_empty() {
         let skipped: Vec<&str> = measurements
             .skipped_for_budget

@@ -3,6 +3,7 @@
 //! decided on pages touched, never on estimated cost.
 
 pub mod drop_target;
+pub mod estimates;
 pub mod lock_timeout;
 pub mod noise;
 pub mod request;
@@ -13,6 +14,7 @@ use serde::Serialize;
 
 use crate::plan::{Analysis, Comparison, NodeId, Pair};
 
+pub use estimates::{EstimateChange, TableEstimate, estimate_changes};
 pub use noise::{Spread, within_noise};
 pub use request::{CandidateSpec, CompareRequest, Mode, RequestError, RequestInput};
 
@@ -200,52 +202,6 @@ pub fn verdict(
         Some(g) if g * 100.0 >= min_gain_percent - 1e-9 => Verdict::Pays,
         _ => Verdict::DoesNotPay,
     }
-}
-
-/// A table's row-count estimate and size as `pg_class` holds them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TableEstimate {
-    /// schema.table
-    pub table: String,
-    pub relpages: f64,
-    pub reltuples: f64,
-}
-
-/// A table whose `relpages`/`reltuples` changed while pgplan measured: building an index (or
-/// ANALYZE) updates them in place, and that survives the rollback.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct EstimateChange {
-    pub table: String,
-    pub relpages: Pair2,
-    pub reltuples: Pair2,
-}
-
-/// A before/after pair for a changed estimate.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Pair2 {
-    pub before: f64,
-    pub after: f64,
-}
-
-/// The tables whose estimates differ between two readings.
-pub fn estimate_changes(before: &[TableEstimate], after: &[TableEstimate]) -> Vec<EstimateChange> {
-    before
-        .iter()
-        .filter_map(|b| {
-            let a = after.iter().find(|a| a.table == b.table)?;
-            (a.relpages != b.relpages || a.reltuples != b.reltuples).then(|| EstimateChange {
-                table: b.table.clone(),
-                relpages: Pair2 {
-                    before: b.relpages,
-                    after: a.relpages,
-                },
-                reltuples: Pair2 {
-                    before: b.reltuples,
-                    after: a.reltuples,
-                },
-            })
-        })
-        .collect()
 }
 
 /// What was measured for one candidate.
@@ -587,19 +543,6 @@ mod tests {
             Verdict::DoesNotPay
         );
         assert_eq!(verdict(true, None, Some(1.0), 10.0), Verdict::DoesNotPay);
-    }
-
-    #[test]
-    fn estimate_changes_are_detected() {
-        let t = |pages: f64, tuples: f64| TableEstimate {
-            table: "public.events".into(),
-            relpages: pages,
-            reltuples: tuples,
-        };
-        assert!(estimate_changes(&[t(10.0, 100.0)], &[t(10.0, 100.0)]).is_empty());
-        let changes = estimate_changes(&[t(0.0, -1.0)], &[t(10.0, 100.0)]);
-        assert_eq!(changes.len(), 1);
-        assert_eq!(changes[0].reltuples.after, 100.0);
     }
 
     /// A dropped index that pays (the query loses much without it) must not hide the new index

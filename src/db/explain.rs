@@ -134,7 +134,7 @@ pub async fn deallocate(client: &Client, name: &str) -> Result<(), SessionError>
     .await
 }
 
-/// `relpages`/`reltuples` of the named tables (regclass input).
+/// `relpages`/`reltuples`/`relallvisible` of the named tables (regclass input).
 pub async fn table_estimates(
     client: &Client,
     tables: &[String],
@@ -149,6 +149,9 @@ pub async fn table_estimates(
             table: r.get(0),
             relpages: r.get(1),
             reltuples: r.get(2),
+            relallvisible: r.get(3),
+            schema_name: r.get(4),
+            table_name: r.get(5),
         })
         .collect())
 }

@@ -123,6 +123,23 @@ impl Connection {
         self.transaction(limits, Begin::Write, work).await
     }
 
+    /// Runs `work` inside a read-write transaction that is committed when `work` succeeds and
+    /// rolled back otherwise: the one kind of transaction in which pgplan changes a server, for
+    /// planner figures only (`stats import`, and putting back what a rolled-back build changed
+    /// in place).
+    pub async fn committed<T, F>(&mut self, limits: &Limits, work: F) -> Result<T, SessionError>
+    where
+        F: AsyncFnOnce(&tokio_postgres::Client) -> Result<T, SessionError>,
+    {
+        self.begin(limits, Begin::Write).await?;
+        let result = work(&self.client).await;
+        let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        let ended = self.client.batch_execute(end).await;
+        let value = result?;
+        ended.map_err(|e| SessionError::from_pg("committing", &e))?;
+        Ok(value)
+    }
+
     async fn transaction<T, F>(
         &mut self,
         limits: &Limits,

@@ -136,6 +136,29 @@ pub async fn restore_relation(client: &Client, t: &TableStats) -> Result<bool, S
     Ok(row.get::<_, Option<bool>>(0).unwrap_or(false))
 }
 
+/// Sets a table's `relpages`, `reltuples` and `relallvisible` back to `figures` (18+), leaving
+/// `relallfrozen` as it is; false when the server refused one (it says why in a WARNING).
+pub async fn restore_planner_figures(
+    client: &Client,
+    figures: &crate::compare::TableEstimate,
+) -> Result<bool, SessionError> {
+    let row = client
+        .query_one(
+            RESTORE_RELATION_SQL,
+            &[
+                &figures.schema_name,
+                &figures.table_name,
+                &(figures.relpages as i32),
+                &(figures.reltuples as f32),
+                &(figures.relallvisible as i32),
+                &None::<i32>,
+            ],
+        )
+        .await
+        .map_err(err("putting back a table's planner figures"))?;
+    Ok(row.get::<_, Option<bool>>(0).unwrap_or(false))
+}
+
 /// Sets one column's statistics; false when the server refused one.
 pub async fn restore_attribute(
     client: &Client,

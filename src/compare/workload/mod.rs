@@ -84,6 +84,8 @@ pub struct WorkloadMeasurements {
     /// The write counters of every candidate's table.
     pub activity: Vec<TableActivity>,
     pub estimate_changes: Vec<EstimateChange>,
+    /// What became of the changed figures at the end of the run, one note per table.
+    pub figures_put_back: Vec<String>,
     /// Candidates not measured because `--budget` ran out.
     pub skipped_for_budget: Vec<usize>,
 }
