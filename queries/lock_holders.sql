@@ -1,10 +1,13 @@
 -- After a statement gave up waiting for a lock (lock_timeout, SQLSTATE 55P03): the relation
 -- locks other sessions or prepared transactions hold in this database that a query, a write or
--- an index build could have waited for. $1 (text[]) names tables whose every lock but ACCESS
--- SHARE counts (CREATE INDEX's SHARE lock waits for any writer); on other relations only the
--- modes that block a write (SHARE and stronger). Returns up to 5 rows, strongest and oldest
--- first: schema_name, table_name, pid (NULL for a prepared transaction), mode,
--- application_name, xact_age_seconds (NULL when not readable by this role).
+-- an index build could have waited for. compare and explain -d read it after their own
+-- statement's wait, the workload after one query's. $1 (text[]) names tables whose every lock
+-- but ACCESS SHARE counts (CREATE INDEX's SHARE lock waits for any writer; empty for a
+-- workload query); on other relations only the modes that block a write (SHARE and stronger),
+-- of which a read's ACCESS SHARE waits for ACCESS EXCLUSIVE only, which the caller picks out.
+-- Returns one row per lock, strongest and oldest first: schema_name, table_name, pid (NULL for
+-- a prepared transaction), mode (as pg_locks names it), application_name, xact_age_seconds
+-- (NULL when not readable by this role).
 -- Minimum server version: 13. Readable by any role (other roles' sessions' details need
 -- pg_read_all_stats).
 SELECT n.nspname::text AS schema_name,
@@ -25,4 +28,3 @@ WHERE l.locktype = 'relation'
        OR (l.mode <> 'AccessShareLock'
            AND l.relation = ANY (ARRAY(SELECT to_regclass(t)::oid FROM unnest($1::text[]) AS t))))
 ORDER BY l.mode = 'AccessExclusiveLock' DESC, a.xact_start NULLS LAST
-LIMIT 5

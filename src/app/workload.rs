@@ -471,7 +471,7 @@ async fn measure_sample(
         // lock_not_available: the wait passed lock_timeout. Who holds the lock is read now,
         // after the rollback, as audit names it: the holder is usually still there.
         Err(e) if e.sqlstate.as_deref() == Some("55P03") => {
-            let locks = dbw::lock_holders(client).await?;
+            let locks = crate::db::lock_holders::lock_holders(client, &[]).await?;
             let q = &query.source.query;
             Ok(Err(
                 match unmeasured::lock_holders_message(&q.text, &q.kind, &locks) {

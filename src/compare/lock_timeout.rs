@@ -5,7 +5,11 @@
 /// A relation lock another session (or a prepared transaction, `pid` `None`) holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LockHolder {
+    /// schema.table as shown to a person (quoted as needed, control characters escaped).
     pub relation: String,
+    /// The table's name as the catalog holds it, to match the names a query's text uses.
+    pub table_name: String,
+    /// As pg_locks names it: `AccessExclusiveLock`...
     pub pid: Option<i32>,
     pub mode: String,
     pub application_name: Option<String>,
@@ -27,7 +31,13 @@ pub fn explanation(lock_timeout_ms: u128, holders: &[LockHolder]) -> String {
              the wait gave up, or the wait was for a row another transaction is changing)",
         );
     } else {
-        let named: Vec<String> = holders.iter().map(holder_line).collect();
+        let mut named: Vec<String> = holders.iter().take(SHOWN).map(holder_line).collect();
+        if holders.len() > SHOWN {
+            named.push(format!(
+                "and {} more (SELECT * FROM pg_locks WHERE NOT granted OR mode LIKE '%Exclusive%')",
+                holders.len() - SHOWN
+            ));
+        }
         text.push_str(&format!("held by: {}", named.join("; ")));
     }
     text.push_str(&format!(
@@ -37,6 +47,9 @@ pub fn explanation(lock_timeout_ms: u128, holders: &[LockHolder]) -> String {
     ));
     text
 }
+
+/// Holders named in one error, strongest and oldest first; the rest are counted.
+const SHOWN: usize = 5;
 
 fn holder_line(h: &LockHolder) -> String {
     let who = match h.pid {
@@ -61,6 +74,7 @@ mod tests {
     fn names_the_table_the_holder_and_the_flag() {
         let holders = [LockHolder {
             relation: "public.t".into(),
+            table_name: "t".into(),
             pid: Some(4242),
             mode: "AccessExclusiveLock".into(),
             application_name: Some("migrate".into()),
@@ -76,6 +90,11 @@ mod tests {
             "{text}"
         );
         assert!(explanation(5, &[]).contains("no other session holds"));
+        // A crowd of holders: the first five, strongest and oldest first, and a count.
+        let crowd = vec![holders[0].clone(); 7];
+        let text = explanation(200, &crowd);
+        assert_eq!(text.matches("locked by pid 4242").count(), 5, "{text}");
+        assert!(text.contains("; and 2 more ("), "{text}");
         assert!(is_lock_timeout(Some("55P03")) && !is_lock_timeout(Some("57014")));
     }
 }

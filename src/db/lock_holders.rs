@@ -23,6 +23,8 @@ fn escaped_controls(text: &str) -> String {
 
 const LOCK_HOLDERS_SQL: &str = include_str!("../../queries/lock_holders.sql");
 
+/// Who holds the locks a statement on `tables` (or, with none, a workload query) may have
+/// waited for: see `queries/lock_holders.sql`.
 pub async fn lock_holders(
     client: &Client,
     tables: &[String],
@@ -41,6 +43,7 @@ pub async fn lock_holders(
                 quote_ident_to_show(r.get(0)),
                 quote_ident_to_show(r.get(1))
             ),
+            table_name: r.get(1),
             pid: r.get(2),
             mode: r.get(3),
             application_name: r.get::<_, Option<String>>(4).map(|a| escaped_controls(&a)),

@@ -8,7 +8,6 @@ use tokio_postgres::types::Type;
 use super::session::SessionError;
 use crate::compare::workload::TableActivity;
 use crate::compare::workload::params::ColumnStats;
-use crate::compare::workload::unmeasured::HeldLock;
 use crate::sql::quote_ident;
 
 const STATEMENTS_SQL: &str = include_str!("../../queries/workload_statements.sql");
@@ -18,7 +17,6 @@ const COLUMN_STATS_SQL: &str = include_str!("../../queries/workload_column_stats
 const TABLE_ACTIVITY_SQL: &str = include_str!("../../queries/workload_table_activity.sql");
 const INDEX_ENTRIES_SQL: &str = include_str!("../../queries/workload_index_entries.sql");
 const RELATION_NAME_SQL: &str = include_str!("../../queries/workload_relation_name.sql");
-const LOCK_HOLDERS_SQL: &str = include_str!("../../queries/workload_lock_holders.sql");
 const SAMPLE_VALUE_SQL: &str = include_str!("../../queries/workload_sample_value.sql");
 
 fn err(context: &str) -> impl Fn(tokio_postgres::Error) -> SessionError + '_ {
@@ -201,23 +199,6 @@ pub async fn index_entries(
         .await
         .map_err(err("reading the index's entries"))?;
     Ok(rows.first().map(|r| (r.get(0), r.get(1))))
-}
-
-/// The locks other sessions hold that a query may wait for.
-pub async fn lock_holders(client: &Client) -> Result<Vec<HeldLock>, SessionError> {
-    let rows = client
-        .query_typed(LOCK_HOLDERS_SQL, &[])
-        .await
-        .map_err(err("reading who holds the locks"))?;
-    Ok(rows
-        .iter()
-        .map(|r| HeldLock {
-            relation: r.get(0),
-            relname: r.get(1),
-            mode: r.get(2),
-            pid: r.get(3),
-        })
-        .collect())
 }
 
 #[cfg(test)]

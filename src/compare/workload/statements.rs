@@ -374,7 +374,6 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/workload_column_stats.sql"),
     include_str!("../../../queries/workload_extension.sql"),
     include_str!("../../../queries/workload_index_entries.sql"),
-    include_str!("../../../queries/workload_lock_holders.sql"),
     include_str!("../../../queries/workload_relation_name.sql"),
     include_str!("../../../queries/workload_sample_value.sql"),
     include_str!("../../../queries/workload_statements.sql"),

@@ -5,19 +5,8 @@
 use serde::Serialize;
 
 use super::{WorkloadMeasurements, WorkloadQuery};
+use crate::compare::lock_timeout::LockHolder;
 use crate::sql::{QueryKind, TokenKind, tokenize};
-
-/// A lock another session holds on a relation of this database (SHARE mode or above).
-#[derive(Debug, Clone, PartialEq)]
-pub struct HeldLock {
-    /// schema.table, quoted as needed.
-    pub relation: String,
-    pub relname: String,
-    /// As pg_locks names it: `AccessExclusiveLock`...
-    pub mode: String,
-    /// None for a prepared transaction's lock.
-    pub pid: Option<i32>,
-}
 
 /// `AccessExclusiveLock` → `ACCESS EXCLUSIVE`, as LOCK TABLE and the documentation name it.
 fn mode_name(mode: &str) -> String {
@@ -36,7 +25,7 @@ fn mode_name(mode: &str) -> String {
 /// ACCESS SHARE waits only for ACCESS EXCLUSIVE; a write's ROW EXCLUSIVE for SHARE and above.
 /// Relations are matched by the names the query's text uses. None when no lock matches (the
 /// holder let go since).
-pub fn lock_holders_message(text: &str, kind: &QueryKind, locks: &[HeldLock]) -> Option<String> {
+pub fn lock_holders_message(text: &str, kind: &QueryKind, locks: &[LockHolder]) -> Option<String> {
     let names: Vec<String> = tokenize(text)
         .ok()?
         .iter()
@@ -50,7 +39,7 @@ pub fn lock_holders_message(text: &str, kind: &QueryKind, locks: &[HeldLock]) ->
     let held: Vec<String> = locks
         .iter()
         .filter(|l| write || l.mode == "AccessExclusiveLock")
-        .filter(|l| names.contains(&l.relname))
+        .filter(|l| names.contains(&l.table_name))
         .map(|l| {
             let who = match l.pid {
                 Some(pid) => format!("pid {pid}"),
@@ -123,12 +112,14 @@ mod tests {
     use super::*;
     use crate::sql::WriteKind;
 
-    fn lock(relname: &str, mode: &str, pid: Option<i32>) -> HeldLock {
-        HeldLock {
+    fn lock(relname: &str, mode: &str, pid: Option<i32>) -> LockHolder {
+        LockHolder {
             relation: format!("public.{relname}"),
-            relname: relname.into(),
+            table_name: relname.into(),
             mode: mode.into(),
             pid,
+            application_name: None,
+            xact_age_seconds: None,
         }
     }
 
