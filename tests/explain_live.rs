@@ -108,7 +108,7 @@ async fn a_misestimate_says_whether_the_statistics_are_stale_and_which_extended_
         let message = text(&f["message"]);
         assert!(
             message.contains(
-                "; public.events's statistics are stale: 50,000 rows modified since its last \
+                "; the statistics of public.events are stale: 50,000 rows modified since its last \
                  analyze "
             ) && message.contains(
                 " (manual), past its autoanalyze threshold of 150; public.events has no \
@@ -195,7 +195,7 @@ async fn heap_fetches_say_what_pg_class_counts_all_visible_and_when_it_was_vacuu
         let message = text(&f["message"]);
         assert!(
             message.contains(&format!(
-                "; pg_class counts 100% of public.hf's {pages} pages all-visible (as of its last \
+                "; pg_class counts 100% of the {pages} pages of public.hf all-visible (as of its last \
                  VACUUM or ANALYZE), last vacuumed "
             )) && message.ends_with(" ago (manual)"),
             "PostgreSQL {major}: {message}"

@@ -220,7 +220,7 @@ fn statistics_freshness(f: &mut Finding, table: &str, facts: &LiveFacts) {
                 f.hint
             );
             format!(
-                "{table}'s statistics are stale: {} rows modified since its last analyze {}, past \
+                "the statistics of {table} are stale: {} rows modified since its last analyze {}, past \
                  its autoanalyze threshold of {}",
                 count(modified),
                 when(age, stats.last_analyze_auto),
@@ -230,19 +230,19 @@ fn statistics_freshness(f: &mut Finding, table: &str, facts: &LiveFacts) {
         Some(age) => {
             f.hint = if extended.is_empty() {
                 format!(
-                    "{table}'s statistics are fresh, so the estimate is off for another reason, \
+                    "the statistics of {table} are fresh, so the estimate is off for another reason, \
                      most often correlated columns. {}",
                     f.hint
                 )
             } else {
                 format!(
-                    "{table}'s statistics are fresh and it has extended statistics: check that \
+                    "the statistics of {table} are fresh and it has extended statistics: check that \
                      they cover the condition's columns with the kinds it needs. {}",
                     f.hint
                 )
             };
             format!(
-                "{table}'s statistics are not stale: {} rows modified since its last analyze {}, \
+                "the statistics of {table} are not stale: {} rows modified since its last analyze {}, \
                  within its autoanalyze threshold of {}",
                 count(modified),
                 when(age, stats.last_analyze_auto),
@@ -284,7 +284,7 @@ fn visibility(f: &mut Finding, table: &str, facts: &LiveFacts) {
         // relallvisible is what the last VACUUM (or ANALYZE) counted; writes since then clear
         // visibility-map bits without updating it.
         f.message.push_str(&format!(
-            "; pg_class counts {} of {table}'s {} pages all-visible (as of its last VACUUM or \
+            "; pg_class counts {} of the {} pages of {table} all-visible (as of its last VACUUM or \
              ANALYZE), {vacuumed}",
             percent(share),
             count(stats.relpages)
@@ -371,7 +371,7 @@ mod tests {
             .unwrap();
         assert!(
             scan.message.ends_with(
-                "; public.events's statistics are stale: 60,000 rows modified since its last \
+                "; the statistics of public.events are stale: 60,000 rows modified since its last \
                  analyze 3.0 days ago (autovacuum), past its autoanalyze threshold of 10,050; \
                  public.events has no extended statistics"
             ),
@@ -411,7 +411,7 @@ mod tests {
             .unwrap();
         assert!(
             scan.message.ends_with(
-                "; public.events's statistics are not stale: 12 rows modified since its last \
+                "; the statistics of public.events are not stale: 12 rows modified since its last \
                  analyze 3.0 days ago (autovacuum), within its autoanalyze threshold of 10,050; \
                  extended statistics on public.events: public.events_stx (ndistinct, \
                  dependencies) on (tenant_id, status)"
@@ -421,7 +421,7 @@ mod tests {
         );
         assert!(
             scan.hint.starts_with(
-                "public.events's statistics are fresh and it has extended statistics: check that \
+                "the statistics of public.events are fresh and it has extended statistics: check that \
                  they cover the condition's columns"
             ),
             "{}",
@@ -461,7 +461,7 @@ mod tests {
         let f = finding(&a, FindingKind::HeapFetches);
         assert!(
             f.message.ends_with(
-                r#"; pg_class counts 12% of public."Tenants"'s 1,000 pages all-visible (as of its last VACUUM or ANALYZE), last vacuumed 2.0 h ago (manual)"#
+                r#"; pg_class counts 12% of the 1,000 pages of public."Tenants" all-visible (as of its last VACUUM or ANALYZE), last vacuumed 2.0 h ago (manual)"#
             ),
             "{}",
             f.message

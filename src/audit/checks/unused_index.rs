@@ -288,7 +288,7 @@ fn never_scanned(
     if let Some(node) = ctx.window_upper_bound() {
         severity = Severity::Info;
         message.push_str(&format!(
-            "; {node}'s window is an upper bound: no statistics reset is recorded for the \
+            "; the window of {node} is an upper bound: no statistics reset is recorded for the \
              database and this role cannot read when it was created, so it may have counted \
              for less"
         ));
@@ -570,7 +570,8 @@ mod tests {
         let f = of(&report)[0];
         assert_eq!(f.severity, Severity::Info, "{}", f.message);
         assert!(
-            f.message.contains("window is an upper bound"),
+            f.message
+                .contains("the window of primary is an upper bound"),
             "{}",
             f.message
         );

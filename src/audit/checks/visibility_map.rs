@@ -59,7 +59,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
             .collect();
         let name = qualified(&table.schema, &table.name);
         let mut message = format!(
-            "only {:.0}% of {name}'s {} pages are all-visible, so index-only scans on it fetch \
+            "only {:.0}% of the {} pages of {name} are all-visible, so index-only scans on it fetch \
              from the heap anyway ({} on its indexes)",
             share * 100.0,
             count_words(table.relpages as f64),

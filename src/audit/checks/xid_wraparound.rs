@@ -50,7 +50,7 @@ pub fn run(ctx: &Context, out: &mut Output) {
             };
             let name = qualified(&table.schema, &table.name);
             let mut message = format!(
-                "{name}'s oldest unfrozen {kind} is {} old, past its freeze limit of {}: the \
+                "the oldest unfrozen {kind} of {name} is {} old, past its freeze limit of {}: the \
                  anti-wraparound vacuum is not finishing",
                 count_words(age),
                 count_words(limit)

@@ -134,7 +134,7 @@ pub(crate) fn bar_of(kind: &str, value: Option<f64>, total: Option<f64>, of: &st
     let fill = (share * WIDTH).max(if value > 0.0 { 1.0 } else { 0.0 });
     format!(
         "<svg class=\"bar {kind}\" width=\"{w}\" height=\"10\" viewBox=\"0 0 {w} 10\" role=\"img\" \
-         aria-label=\"{pct:.1}% of {of}\" data-share=\"{share:.4}\"><title>{pct:.1}% of {of}'s {kind}</title>\
+         aria-label=\"{pct:.1}% of {of}\" data-share=\"{share:.4}\"><title>{pct:.1}% of the {kind} of {of}</title>\
          <rect class=\"track\" x=\"0\" y=\"0\" width=\"{w}\" height=\"10\"/>\
          <rect class=\"fill\" x=\"0\" y=\"0\" width=\"{fill:.1}\" height=\"10\"/></svg>",
         w = WIDTH,
