@@ -320,6 +320,18 @@ pub struct Note {
     pub message: String,
 }
 
+/// A query's note when its own plan gave no candidate.
+pub const NOTHING_PROPOSED: &str = "no index proposed: every scan already uses an index that fits, or keeps most of the rows it reads";
+
+impl Note {
+    /// Whether it says no index was proposed for its query: not true of a query that an index
+    /// proposed for another query serves, once measured (a merged candidate, or one the planner
+    /// picks for both).
+    pub fn contradicted_by(&self, served: &[usize]) -> bool {
+        self.message == NOTHING_PROPOSED && self.query.is_some_and(|q| served.contains(&q))
+    }
+}
+
 /// A candidate an existing index already is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Covered {
@@ -368,7 +380,7 @@ pub fn propose(plans: &[&Plan], facts: &Facts) -> Proposals {
             notes.push(Note {
                 query: Some(query),
                 table: None,
-                message: "no index proposed: every scan already uses an index that fits, or keeps most of the rows it reads".into(),
+                message: NOTHING_PROPOSED.into(),
             });
         }
     }
@@ -406,6 +418,20 @@ pub fn propose(plans: &[&Plan], facts: &Facts) -> Proposals {
 #[cfg(test)]
 mod tests {
     use super::testing::propose_for;
+    use super::{NOTHING_PROPOSED, Note};
+
+    #[test]
+    fn nothing_proposed_is_contradicted_only_by_a_served_query() {
+        let note = |query: Option<usize>, message: &str| Note {
+            query,
+            table: None,
+            message: message.into(),
+        };
+        assert!(note(Some(2), NOTHING_PROPOSED).contradicted_by(&[0, 2]));
+        assert!(!note(Some(1), NOTHING_PROPOSED).contradicted_by(&[0, 2]));
+        assert!(!note(None, NOTHING_PROPOSED).contradicted_by(&[0, 2]));
+        assert!(!note(Some(2), "no catalog facts for t").contradicted_by(&[2]));
+    }
 
     #[test]
     fn names_follow_postgres_and_stay_unique() {

@@ -891,7 +891,11 @@ async fn advise_on(
             message,
         })
         .collect();
-    all_notes.extend(notes);
+    let served: Vec<usize> = recommended
+        .iter()
+        .flat_map(|r| r.queries.iter().map(|q| q.query))
+        .collect();
+    all_notes.extend(notes.into_iter().filter(|n| !n.contradicted_by(&served)));
     all_notes.sort_by_key(|n| n.query.is_some());
     let notes = all_notes;
     Ok(AdviseReport {

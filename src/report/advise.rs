@@ -7,7 +7,9 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::advise::report::{AdviseReport, Recommendation, RejectedCandidate, Replaced};
+use crate::advise::report::{
+    AdviseReport, Recommendation, RejectedCandidate, Replaced, ServedQuery,
+};
 use crate::advise::shortlist::Estimate;
 use crate::advise::{Candidate, Note};
 
@@ -200,6 +202,30 @@ fn query_id(report: &AdviseReport, query: usize) -> String {
         .get(query)
         .map_or_else(|| format!("#{}", query + 1), |q| q.id.clone())
 }
+
+/// The query as text and Markdown name it: its id, and when that is a bare number (a
+/// pg_stat_statements queryid, which says nothing to a reader) the start of its text too.
+fn query_label(report: &AdviseReport, query: usize) -> String {
+    let id = query_id(report, query);
+    let Some(q) = report.queries.get(query) else {
+        return id;
+    };
+    if id.parse::<i64>().is_err() {
+        return id;
+    }
+    // Escaped before it is cut, so a cut never splits an escape.
+    let text = printable(&q.text.split_whitespace().collect::<Vec<_>>().join(" "));
+    let cut = if text.chars().count() > LABEL_CHARS {
+        let start: String = text.chars().take(LABEL_CHARS - 1).collect();
+        format!("{}…", start.trim_end())
+    } else {
+        text
+    };
+    format!("{id} ({cut})")
+}
+
+/// Characters of a query's text in its label.
+const LABEL_CHARS: usize = 40;
 
 fn estimate_doc(e: &Estimate) -> EstimateDoc {
     EstimateDoc {
@@ -443,7 +469,8 @@ fn replaced_line(report: &AdviseReport, x: &Replaced) -> String {
         s.push_str(&format!(" ({})", facts.join(", ")));
     }
     s.push_str(&format!(": {}", x.evidence));
-    let ids = |qs: &[usize]| -> Vec<String> { qs.iter().map(|&q| query_id(report, q)).collect() };
+    let ids =
+        |qs: &[usize]| -> Vec<String> { qs.iter().map(|&q| query_label(report, q)).collect() };
     if !x.used_before.is_empty() {
         let after = if x.used_after.is_empty() {
             "by none of them with this one built".to_owned()
@@ -461,6 +488,13 @@ fn replaced_line(report: &AdviseReport, x: &Replaced) -> String {
     s
 }
 
+/// Where a query's regression is: in the pages it reads, or (pages fewer or the same) in its
+/// time outside the runs' spread. A row never reads "1.5× fewer (regression)".
+fn regression_in(q: &ServedQuery) -> (bool, bool) {
+    let pages = q.regression && q.pages_after > q.pages_before;
+    (pages, q.regression && !pages)
+}
+
 fn time_cell(before: Option<f64>, after: Option<f64>, noise: bool) -> String {
     match (before, after) {
         (Some(b), Some(a)) if noise => format!("{} → {} (within noise)", ms(b), ms(a)),
@@ -471,7 +505,7 @@ fn time_cell(before: Option<f64>, after: Option<f64>, noise: bool) -> String {
 
 fn note_line(report: &AdviseReport, n: &Note) -> String {
     match n.query {
-        Some(q) => format!("{}: {}", query_id(report, q), n.message),
+        Some(q) => format!("{}: {}", query_label(report, q), n.message),
         None => n.message.clone(),
     }
 }
@@ -533,17 +567,24 @@ pub fn write_text(
                 let calls = report.queries.get(q.query).map_or(0.0, |w| w.calls_per_day);
                 let pages = format!("{} → {}", count(q.pages_before), count(q.pages_after));
                 let verdict = change(Some(q.pages_before), Some(q.pages_after), "fewer", "more");
-                let verdict = if q.regression {
+                let (pages_worse, time_worse) = regression_in(q);
+                let verdict = if pages_worse {
                     paint.bad(&format!("{verdict} (regression)"))
                 } else {
                     verdict
                 };
+                let time = time_cell(q.ms_before, q.ms_after, q.time_within_noise);
+                let time = if time_worse {
+                    paint.bad(&format!("{time} (slower: regression)"))
+                } else {
+                    time
+                };
                 table.add_row(vec![
-                    query_id(report, q.query),
+                    query_label(report, q.query),
                     count(calls),
                     pages,
                     verdict,
-                    time_cell(q.ms_before, q.ms_after, q.time_within_noise),
+                    time,
                 ]);
             }
             align_numbers(&mut table, 1);
@@ -717,16 +758,22 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         for q in &r.queries {
             let calls = report.queries.get(q.query).map_or(0.0, |w| w.calls_per_day);
             let verdict = change(Some(q.pages_before), Some(q.pages_after), "fewer", "more");
+            let (pages_worse, time_worse) = regression_in(q);
             writeln!(
                 out,
-                "| {} | {} | {} → {} | {}{} | {} |",
-                markdown::cell(&query_id(report, q.query)),
+                "| {} | {} | {} → {} | {}{} | {}{} |",
+                markdown::cell(&query_label(report, q.query)),
                 count(calls),
                 count(q.pages_before),
                 count(q.pages_after),
                 verdict,
-                if q.regression { " **regression**" } else { "" },
-                time_cell(q.ms_before, q.ms_after, q.time_within_noise)
+                if pages_worse { " **regression**" } else { "" },
+                time_cell(q.ms_before, q.ms_after, q.time_within_noise),
+                if time_worse {
+                    " **slower: regression**"
+                } else {
+                    ""
+                }
             )?;
         }
         writeln!(out)?;
@@ -1083,6 +1130,53 @@ mod tests {
             );
             insta::assert_snapshot!("hypothetical_json", json);
         });
+    }
+
+    /// Fewer pages but slower outside the spread is a regression in time, said there; more
+    /// pages is one in pages. Never "1.5× fewer (regression)".
+    #[test]
+    fn a_regression_is_named_where_it_is() {
+        let mut report = report();
+        let served = &mut report.recommended[0].queries;
+        served.truncate(1);
+        served[0].pages_after = served[0].pages_before / 2.0;
+        served[0].ms_before = Some(1.0);
+        served[0].ms_after = Some(3.0);
+        served[0].regression = true;
+        let text = render(|o| write_text(o, &report, &TextOptions::default()).unwrap());
+        assert!(!text.contains("fewer (regression)"), "{text}");
+        assert!(text.contains("3.00 ms (slower: regression)"), "{text}");
+        let md = render(|o| write_markdown(o, &report).unwrap());
+        assert!(!md.contains("fewer **regression**"), "{md}");
+        assert!(md.contains("**slower: regression**"), "{md}");
+        let served = &mut report.recommended[0].queries;
+        served[0].pages_after = served[0].pages_before * 2.0;
+        let text = render(|o| write_text(o, &report, &TextOptions::default()).unwrap());
+        assert!(text.contains("more (regression)"), "{text}");
+        assert!(!text.contains("slower: regression"), "{text}");
+    }
+
+    /// A queryid alone says nothing to a reader: text and Markdown add the start of the query,
+    /// JSON keeps the id.
+    #[test]
+    fn a_numeric_query_id_is_shown_with_its_text() {
+        let mut report = report();
+        let q = report.recommended[0].queries[0].query;
+        report.queries[q].id = "-4512384791".into();
+        report.queries[q].text =
+            "SELECT *\n  FROM orders WHERE customer_id = $1 ORDER BY created_at DESC LIMIT 20"
+                .into();
+        let label = "-4512384791 (SELECT * FROM orders WHERE customer_id…)";
+        let text = render(|o| write_text(o, &report, &TextOptions::default()).unwrap());
+        assert!(text.contains(label), "{text}");
+        let md = render(|o| write_markdown(o, &report).unwrap());
+        assert!(md.contains(label), "{md}");
+        let json = render(|o| write_json(o, &report).unwrap());
+        assert!(
+            json.contains("\"-4512384791\"") && !json.contains(label),
+            "{json}"
+        );
+        assert_eq!(query_label(&report, q + 100), format!("#{}", q + 101));
     }
 
     #[test]
