@@ -283,6 +283,9 @@ pub struct Judged {
 pub struct TimeNoise {
     pub cold: bool,
     pub warm: bool,
+    /// A side has one warm run (`--runs 1`): no spread to judge a time difference by, so no
+    /// time is called faster or slower.
+    pub one_run: bool,
 }
 
 /// Whether two figures' execution times are within the noise of the warm runs.
@@ -314,6 +317,8 @@ pub fn judge(
     let time_within_noise = TimeNoise {
         cold: time_noise(&cold, spreads),
         warm: time_noise(&warm, spreads),
+        one_run: mode == Mode::Measured
+            && (baseline.warm.len() < 2 || run.measurement.warm.len() < 2),
     };
     let (uses, without, with) = match spec {
         CandidateSpec::Create(_) => (

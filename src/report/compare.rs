@@ -404,15 +404,29 @@ fn time_text(judged: &Judged) -> String {
             "{} → {} ({})",
             ms(bt),
             ms(at),
-            time_change(Some(bt), Some(at), judged.time_within_noise.warm)
+            time_change(
+                Some(bt),
+                Some(at),
+                judged.time_within_noise.warm,
+                judged.time_within_noise.one_run
+            )
         ),
         _ => "—".into(),
     }
 }
 
-/// A time's change, or "within noise" when the difference is inside the warm runs' spread.
-fn time_change(before: Option<f64>, after: Option<f64>, within_noise: bool) -> String {
-    if within_noise && before.is_some() && after.is_some() && before != after {
+/// A time's change, or "within noise" when the difference is inside the warm runs' spread, or
+/// "one run" when there is no spread to tell: one sample a side is never faster or slower.
+pub(crate) fn time_change(
+    before: Option<f64>,
+    after: Option<f64>,
+    within_noise: bool,
+    one_run: bool,
+) -> String {
+    let differ = before.is_some() && after.is_some() && before != after;
+    if one_run && differ {
+        "one run: no spread to judge by".into()
+    } else if within_noise && differ {
         "within noise".into()
     } else {
         change(before, after, "faster", "slower")
@@ -456,13 +470,14 @@ struct SummaryRow {
 fn summary_rows(judged: &Judged, mode: Mode, cold: bool) -> Vec<SummaryRow> {
     let row = |label, pair: Pair, figure: Figure, noise: bool| {
         let (fewer, more) = figure.words();
+        let one_run = judged.time_within_noise.one_run;
         let change = if figure == Figure::Time {
-            time_change(pair.before, pair.after, noise)
+            time_change(pair.before, pair.after, noise, one_run)
         } else {
             change(pair.before, pair.after, fewer, more)
         };
         let fell = match (pair.before, pair.after) {
-            _ if noise && figure == Figure::Time => None,
+            _ if (noise || one_run) && figure == Figure::Time => None,
             (Some(b), Some(a)) if a != b => Some(a < b),
             _ => None,
         };
@@ -614,14 +629,17 @@ fn baseline_lines(
                 cold.shared_read_blocks.map(count).unwrap_or_default()
             ),
             format!(
-                "warm: execution {}{}, pages touched {} (median of {} runs)",
+                "warm: execution {}{}, pages touched {} ({})",
                 warm.execution_ms.map(ms).unwrap_or_default(),
                 spread_text(measurement.warm_spread())
                     .filter(|_| measurement.warm.len() > 1)
                     .map(|s| format!(" (min–max {s})"))
                     .unwrap_or_default(),
                 warm.pages_touched.map(count).unwrap_or_default(),
-                measurement.warm.len()
+                match measurement.warm.len() {
+                    1 => "one run".to_owned(),
+                    n => format!("median of {n} runs"),
+                }
             ),
         ]
     } else {
@@ -957,4 +975,27 @@ pub fn write_markdown(out: &mut dyn Write, report: &CompareReport) -> io::Result
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::time_change;
+
+    /// One warm run a side has no spread: a difference is neither faster nor slower, whatever
+    /// its size; with a spread, inside it is noise and outside it is a change.
+    #[test]
+    fn one_sample_is_never_faster_or_slower() {
+        let (b, a) = (Some(0.853), Some(0.099));
+        assert_eq!(
+            time_change(b, a, false, true),
+            "one run: no spread to judge by"
+        );
+        assert_eq!(time_change(b, a, true, false), "within noise");
+        assert!(time_change(b, a, false, false).ends_with("faster"));
+        // A tie is a tie, runs or not.
+        assert_eq!(
+            time_change(b, b, false, true),
+            time_change(b, b, false, false)
+        );
+    }
 }

@@ -8,6 +8,7 @@ use super::plan::comparison_body;
 use super::{element, escape, page};
 use crate::compare::{CompareReport, Figures, Verdict};
 use crate::plan::findings::node_label;
+use crate::report::compare::time_change;
 use crate::report::format::{bytes, change, count, ms};
 
 fn verdict_class(verdict: Verdict) -> &'static str {
@@ -103,7 +104,13 @@ pub fn compare_body(report: &CompareReport) -> String {
             "<p class=\"meta\">judged against {}</p>",
             escape(&report.baseline_label(judged))
         );
-        figures_table(&mut html, judged.cold, judged.warm, report.request.cold);
+        figures_table(
+            &mut html,
+            judged.cold,
+            judged.warm,
+            report.request.cold,
+            judged.time_within_noise,
+        );
         // Each candidate's anchors are its own.
         comparison_body(
             &mut html,
@@ -185,7 +192,12 @@ fn ranking(html: &mut String, report: &CompareReport) {
             escape(&change(b.pages_touched, a.pages_touched, "fewer", "more")),
             escape(&b.execution_ms.map(ms).unwrap_or_default()),
             escape(&a.execution_ms.map(ms).unwrap_or_default()),
-            escape(&change(b.execution_ms, a.execution_ms, "faster", "slower")),
+            escape(&time_change(
+                b.execution_ms,
+                a.execution_ms,
+                judged.time_within_noise.warm,
+                judged.time_within_noise.one_run
+            )),
             escape(
                 &run.and_then(|r| r.size_bytes)
                     .map(bytes)
@@ -228,12 +240,14 @@ fn figures_table(
     cold: (Figures, Figures),
     warm: (Figures, Figures),
     evicted: bool,
+    noise: crate::compare::TimeNoise,
 ) {
     html.push_str(
         "<table class=\"figures\"><thead><tr><th></th><th></th><th class=\"num\">before</th><th class=\"num\">after</th><th class=\"num\">change</th></tr></thead><tbody>\n",
     );
     let first = if evicted { "cold" } else { "first" };
-    for (run, (b, a)) in [(first, cold), ("warm", warm)] {
+    for (run, (b, a), within) in [(first, cold, noise.cold), ("warm", warm, noise.warm)] {
+        let undecided = within || noise.one_run;
         let rows: [FigureRow; 4] = [
             (
                 "execution",
@@ -274,6 +288,7 @@ fn figures_table(
                     .unwrap_or_default()
             };
             let class = match (before, after) {
+                _ if time && undecided => "",
                 (Some(x), Some(y)) if y < x => "changed-better",
                 (Some(x), Some(y)) if y > x => "changed-worse",
                 _ => "",
@@ -290,7 +305,11 @@ fn figures_table(
                 escape(name),
                 escape(&show(before)),
                 escape(&show(after)),
-                escape(&change(before, after, fewer, more))
+                escape(&if time {
+                    time_change(before, after, within, noise.one_run)
+                } else {
+                    change(before, after, fewer, more)
+                })
             );
         }
     }
