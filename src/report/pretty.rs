@@ -46,6 +46,13 @@ impl Indented {
 }
 
 impl Formatter for Indented {
+    /// -0.0 as 0.0: a sum over nothing, or a difference of equal figures negated, is -0.0 in
+    /// IEEE arithmetic, and "-0.0" in a report reads as a loss that did not happen.
+    fn write_f64<W: ?Sized + Write>(&mut self, writer: &mut W, value: f64) -> io::Result<()> {
+        let value = if value == 0.0 { 0.0 } else { value };
+        serde_json::ser::CompactFormatter.write_f64(writer, value)
+    }
+
     fn begin_array<W: ?Sized + Write>(&mut self, writer: &mut W) -> io::Result<()> {
         self.begin(writer, b"[")
     }
@@ -104,6 +111,13 @@ mod tests {
         value.serialize(&mut serializer).unwrap();
         let theirs = serde_json::to_string_pretty(value).unwrap();
         (String::from_utf8(ours).unwrap(), theirs)
+    }
+
+    #[test]
+    fn negative_zero_is_written_as_zero() {
+        let (ours, theirs) = both(&[-0.0_f64, 0.0, -1.5, 2.25e-7, 1e300]);
+        assert_eq!(ours, theirs.replace("-0.0", "0.0"));
+        assert!(!ours.contains("-0.0"), "{ours}");
     }
 
     #[test]
