@@ -34,12 +34,17 @@ fn pgplan(db: &TestDb, dir: &std::path::Path, command: &str, query: &str, args: 
         .unwrap()
 }
 
+/// Held by each test for its whole run: a replication slot is the server's, so one test's slot
+/// would show in the other's lasting-state diff, which asserts that a clean run says nothing.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn printed(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(out))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn what_a_user_function_leaves_is_reported_with_its_remedy_and_exit_4() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     for_each_version("lasting_state", |major| async move {
         let db = TestDb::create(major, "lasting_state").await;
         db.run(SETUP).await;
@@ -121,6 +126,7 @@ async fn what_a_user_function_leaves_is_reported_with_its_remedy_and_exit_4() {
 /// function that keeps a session-level advisory lock is reported as left behind, exit 4.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_workloads_runs_are_diffed_too() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     for_each_version("lasting_state_workload", |major| async move {
         let db = TestDb::create(major, "lasting_state_workload").await;
         db.run(SETUP).await;
