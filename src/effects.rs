@@ -464,7 +464,8 @@ impl Verdict {
             .map(|(name, rest)| format!("{name} {rest}"))
             .collect();
         Some(format!(
-            "it calls functions whose effects outlive pgplan's rollback: {} ({flag} runs it anyway)",
+            "it calls functions whose effects outlive pgplan's rollback: {} ({flag} runs it \
+             anyway)",
             calls.join("; ")
         ))
     }

@@ -1,9 +1,9 @@
 //! What every command that plans or runs a user's query does before and while doing it, so no
 //! effect escapes the rollback: the functions the query calls are judged from its text before
 //! anything plans it ([`check_text`]) and from its estimate-only plan before it runs
-//! ([`check_calls`]), through the bodies of the user's own functions, and the measured runs happen in a read-only transaction
-//! unless writes were allowed ([`read_only_from_here`]). Call both inside the transaction that
-//! runs the query.
+//! ([`check_calls`]), through the bodies of the user's own functions, and the measured runs
+//! happen in a read-only transaction unless writes were allowed ([`read_only_from_here`]). Call
+//! them inside the transaction that plans or runs the query.
 
 use tokio_postgres::Client;
 
