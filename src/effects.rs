@@ -455,6 +455,16 @@ impl Verdict {
 
     /// The refusal on one line, for a statement of a workload that is set aside for it.
     pub fn refusal_line(&self, flag: &str) -> Option<String> {
+        self.reasons().map(|reasons| {
+            format!(
+                "it calls functions whose effects outlive pgplan's rollback: {reasons} ({flag} \
+                 runs it anyway)"
+            )
+        })
+    }
+
+    /// Each refused function with what it does, on one line.
+    pub fn reasons(&self) -> Option<String> {
         if self.lasting.is_empty() {
             return None;
         }
@@ -463,11 +473,7 @@ impl Verdict {
             .iter()
             .map(|(name, rest)| format!("{name} {rest}"))
             .collect();
-        Some(format!(
-            "it calls functions whose effects outlive pgplan's rollback: {} ({flag} runs it \
-             anyway)",
-            calls.join("; ")
-        ))
+        Some(calls.join("; "))
     }
 
     /// The note for volatile functions, which are run but not judged, with what the walk

@@ -3,9 +3,10 @@
 //! slot, dblink), directly or through another user function, is refused by compare, explain
 //! -d, compare --workload and advise with the chain named; one wrongly marked IMMUTABLE is
 //! refused before anything plans the query, even in the estimate-only modes (planning alone
-//! would run it), by check too; a statement of pg_stat_statements that reaches outside is set
-//! aside with the reason; `--allow-lasting-effects` lets them run. Each case proves nothing
-//! happened: no slot, no row committed over dblink.
+//! would run it), by check too, and stats export leaves it unplanned; a statement of
+//! pg_stat_statements that reaches outside is set aside with the reason;
+//! `--allow-lasting-effects` lets them run. Each case proves nothing happened: no slot, no row
+//! committed over dblink.
 
 mod common;
 
@@ -307,6 +308,35 @@ async fn planned(major: u32) {
     );
     assert!(!dir.path().join("baseline.json").exists());
     assert_eq!(left(&db, &slot).await, NOTHING, "check --estimated");
+    // stats export plans its workload's queries to find their tables: not this one.
+    let path = dir.path().join("stats_workload.sql");
+    std::fs::write(&path, format!("{folded};\n")).unwrap();
+    let out = Command::new(pgplan_bin())
+        .env("NO_COLOR", "1")
+        .env_remove("PGSERVICE")
+        .args([
+            "stats",
+            "export",
+            "-d",
+            &db.conninfo(),
+            "--table",
+            "t",
+            "--workload",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = printed(&out);
+    assert_eq!(out.status.code(), Some(0), "stats export: {text}");
+    assert!(
+        text.contains(&format!(
+            "not planned, its tables are left out: planning it runs functions whose effects \
+             outlive a rollback: {}",
+            line.trim_start()
+        )),
+        "stats export: {text}"
+    );
+    assert_eq!(left(&db, &slot).await, NOTHING, "stats export");
     // A VOLATILE wrapper is never run by planning: the estimate-only modes plan it.
     let volatile = "SELECT id FROM t WHERE v = $1 AND make_slot() = 1";
     for command in ["compare", "explain"] {
