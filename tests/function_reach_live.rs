@@ -6,7 +6,7 @@
 //! would run it), by check too, and stats export leaves it unplanned; a statement of
 //! pg_stat_statements that reaches outside is set aside with the reason;
 //! `--allow-lasting-effects` lets them run. Each case proves nothing happened: no slot, no row
-//! committed over dblink.
+//! committed over dblink. `--hypothetical` runs on Debian's PostgreSQL 15, the build with HypoPG.
 
 mod common;
 
@@ -431,4 +431,51 @@ async fn user_functions_that_reach_outside_are_refused_unless_accepted() {
         chains(major).await;
     })
     .await;
+}
+
+/// `--hypothetical` plans only, with HypoPG (Debian's PostgreSQL 15): the IMMUTABLE wrapper is
+/// refused before the first plan, and advise, which still measures, refuses a VOLATILE one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hypothetical_runs_refuse_what_planning_would_run() {
+    let db = TestDb::on_debian_hypopg("function_reach_hypo").await;
+    db.run(SETUP).await;
+    db.run("CREATE EXTENSION hypopg").await;
+    let slot = format!("reach_{}", db.name);
+    make_functions(&db, &slot).await;
+    let dir = tempfile::tempdir().unwrap();
+    let line = format!(
+        "  public.frozen_slot() calls pg_catalog.pg_create_physical_replication_slot(): it \
+         {SLOT_REASON}"
+    );
+    let out = pgplan(
+        &db,
+        dir.path(),
+        "compare",
+        "SELECT id FROM t WHERE id > frozen_slot(1)",
+        &["--hypothetical"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", printed(&out));
+    assert!(
+        stderr(&out).ends_with(&format!("{line}\n{PLANNED_ONLY}\n{HINT}\n")),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(left(&db, &slot).await, NOTHING);
+    let out = pgplan(
+        &db,
+        dir.path(),
+        "advise",
+        "SELECT id FROM t WHERE v = 3 AND make_slot() = 1",
+        &["--hypothetical"],
+    );
+    let text = printed(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains(
+            "  public.make_slot() calls pg_catalog.pg_create_physical_replication_slot(): it "
+        ),
+        "{text}"
+    );
+    assert_eq!(left(&db, &slot).await, NOTHING);
+    db.wait_until_pgplan_sessions_are_gone().await;
 }
