@@ -857,12 +857,12 @@ mod tests {
             body: Some(body.into()),
         };
         let rows = [
-            user("log_it", 'i', "BEGIN PERFORM helper(); RETURN 1; END"),
-            user("helper", 'v', "BEGIN PERFORM pg_terminate_backend(0); END"),
+            user("log_it", 'i', "BEGIN PERFORM relay(); RETURN 1; END"),
+            user("relay", 'v', "BEGIN PERFORM pg_terminate_backend(0); END"),
             row("pg_catalog", "pg_terminate_backend", 'v', None),
         ];
         let calls = [call(None, "log_it")];
-        let line = "  public.log_it() calls public.helper(), which calls \
+        let line = "  public.log_it() calls public.relay(), which calls \
                     pg_catalog.pg_terminate_backend(): it signals another server process: done \
                     at once, whatever becomes of the transaction";
         let runs = judge_in(&calls, &rows, false);

@@ -42,10 +42,10 @@ async fn make_functions(db: &TestDb, slot: &str) {
     db.run(&format!(
         "CREATE FUNCTION make_slot() RETURNS integer LANGUAGE plpgsql VOLATILE AS \
          $f$BEGIN PERFORM pg_create_physical_replication_slot('{slot}'); RETURN 1; END$f$;
-         CREATE FUNCTION helper() RETURNS integer LANGUAGE plpgsql VOLATILE AS \
+         CREATE FUNCTION relay() RETURNS integer LANGUAGE plpgsql VOLATILE AS \
          $f$BEGIN PERFORM dblink_exec('{other}', 'INSERT INTO remote_log VALUES (1)'); \
          RETURN 1; END$f$;
-         CREATE FUNCTION log_it() RETURNS integer LANGUAGE sql VOLATILE AS 'SELECT helper()';
+         CREATE FUNCTION log_it() RETURNS integer LANGUAGE sql VOLATILE AS 'SELECT relay()';
          CREATE FUNCTION frozen_slot(n integer) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS \
          $f$BEGIN PERFORM pg_create_physical_replication_slot('{slot}'); RETURN n; END$f$;
          CREATE FUNCTION run_dynamic() RETURNS integer LANGUAGE plpgsql VOLATILE AS \
@@ -124,7 +124,7 @@ async fn chains(major: u32) {
     );
     let two_levels = format!(
         "the query calls functions whose effects outlive pgplan's rollback or reach outside \
-         its session:\n  public.log_it() calls public.helper(), which calls \
+         its session:\n  public.log_it() calls public.relay(), which calls \
          public.dblink_exec(): it runs SQL over another connection, which commits on its own \
          and outlives pgplan's rollback (a named connection also stays open on this \
          backend)\n{HINT}"
@@ -249,7 +249,7 @@ async fn chains(major: u32) {
     let text = printed(&out);
     assert!(matches!(out.status.code(), Some(0) | Some(1)), "{text}");
     assert!(
-        text.contains("the query calls public.log_it(), which calls public.helper(), which calls public.dblink_exec(): it runs SQL over another connection"),
+        text.contains("the query calls public.log_it(), which calls public.relay(), which calls public.dblink_exec(): it runs SQL over another connection"),
         "{text}"
     );
     assert_eq!(left(&db, &slot).await, "slots 0, remote rows 1");

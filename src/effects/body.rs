@@ -136,7 +136,7 @@ mod tests {
             DECLARE n numeric(10, 2) := 0;
             BEGIN
               -- dblink_exec(a comment) is no call
-              PERFORM public.helper(x::varchar(20));
+              PERFORM public.relay(x::varchar(20));
               n := audit.\"Log\"(1) + length('pg_terminate_backend(1)');
               RAISE NOTICE 'done %', n;
               RETURN n;
@@ -144,7 +144,7 @@ mod tests {
         let scan = scan_body(body);
         assert_eq!(
             names(&scan),
-            vec!["length", "numeric", "audit.Log", "public.helper"]
+            vec!["length", "numeric", "audit.Log", "public.relay"]
         );
         assert!(!scan.dynamic && !scan.unreadable);
     }

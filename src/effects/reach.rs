@@ -45,7 +45,7 @@ impl Chain {
         &self.path[0]
     }
 
-    /// The rest of the sentence after [`Chain::head`]: `calls public.helper(), which calls
+    /// The rest of the sentence after [`Chain::head`]: `calls public.relay(), which calls
     /// public.dblink_exec(): it runs SQL over another connection, ...`.
     pub fn rest(&self) -> String {
         let mut text = String::new();
@@ -146,7 +146,7 @@ pub fn reach(calls: &[Call], rows: &[FunctionRow], run: Run) -> Reach {
                 continue;
             };
             if is_user_function(row) {
-                // Each function the query calls gets its own chains, even through a helper
+                // Each function the query calls gets its own chains, even through a function
                 // another one reached first.
                 walk.seen.clear();
                 walk.visit(i, start, 0);
@@ -301,9 +301,9 @@ mod tests {
     #[test]
     fn a_chain_through_the_users_functions_is_named_to_the_function_that_reaches_outside() {
         let rows = [
-            user("log_it", 'v', "plpgsql", "BEGIN PERFORM helper(); END"),
+            user("log_it", 'v', "plpgsql", "BEGIN PERFORM relay(); END"),
             user(
-                "helper",
+                "relay",
                 'v',
                 "sql",
                 "SELECT dblink_exec('dbname=x', 'INSERT INTO t VALUES (1)')",
@@ -315,7 +315,7 @@ mod tests {
         assert_eq!(reach.chains[0].head(), "public.log_it()");
         assert_eq!(
             reach.chains[0].rest(),
-            "calls public.helper(), which calls public.dblink_exec(): it runs SQL over another \
+            "calls public.relay(), which calls public.dblink_exec(): it runs SQL over another \
              connection, which commits on its own and outlives pgplan's rollback (a named \
              connection also stays open on this backend)"
         );
@@ -323,16 +323,16 @@ mod tests {
         // The catalog reads that found them: the query's names, then each body's.
         assert_eq!(
             names_to_read(&rows[..1], &["log_it".into()]),
-            vec!["helper".to_owned()]
+            vec!["relay".to_owned()]
         );
         assert_eq!(
-            names_to_read(&rows[..2], &["log_it".into(), "helper".into()]),
+            names_to_read(&rows[..2], &["log_it".into(), "relay".into()]),
             vec!["dblink_exec".to_owned()]
         );
         assert!(
             names_to_read(
                 &rows,
-                &["log_it".into(), "helper".into(), "dblink_exec".into()]
+                &["log_it".into(), "relay".into(), "dblink_exec".into()]
             )
             .is_empty()
         );
