@@ -125,7 +125,8 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub allow_writes: bool,
     /// With a connection: run a query that calls functions whose effects outlive the rollback
-    /// or reach outside the session (replication slots, signals, dblink, ...), refused otherwise.
+    /// or reach outside the session (replication slots, signals, dblink, ...), directly or
+    /// through the bodies of the user's functions, refused otherwise.
     #[arg(long)]
     pub allow_lasting_effects: bool,
     /// With a connection: write the plan (JSON, as the server sent it) to FILE.
@@ -291,7 +292,9 @@ pub struct CompareArgs {
     pub allow_writes: bool,
     /// Run a query that calls functions whose effects outlive the rollback or reach outside the
     /// session (replication slots, signals to other backends, statistics resets, session
-    /// advisory locks, dblink, ...), which pgplan refuses otherwise.
+    /// advisory locks, dblink, ...), directly or through the bodies of the user's SQL and
+    /// PL/pgSQL functions (in an estimate, one marked IMMUTABLE or STABLE that planning runs),
+    /// which pgplan refuses otherwise.
     #[arg(long)]
     pub allow_lasting_effects: bool,
     /// A value for the query's parameters $1, $2, ... in order (repeatable).

@@ -1,16 +1,23 @@
 //! Functions a query calls whose effects a rollback does not undo, or that reach outside the
-//! session: found in the estimate-only `EXPLAIN (VERBOSE)` plan (which shows every expression
-//! the executor evaluates, with functions by name, schema-qualified when not on the search
-//! path), classified from their `pg_proc` rows. Pure: the plan's JSON and the catalog rows in,
+//! session: found in the query's text before anything plans it ([`calls_in_text`]) and in the
+//! estimate-only `EXPLAIN (VERBOSE)` plan (which shows every expression the executor
+//! evaluates, with functions by name, schema-qualified when not on the search path),
+//! classified from their `pg_proc` rows, and followed through the bodies of the user's own
+//! functions ([`reach`]). Pure: the plan's JSON, the query's text and the catalog rows in,
 //! refusals and warnings out.
 //!
 //! What a read-only transaction already stops (table writes, `nextval`, `setval`) and what the
 //! rollback undoes (large-object writes, `set_config(..., false)`, `pg_notify`, 18's statistics
 //! import functions) is not listed here; what neither stops nor undoes is.
 
+pub mod body;
+pub mod reach;
+
 use serde_json::Value;
 
-use crate::sql::{TokenKind, tokenize};
+use crate::sql::{Token, TokenKind, tokenize};
+
+pub use reach::Run;
 
 /// A function call seen in a plan: its schema when the plan qualified it, and its name.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -31,6 +38,11 @@ pub struct FunctionRow {
     pub extension: Option<String>,
     /// Whether an unqualified call would find it (`pg_function_is_visible`).
     pub visible: bool,
+    /// `pg_language.lanname`: `sql`, `plpgsql`, `c`, `internal`, ...
+    pub language: String,
+    /// The source of a SQL or PL/pgSQL function (`None` in another language), which
+    /// [`reach`] reads for the functions it calls.
+    pub body: Option<String>,
 }
 
 impl FunctionRow {
@@ -247,11 +259,29 @@ fn collect(value: &Value, calls: &mut Vec<Call>) {
     }
 }
 
+/// Every function call in a query's text, found the way [`calls_in_plan`] finds them in a plan's
+/// expressions; read before pgplan plans the query, since planning already runs an IMMUTABLE
+/// function's call on constants, which then no longer shows in the plan. Words followed by `(`
+/// that are no function (`IN (`, a table's column list) find no `pg_proc` row. Sorted, without
+/// repeats; a text that cannot be split into tokens has no calls (nothing can plan it).
+pub fn calls_in_text(sql: &str) -> Vec<Call> {
+    let mut calls = Vec::new();
+    calls_in_expression(sql, &mut calls);
+    calls.sort();
+    calls.dedup();
+    calls
+}
+
 fn calls_in_expression(text: &str, calls: &mut Vec<Call>) {
     if !text.contains('(') {
         return;
     }
     let Ok(tokens) = tokenize(text) else { return };
+    calls_in_tokens(&tokens, calls);
+}
+
+/// The calls among `tokens`: a name directly followed by `(`, unless it follows `::`.
+fn calls_in_tokens(tokens: &[Token<'_>], calls: &mut Vec<Call>) {
     for (i, token) in tokens.iter().enumerate() {
         let Some(name) = identifier(token.kind, token.text) else {
             continue;
@@ -297,13 +327,21 @@ pub fn rows_for<'a>(call: &Call, rows: &'a [FunctionRow]) -> Vec<&'a FunctionRow
 /// What the query's calls come to: the functions refused, with why, and the volatile ones.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Verdict {
-    pub lasting: Vec<(String, &'static str)>,
+    /// Each refused function the query calls, `schema.name()`, with the rest of the sentence:
+    /// what it does, or the chain through the user's functions to what does
+    /// ([`reach::Chain::rest`]).
+    pub lasting: Vec<(String, String)>,
     pub volatile: Vec<String>,
     /// The query runs in a read-write transaction (`--allow-writes`), rolled back afterwards.
     pub writable: bool,
     /// Sequence functions that advance a sequence for good in a writable transaction
     /// (`nextval`): run, and said.
     pub advancing: Vec<String>,
+    /// What the walk through the user's functions could not see
+    /// ([`reach::Reach::unseen_words`]).
+    pub unseen: Option<String>,
+    /// The statement is only planned (`Run::PlansOnly`): what is refused is what planning runs.
+    pub planned_only: bool,
 }
 
 /// `setval` in a read-write transaction: PostgreSQL's sequence operations are never rolled back
@@ -325,18 +363,42 @@ pub fn judge(calls: &[Call], rows: &[FunctionRow]) -> Verdict {
 /// [`judge`] for a query that runs in a read-write transaction when `writable`: what the
 /// read-only transaction stopped (`setval`, `nextval`) then runs.
 pub fn judge_in(calls: &[Call], rows: &[FunctionRow], writable: bool) -> Verdict {
+    judge_run(calls, rows, writable, Run::Executes)
+}
+
+/// [`judge_in`] for a statement that runs, or (`Run::PlansOnly`) is only planned: then only
+/// what planning runs is judged (a function it evaluates, and what that one calls), and nothing
+/// is said of the volatile functions, which planning never runs.
+pub fn judge_run(calls: &[Call], rows: &[FunctionRow], writable: bool, run: Run) -> Verdict {
     let mut verdict = Verdict {
         writable,
+        planned_only: run == Run::PlansOnly,
         ..Verdict::default()
+    };
+    let refuse = |verdict: &mut Verdict, name: String, rest: String| {
+        if !verdict
+            .lasting
+            .iter()
+            .any(|(n, r)| n == &name && r == &rest)
+        {
+            verdict.lasting.push((name, rest));
+        }
     };
     for call in calls {
         for row in rows_for(call, rows) {
             let shown = row.display();
+            if run == Run::PlansOnly {
+                // Planning evaluates only what is not VOLATILE.
+                if row.volatility != 'v'
+                    && let Effect::Lasting(reason) = classify(row)
+                {
+                    refuse(&mut verdict, shown, reason.to_owned());
+                }
+                continue;
+            }
             let sequence = writable && row.schema == "pg_catalog" && row.extension.is_none();
             if sequence && row.name == "setval" {
-                if !verdict.lasting.iter().any(|(n, _)| n == &shown) {
-                    verdict.lasting.push((shown, SETVAL));
-                }
+                refuse(&mut verdict, shown, SETVAL.to_owned());
                 continue;
             }
             if sequence && row.name == "nextval" {
@@ -346,11 +408,7 @@ pub fn judge_in(calls: &[Call], rows: &[FunctionRow], writable: bool) -> Verdict
                 continue;
             }
             match classify(row) {
-                Effect::Lasting(reason) => {
-                    if !verdict.lasting.iter().any(|(n, _)| n == &shown) {
-                        verdict.lasting.push((shown, reason));
-                    }
-                }
+                Effect::Lasting(reason) => refuse(&mut verdict, shown, reason.to_owned()),
                 Effect::Volatile => {
                     if !verdict.volatile.contains(&shown) {
                         verdict.volatile.push(shown);
@@ -360,6 +418,11 @@ pub fn judge_in(calls: &[Call], rows: &[FunctionRow], writable: bool) -> Verdict
             }
         }
     }
+    let reach = reach::reach(calls, rows, run);
+    for chain in &reach.chains {
+        refuse(&mut verdict, chain.head().to_owned(), chain.rest());
+    }
+    verdict.unseen = reach.unseen_words();
     verdict
 }
 
@@ -373,8 +436,15 @@ impl Verdict {
             "the query calls functions whose effects outlive pgplan's rollback or reach outside \
              its session:",
         );
-        for (name, reason) in &self.lasting {
-            text.push_str(&format!("\n  {name} {reason}"));
+        for (name, rest) in &self.lasting {
+            text.push_str(&format!("\n  {name} {rest}"));
+        }
+        if self.planned_only {
+            text.push_str(
+                "\nthe query is only planned, but the planner runs a function marked IMMUTABLE \
+                 or STABLE when its arguments are constants (and a SQL function's body, which it \
+                 inlines), whatever the function really does",
+            );
         }
         text.push_str(&format!(
             "\nhint: measure the query without them, or pass {flag} to run it anyway (pgplan \
@@ -383,7 +453,31 @@ impl Verdict {
         Some(text)
     }
 
-    /// The note for volatile functions, which are run but not judged.
+    /// The refusal on one line, for a statement of a workload that is set aside for it.
+    pub fn refusal_line(&self, flag: &str) -> Option<String> {
+        self.reasons().map(|reasons| {
+            format!(
+                "it calls functions whose effects outlive pgplan's rollback: {reasons} ({flag} \
+                 runs it anyway)"
+            )
+        })
+    }
+
+    /// Each refused function with what it does, on one line.
+    pub fn reasons(&self) -> Option<String> {
+        if self.lasting.is_empty() {
+            return None;
+        }
+        let calls: Vec<String> = self
+            .lasting
+            .iter()
+            .map(|(name, rest)| format!("{name} {rest}"))
+            .collect();
+        Some(calls.join("; "))
+    }
+
+    /// The note for volatile functions, which are run but not judged, with what the walk
+    /// through the user's functions could not see.
     pub fn volatile_note(&self) -> Option<String> {
         if self.volatile.is_empty() {
             return None;
@@ -394,12 +488,32 @@ impl Verdict {
         } else {
             "they ran in a read-only transaction that was rolled back, so writes fail"
         };
+        let unseen = self
+            .unseen
+            .as_ref()
+            .map(|u| format!(" (here: {u})"))
+            .unwrap_or_default();
         Some(format!(
-            "the query calls volatile functions ({}): each run may differ, and pgplan cannot see \
-             what they do inside; {transaction}, but effects that no rollback undoes (a function \
-             calling dblink, say) are not caught",
+            "the query calls volatile functions ({}): each run may differ, and pgplan sees what \
+             they do only by name and in the bodies of SQL and PL/pgSQL functions; \
+             {transaction}, but effects that no rollback undoes and no body shows (dynamic SQL, \
+             a function in C or another language) are not caught{unseen}",
             self.volatile.join(", ")
         ))
+    }
+
+    /// What the walk through the user's functions could not see, when no volatile note says
+    /// it (the functions are STABLE or IMMUTABLE, or the statement is only planned).
+    pub fn unseen_note(&self) -> Option<String> {
+        if !self.volatile.is_empty() {
+            return None;
+        }
+        self.unseen.as_ref().map(|u| {
+            format!(
+                "pgplan read the bodies of the functions the query calls for effects that outlive \
+                 its rollback, but not everything they run can be seen: {u}"
+            )
+        })
     }
 
     /// The note for `nextval` in a read-write transaction.
@@ -524,6 +638,8 @@ mod tests {
             volatility,
             extension: extension.map(Into::into),
             visible: true,
+            language: "internal".into(),
+            body: None,
         }
     }
 
@@ -711,5 +827,102 @@ mod tests {
             notes[1]
         );
         assert!(notes[2].contains("was first read and now stands at 1"));
+    }
+
+    #[test]
+    fn calls_in_a_query_text_are_found_before_any_plan() {
+        assert_eq!(
+            calls_in_text(
+                "SELECT id, public.make_slot(1) FROM t WHERE v IN (1, 2) AND x::numeric(10, 2) > \
+                 abs(-1) -- dblink_exec(\n AND 'pg_cancel_backend(' <> ''"
+            ),
+            vec![
+                call(None, "abs"),
+                call(None, "in"),
+                call(Some("public"), "make_slot"),
+            ]
+        );
+        assert!(calls_in_text("SELECT 'unterminated").is_empty());
+    }
+
+    #[test]
+    fn a_chain_is_refused_with_its_path_and_a_plan_only_refusal_says_why() {
+        let user = |name: &str, volatility: char, body: &str| FunctionRow {
+            schema: "public".into(),
+            name: name.into(),
+            volatility,
+            extension: None,
+            visible: true,
+            language: "plpgsql".into(),
+            body: Some(body.into()),
+        };
+        let rows = [
+            user("log_it", 'i', "BEGIN PERFORM relay(); RETURN 1; END"),
+            user("relay", 'v', "BEGIN PERFORM pg_terminate_backend(0); END"),
+            row("pg_catalog", "pg_terminate_backend", 'v', None),
+        ];
+        let calls = [call(None, "log_it")];
+        let line = "  public.log_it() calls public.relay(), which calls \
+                    pg_catalog.pg_terminate_backend(): it signals another server process: done \
+                    at once, whatever becomes of the transaction";
+        let runs = judge_in(&calls, &rows, false);
+        let refusal = runs.refusal("--allow-lasting-effects").unwrap();
+        assert!(refusal.contains(&format!("\n{line}\nhint: ")), "{refusal}");
+        assert!(runs.volatile.is_empty());
+        // Only planned: still refused, since the planner evaluates the IMMUTABLE log_it(1).
+        let planned = judge_run(&calls, &rows, false, Run::PlansOnly);
+        let refusal = planned.refusal("--allow-lasting-effects").unwrap();
+        assert!(
+            refusal.contains(&format!(
+                "{line}\nthe query is only planned, but the planner runs a function marked \
+                 IMMUTABLE or STABLE when its arguments are constants"
+            )),
+            "{refusal}"
+        );
+        assert_eq!(
+            planned.refusal_line("--allow-lasting-effects").unwrap(),
+            format!(
+                "it calls functions whose effects outlive pgplan's rollback: {} \
+                 (--allow-lasting-effects runs it anyway)",
+                line.trim_start()
+            )
+        );
+        // A direct call of a volatile built-in is not run by planning.
+        let direct = [call(None, "pg_terminate_backend")];
+        assert!(
+            judge_run(&direct, &rows, false, Run::PlansOnly)
+                .lasting
+                .is_empty()
+        );
+        assert_eq!(judge(&direct, &rows).lasting.len(), 1);
+    }
+
+    #[test]
+    fn what_the_bodies_hide_is_said_in_the_volatile_note_or_on_its_own() {
+        let dynamic = |volatility| FunctionRow {
+            schema: "public".into(),
+            name: "run_sql".into(),
+            volatility,
+            extension: None,
+            visible: true,
+            language: "plpgsql".into(),
+            body: Some("BEGIN EXECUTE sql_text; END".into()),
+        };
+        let calls = [call(None, "run_sql")];
+        let volatile = judge(&calls, &[dynamic('v')]);
+        assert!(
+            volatile.volatile_note().unwrap().ends_with(
+                "are not caught (here: public.run_sql() runs dynamic SQL (EXECUTE of a string \
+                 made at run time), which pgplan cannot read)"
+            ),
+            "{volatile:?}"
+        );
+        assert_eq!(volatile.unseen_note(), None);
+        let stable = judge(&calls, &[dynamic('s')]);
+        assert_eq!(stable.volatile_note(), None);
+        assert!(stable.unseen_note().unwrap().ends_with(
+            "not everything they run can be seen: public.run_sql() runs dynamic SQL (EXECUTE of a \
+             string made at run time), which pgplan cannot read"
+        ));
     }
 }

@@ -181,9 +181,10 @@ async fn functions_whose_effects_outlive_the_rollback_are_refused() {
         assert!(
             doc["warnings"].as_array().unwrap().iter().any(|w| w
                 == "the query calls volatile functions (pg_catalog.random()): each run may differ, \
-                    and pgplan cannot see what they do inside; they ran in a read-only \
-                    transaction that was rolled back, so writes fail, but effects that no \
-                    rollback undoes (a function calling dblink, say) are not caught"),
+                    and pgplan sees what they do only by name and in the bodies of SQL and \
+                    PL/pgSQL functions; they ran in a read-only transaction that was rolled back, \
+                    so writes fail, but effects that no rollback undoes and no body shows \
+                    (dynamic SQL, a function in C or another language) are not caught"),
             "{doc:#}"
         );
 

@@ -403,6 +403,7 @@ async fn advise_on(
         args.statements,
         file_queries,
         args.allow_writes,
+        args.allow_lasting_effects,
         &mut notes_text,
         &mut screening,
         progress,

@@ -148,8 +148,9 @@ async fn ready_queries(
     limits: &Limits,
     sources: Vec<SourceQuery>,
     recorded: Option<&Baseline>,
-    allow_writes: bool,
+    args: &CheckArgs,
 ) -> Result<Vec<WorkloadQuery>> {
+    let allow_writes = args.allow_writes;
     let mut ready: Vec<Option<WorkloadQuery>> = Vec::new();
     let mut fresh = Vec::new();
     for source in sources {
@@ -173,9 +174,17 @@ async fn ready_queries(
     // A check reads query files only: a file's query that cannot be planned is an error, never
     // set aside, so nothing lands in the screening and every query comes back in order.
     let mut screening = Screening::default();
-    let mut prepared = prepare_queries(conn, limits, fresh, allow_writes, &mut screening)
-        .await?
-        .into_iter();
+    let mut prepared = prepare_queries(
+        conn,
+        limits,
+        fresh,
+        allow_writes,
+        args.allow_lasting_effects,
+        args.estimated,
+        &mut screening,
+    )
+    .await?
+    .into_iter();
     ready
         .into_iter()
         .map(|q| q.or_else(|| prepared.next()))
@@ -197,7 +206,7 @@ async fn record(
             crate::db::check::planner_settings(client).await
         })
         .await?;
-    let mut queries = ready_queries(conn, limits, sources, recorded, args.allow_writes).await?;
+    let mut queries = ready_queries(conn, limits, sources, recorded, args).await?;
     if args.estimated {
         // Planned, never run: EXPLAIN without ANALYZE, with the sample's values.
         for q in &mut queries {

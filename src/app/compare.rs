@@ -15,6 +15,7 @@ use crate::compare::{
 use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
 use crate::db::session::{Limits, SessionError};
+use crate::effects::Run;
 use crate::exit;
 use crate::plan::{Analysis, parse_plan, side_effects};
 use crate::report::{Format, TextOptions, compare as render, write_json};
@@ -667,16 +668,30 @@ fn version_below(version: &str, (major, minor): (u32, u32)) -> bool {
     (v_major, v_minor) < (major, minor)
 }
 
-/// Before anything runs the query: the functions it calls, judged from its estimate-only plan
-/// in a read-only transaction (refused when their effects would outlive the rollback). Only
-/// measured runs execute the query, so the estimate-only modes need no check.
+/// Before anything plans the query: the functions it calls, judged in a read-only transaction
+/// (refused when their effects would outlive the rollback) from its text and, when it is run,
+/// from its estimate-only plan. The estimate-only modes run nothing but planning, which still
+/// evaluates a function marked IMMUTABLE or STABLE on constants: what that reaches is judged
+/// from the text, before their first EXPLAIN.
 async fn check_effects(
     conn: &mut Connection,
     request: &CompareRequest,
     limits: &Limits,
 ) -> Result<Vec<String>> {
     if request.mode != Mode::Measured {
-        return Ok(Vec::new());
+        return conn
+            .read_only(limits, async |client| {
+                guard::check_text(
+                    client,
+                    &request.query.text,
+                    request.allow_lasting_effects,
+                    false,
+                    Run::PlansOnly,
+                )
+                .await
+            })
+            .await
+            .map_err(|e| anyhow!("{}", e.message));
     }
     conn.read_only(limits, async |client| {
         run(client, "SAVEPOINT pgplan_work", "setting a savepoint").await?;
@@ -686,12 +701,14 @@ async fn check_effects(
                 guard::check_calls(
                     client,
                     &statement,
+                    &request.query.text,
                     request.allow_lasting_effects,
                     request.allow_writes,
                 )
                 .await
             }
-            // A query that cannot even be prepared runs nothing: the baseline reports its error.
+            // A query that cannot even be prepared is never planned: the baseline reports its
+            // error.
             Err(_) => Ok(Vec::new()),
         };
         // Back to a usable transaction whatever happened (a query that failed to plan leaves

@@ -1,14 +1,15 @@
-//! What every command that runs a user's query does before and while running it, so no effect
-//! escapes the rollback: the functions the query calls are judged from its estimate-only plan
-//! before it runs ([`check_calls`]), and the measured runs happen in a read-only transaction
-//! unless writes were allowed ([`read_only_from_here`]). Call both inside the transaction that
-//! runs the query.
+//! What every command that plans or runs a user's query does before and while doing it, so no
+//! effect escapes the rollback: the functions the query calls are judged from its text before
+//! anything plans it ([`check_text`]) and from its estimate-only plan before it runs
+//! ([`check_calls`]), through the bodies of the user's own functions, and the measured runs
+//! happen in a read-only transaction unless writes were allowed ([`read_only_from_here`]). Call
+//! them inside the transaction that plans or runs the query.
 
 use tokio_postgres::Client;
 
 use crate::db::explain::{explain, explain_sql, run};
 use crate::db::session::SessionError;
-use crate::effects::{calls_in_plan, judge_in};
+use crate::effects::{Call, Run, Verdict, calls_in_plan, calls_in_text, judge_run};
 
 /// The flag that accepts functions whose effects outlive the rollback.
 pub const ACCEPT_FLAG: &str = "--allow-lasting-effects";
@@ -19,24 +20,51 @@ pub const CHECK_CONTEXT: &str = "checking the query";
 /// SQLSTATE 25006, read_only_sql_transaction.
 const READ_ONLY_SQL_TRANSACTION: &str = "25006";
 
-/// Judges the functions `statement` calls, from its estimate-only `EXPLAIN (VERBOSE)` plan
-/// (planning runs nothing volatile, and every function the refusal covers is volatile) and
-/// `pg_proc`. Refuses (an error naming each function and what it does) unless `accept`; returns
-/// the notes for the report: volatile functions, and accepted lasting effects. A query that
-/// cannot be planned passes (nothing of it can run).
+/// Judges the functions `text` (the user's query as written) calls, and what the bodies of the
+/// user's functions among them call in turn, before anything plans it: the planner runs an
+/// IMMUTABLE (or STABLE) function's call on constants while it plans, whatever the function
+/// does, and the call is gone from the plan [`check_calls`] reads. `run` says whether the
+/// statement is then run or only planned (`Run::PlansOnly` judges only what planning runs).
+/// Refuses unless `accept`; returns the notes for the report.
+pub async fn check_text(
+    client: &Client,
+    text: &str,
+    accept: bool,
+    writable: bool,
+    run: Run,
+) -> Result<Vec<String>, SessionError> {
+    let verdict = judge(client, &calls_in_text(text), writable, run).await?;
+    notes_of(&verdict, accept)
+}
+
+/// Judges the functions `statement` (the query, or the `EXECUTE` of its prepared statement)
+/// calls, for a statement that runs: first those its `text` names ([`check_text`], before
+/// anything plans it), then those of its estimate-only `EXPLAIN (VERBOSE)` plan, which also
+/// shows what views and rules call (planning runs nothing volatile, and every built-in the
+/// refusal covers is volatile), with the functions the user's functions among them call, from
+/// `pg_proc`. Refuses (an error naming each function and what it does) unless `accept`;
+/// returns the notes for the report: volatile functions, what could not be seen, and accepted
+/// lasting effects. A query that cannot be planned is judged by its text alone.
 pub async fn check_calls(
     client: &Client,
     statement: &str,
+    text: &str,
     accept: bool,
     writable: bool,
 ) -> Result<Vec<String>, SessionError> {
+    let text_calls = calls_in_text(text);
+    let verdict = judge(client, &text_calls, writable, Run::Executes).await?;
+    if !verdict.lasting.is_empty() && !accept {
+        // Refused before anything plans it.
+        return notes_of(&verdict, accept);
+    }
     let context = "reading the query's plan to see which functions it calls";
     run(client, "SAVEPOINT pgplan_check", "setting a savepoint").await?;
     let Ok(raw) = explain(client, &explain_sql(statement, false), context).await else {
         // A query that cannot be planned runs nothing; the caller's first run of it fails the
         // same way and reports the error where the user expects it.
         run(client, "ROLLBACK TO SAVEPOINT pgplan_check", "rolling back").await?;
-        return Ok(Vec::new());
+        return notes_of(&verdict, accept);
     };
     run(
         client,
@@ -44,18 +72,50 @@ pub async fn check_calls(
         "releasing a savepoint",
     )
     .await?;
-    let calls = calls_in_plan(&raw).map_err(|e| SessionError {
+    let mut calls = calls_in_plan(&raw).map_err(|e| SessionError {
         context: context.into(),
         message: e.to_string(),
         sqlstate: None,
     })?;
-    if calls.is_empty() {
-        return Ok(Vec::new());
-    }
+    calls.extend(text_calls);
+    calls.sort();
+    calls.dedup();
+    let verdict = judge(client, &calls, writable, Run::Executes).await?;
+    notes_of(&verdict, accept)
+}
+
+/// The verdict on the functions `text` calls, and on what the user's functions among them call
+/// ([`check_text`] without its decision, for a caller that sets a refused query aside).
+pub async fn text_verdict(
+    client: &Client,
+    text: &str,
+    writable: bool,
+    run: Run,
+) -> Result<Verdict, SessionError> {
+    judge(client, &calls_in_text(text), writable, run).await
+}
+
+/// The verdict on `calls`, from the `pg_proc` rows of their names and of every function the
+/// user's functions among them call.
+async fn judge(
+    client: &Client,
+    calls: &[Call],
+    writable: bool,
+    run: Run,
+) -> Result<Verdict, SessionError> {
     let mut names: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
+    names.sort();
     names.dedup();
-    let rows = crate::db::effects::function_rows(client, &names).await?;
-    let verdict = judge_in(&calls, &rows, writable);
+    let rows = if names.is_empty() {
+        Vec::new()
+    } else {
+        crate::db::effects::functions_reached(client, &names).await?
+    };
+    Ok(judge_run(calls, &rows, writable, run))
+}
+
+/// The refusal (unless `accept`), or the notes for the report.
+fn notes_of(verdict: &Verdict, accept: bool) -> Result<Vec<String>, SessionError> {
     let mut notes = Vec::new();
     if let Some(refusal) = verdict.refusal(ACCEPT_FLAG) {
         if !accept {
@@ -65,15 +125,20 @@ pub async fn check_calls(
                 sqlstate: None,
             });
         }
-        for (name, reason) in &verdict.lasting {
+        let done = if verdict.planned_only {
+            "planning the query ran it, and pgplan cannot undo that"
+        } else {
+            "pgplan ran it and cannot undo that"
+        };
+        for (name, rest) in &verdict.lasting {
             notes.push(format!(
-                "{ACCEPT_FLAG}: the query calls {name}, which {reason}; pgplan ran it and cannot \
-                 undo that"
+                "{ACCEPT_FLAG}: the query calls {name}, which {rest}; {done}"
             ));
         }
     }
     notes.extend(verdict.advancing_note());
     notes.extend(verdict.volatile_note());
+    notes.extend(verdict.unseen_note());
     Ok(notes)
 }
 

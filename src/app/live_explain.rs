@@ -13,6 +13,7 @@ use crate::db::connect::Connection;
 use crate::db::explain::{self as runner, explain_sql};
 use crate::db::live;
 use crate::db::session::{Limits, SessionError};
+use crate::effects::Run;
 use crate::exit;
 use crate::explain::enrich::tables_to_read;
 use crate::explain::{ExplainInput, ExplainRequest, LiveFacts, enrich};
@@ -89,17 +90,27 @@ async fn explain_in(
         .map_or(request.query.text.clone(), |p| p.statement.clone());
     let result = async {
         // The functions the query calls, judged before it runs (refused when their effects
-        // would outlive the rollback); a plan that is not run executes nothing.
+        // would outlive the rollback); a plan that is not run executes nothing but planning,
+        // which evaluates a function marked IMMUTABLE or STABLE on constants, so what that
+        // reaches is judged from the text before the EXPLAIN.
         let checked = if request.runs() {
             guard::check_calls(
                 client,
                 &statement,
+                &request.query.text,
                 request.allow_lasting_effects,
                 request.writes(),
             )
             .await?
         } else {
-            Vec::new()
+            guard::check_text(
+                client,
+                &request.query.text,
+                request.allow_lasting_effects,
+                false,
+                Run::PlansOnly,
+            )
+            .await?
         };
         let raw = runner::explain(
             client,

@@ -12,6 +12,7 @@ use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
 use crate::db::session::{Limits, SessionError};
 use crate::db::stats as dbs;
+use crate::effects::Run;
 use crate::exit;
 use crate::plan::parse_plan;
 use crate::sql::quote_ident;
@@ -94,6 +95,19 @@ async fn export_names(
         names.extend(found);
     }
     for q in queries {
+        // Planning runs a function marked IMMUTABLE or STABLE on constants: one whose body
+        // reaches what outlives the rollback is not planned (stats export accepts no such
+        // function), and its tables are left out.
+        let verdict =
+            super::guard::text_verdict(client, &q.query.text, false, Run::PlansOnly).await?;
+        if let Some(reasons) = verdict.reasons() {
+            warnings.push(format!(
+                "{}: not planned, its tables are left out: planning it runs functions whose \
+                 effects outlive a rollback: {reasons}",
+                q.id
+            ));
+            continue;
+        }
         match planned_relations(client, &q.query.text, q.query.max_parameter.unwrap_or(0)).await? {
             Ok(found) => names.extend(found),
             Err(e) => warnings.push(format!(

@@ -23,6 +23,7 @@ use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
 use crate::db::session::{Limits, SessionError};
 use crate::db::workload as dbw;
+use crate::effects::Run;
 use crate::exit;
 use crate::plan::{Analysis, parse_plan};
 use crate::report::{Format, TextOptions, workload as render, write_json};
@@ -189,11 +190,19 @@ async fn param_source(
 /// parameters (read-only). A statement of pg_stat_statements that cannot be planned (a table
 /// since dropped, a temporary table of a session gone, a role's search_path, a parameter of no
 /// type) goes to `screening.skipped` with the server's error; a query file's is an error.
+///
+/// Before anything plans a query, the functions its text calls are judged, through the bodies
+/// of the user's functions ([`super::guard::check_text`]): planning alone runs a function
+/// marked IMMUTABLE or STABLE on constants. A query refused for what they reach is set aside
+/// (a statement of the view) or an error (a file's), unless `allow_lasting_effects`;
+/// `planned_only`: no query is run (`check --estimated`), so only what planning runs is judged.
 pub async fn prepare_queries(
     conn: &mut Connection,
     limits: &Limits,
     sources: Vec<SourceQuery>,
     allow_writes: bool,
+    allow_lasting_effects: bool,
+    planned_only: bool,
     screening: &mut Screening,
 ) -> Result<Vec<WorkloadQuery>> {
     let mut prepared = Vec::new();
@@ -203,6 +212,28 @@ pub async fn prepare_queries(
             QueryKind::Write(_) => allow_writes,
             QueryKind::Other(_) => false,
         };
+        let run = if runnable && !planned_only {
+            Run::Executes
+        } else {
+            Run::PlansOnly
+        };
+        let verdict = conn
+            .read_only(limits, async |client| {
+                super::guard::text_verdict(client, &source.query.text, allow_writes, run).await
+            })
+            .await
+            .with_context(|| format!("{}: judging the functions it calls", source.id))?;
+        if !allow_lasting_effects && let Some(refusal) = verdict.refusal(super::guard::ACCEPT_FLAG)
+        {
+            if source.queryid.is_some() {
+                let line = verdict
+                    .refusal_line(super::guard::ACCEPT_FLAG)
+                    .unwrap_or(refusal);
+                screening.skip(&source, line);
+                continue;
+            }
+            bail!("{}: {refusal}", source.id);
+        }
         let count = source.query.max_parameter.unwrap_or(0);
         if let Some(given) = &source.params
             && given.len() != count as usize
@@ -410,8 +441,20 @@ async fn measure_sample(
             super::guard::check_calls(
                 client,
                 &statement,
+                &query.source.query.text,
                 options.allow_lasting_effects,
                 options.allow_writes,
+            )
+            .await?;
+        } else {
+            // Only planned, which still runs what the planner evaluates (an IMMUTABLE or
+            // STABLE function on constants): judged before the EXPLAIN.
+            super::guard::check_text(
+                client,
+                &query.source.query.text,
+                options.allow_lasting_effects,
+                false,
+                Run::PlansOnly,
             )
             .await?;
         }
@@ -1305,6 +1348,7 @@ pub(crate) async fn workload_queries(
     statements: Option<(u32, u64)>,
     file_queries: Vec<SourceQuery>,
     allow_writes: bool,
+    allow_lasting_effects: bool,
     warnings: &mut Vec<String>,
     screening: &mut Screening,
     progress: &Progress,
@@ -1338,7 +1382,16 @@ pub(crate) async fn workload_queries(
         ));
     }
     progress.update("choosing parameter values");
-    let queries = prepare_queries(conn, limits, sources, allow_writes, screening).await?;
+    let queries = prepare_queries(
+        conn,
+        limits,
+        sources,
+        allow_writes,
+        allow_lasting_effects,
+        false,
+        screening,
+    )
+    .await?;
     if queries.is_empty() {
         bail!(
             "the workload holds no query pgplan can run: {}",
@@ -1426,6 +1479,7 @@ pub async fn run_workload(
         settings.statements,
         file_queries,
         settings.allow_writes,
+        settings.allow_lasting_effects,
         &mut warnings,
         &mut screening,
         progress,

@@ -1,14 +1,14 @@
 //! The catalog side of what outlives pgplan's rollback: the `pg_proc` rows of the functions a
-//! query's plan names, and the statistics counters ANALYZE moves (the rules and words are in
+//! query names and of those the user's functions call in turn, and the statistics counters ANALYZE moves (the rules and words are in
 //! [`crate::effects`]).
 
 use tokio_postgres::Client;
 use tokio_postgres::types::Type;
 
 use super::session::SessionError;
-use crate::effects::{AnalyzeCounters, FunctionRow};
+use crate::effects::{AnalyzeCounters, FunctionRow, reach};
 
-const FUNCTION_EFFECTS_SQL: &str = include_str!("../../queries/function_effects.sql");
+const FUNCTION_BODIES_SQL: &str = include_str!("../../queries/function_bodies.sql");
 const ANALYZE_COUNTERS_SQL: &str = include_str!("../../queries/analyze_counters.sql");
 const SEQUENCE_VALUES_SQL: &str = include_str!("../../queries/sequence_values.sql");
 
@@ -55,7 +55,7 @@ pub async fn function_rows(
     names: &[String],
 ) -> Result<Vec<FunctionRow>, SessionError> {
     let rows = client
-        .query_typed(FUNCTION_EFFECTS_SQL, &[(&names, Type::TEXT_ARRAY)])
+        .query_typed(FUNCTION_BODIES_SQL, &[(&names, Type::TEXT_ARRAY)])
         .await
         .map_err(|e| SessionError::from_pg("looking up the functions the query calls", &e))?;
     Ok(rows
@@ -66,8 +66,32 @@ pub async fn function_rows(
             volatility: r.get::<_, String>(2).chars().next().unwrap_or('v'),
             extension: r.get(3),
             visible: r.get(4),
+            language: r.get(5),
+            body: r.get(6),
         })
         .collect())
+}
+
+/// The rows of the functions of these names and of every function their bodies call, read a
+/// level at a time down to [`reach::MAX_DEPTH`] levels (what the walk of [`reach::reach`]
+/// follows).
+pub async fn functions_reached(
+    client: &Client,
+    names: &[String],
+) -> Result<Vec<FunctionRow>, SessionError> {
+    let mut read: Vec<String> = names.to_vec();
+    read.sort();
+    read.dedup();
+    let mut rows = function_rows(client, &read).await?;
+    for _ in 0..reach::MAX_DEPTH {
+        let next = reach::names_to_read(&rows, &read);
+        if next.is_empty() {
+            break;
+        }
+        rows.extend(function_rows(client, &next).await?);
+        read.extend(next);
+    }
+    Ok(rows)
 }
 
 /// The statistics counters ANALYZE moves, for the named tables (regclass input).

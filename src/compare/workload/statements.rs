@@ -349,7 +349,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/build_table_size.sql"),
     include_str!("../../../queries/check_planner_settings.sql"),
     include_str!("../../../queries/drop_index_target.sql"),
-    include_str!("../../../queries/function_effects.sql"),
+    include_str!("../../../queries/function_bodies.sql"),
     include_str!("../../../queries/hypopg_create_index.sql"),
     include_str!("../../../queries/hypopg_drop_index.sql"),
     include_str!("../../../queries/hypopg_hide_index.sql"),
