@@ -8,8 +8,15 @@
 //! The schema is `fixtures/advise/setup.sql` (200,000 tickets, 100,000 users and docs, 300,000
 //! log lines) on a throwaway server.
 //!
+//! Beside its floor: one more run of the 20-query workload as a role that owns the tables but is
+//! no superuser, so `pg_stat_statements` (loaded on the bench server) counts every statement
+//! pgplan sends; the floor is the server time of its index builds and measured runs (the
+//! `CREATE INDEX` and `EXPLAIN` statements' total_exec_time), and the goal is a wall time within
+//! 1.2× of it.
+//!
 //! Run: `cargo bench --bench advise` (uses the server binaries `pgplan demo` would find, or
-//! PGPLAN_PG_BIN). The binary is the optimised one cargo builds for the bench.
+//! PGPLAN_PG_BIN; `PGPLAN_BENCH_FLOOR_ONLY=1` runs only the floor comparison). The binary is
+//! the optimised one cargo builds for the bench.
 
 mod bench_db;
 
@@ -56,6 +63,57 @@ fn workload(dir: &std::path::Path, queries: usize, shapes: usize) {
         )
         .unwrap();
     }
+}
+
+/// The server time of what one advise run sent, from `pg_stat_statements` (ms): its index
+/// builds and measured runs, and every statement.
+struct ServerTime {
+    builds_and_runs_ms: f64,
+    all_ms: f64,
+    statements: i64,
+}
+
+async fn server_time(client: &tokio_postgres::Client, role: &str) -> ServerTime {
+    let row = client
+        .query_one(
+            "SELECT coalesce(sum(total_exec_time) FILTER (WHERE query ~* '^\\s*(CREATE\\s+INDEX|EXPLAIN)'), 0)::float8, \
+                    coalesce(sum(total_exec_time), 0)::float8, \
+                    coalesce(sum(calls), 0)::int8 \
+             FROM pg_stat_statements WHERE userid = to_regrole($1)",
+            &[&role],
+        )
+        .await
+        .unwrap();
+    ServerTime {
+        builds_and_runs_ms: row.get(0),
+        all_ms: row.get(1),
+        statements: row.get(2),
+    }
+}
+
+/// The 20-query, 5-shape workload as `role`, beside the server time of its builds and runs.
+async fn beside_its_floor(client: &tokio_postgres::Client, conninfo: &str, role: &str) {
+    client
+        .batch_execute("SELECT pg_stat_statements_reset()")
+        .await
+        .unwrap();
+    let p = advise(&format!("{conninfo} user={role}"), 20, 5, "5min");
+    let t = server_time(client, role).await;
+    let floor_s = t.builds_and_runs_ms / 1000.0;
+    println!(
+        "\nbeside its floor, as {role} (owner, no superuser), 20 queries over 5 shapes:\n\
+         {:>44} {:>8.1} s\n\
+         {:>44} {:>8.1} s  ({} statements)\n\
+         {:>44} {:>8.1} s  ({:.2}× the floor; goal 1.2×)",
+        "server time of its builds and measured runs",
+        floor_s,
+        "server time of every statement it sent",
+        t.all_ms / 1000.0,
+        t.statements,
+        "pgplan advise, spawn to exit",
+        p.wall_s,
+        p.wall_s / floor_s
+    );
 }
 
 fn advise(conninfo: &str, queries: usize, shapes: usize, budget: &str) -> Point {
@@ -127,7 +185,37 @@ async fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let (binaries, _cluster, conninfo) = bench_db::throwaway_bench_db(SETUP_SQL).await;
+    let (binaries, _cluster, conninfo) = bench_db::throwaway_bench_db_with(
+        SETUP_SQL,
+        &[
+            ("shared_preload_libraries", "pg_stat_statements"),
+            ("pg_stat_statements.track", "top"),
+            ("pg_stat_statements.track_utility", "on"),
+        ],
+    )
+    .await;
+    // The floor's role: it owns the tables (advise builds on them) and is no superuser, so
+    // pgplan cannot keep its own statements out of pg_stat_statements.
+    let (client, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+        .batch_execute(
+            "CREATE EXTENSION pg_stat_statements; \
+             CREATE ROLE bench_owner LOGIN; \
+             GRANT ALL ON SCHEMA public TO bench_owner; \
+             DO $$ DECLARE t regclass; BEGIN \
+               FOR t IN SELECT c.oid FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') LOOP \
+                 EXECUTE format('ALTER TABLE %s OWNER TO bench_owner', t); \
+               END LOOP; END $$",
+        )
+        .await
+        .unwrap();
+    if std::env::var_os("PGPLAN_BENCH_FLOOR_ONLY").is_some() {
+        beside_its_floor(&client, &conninfo, "bench_owner").await;
+        return;
+    }
     println!(
         "PostgreSQL {} · pgplan advise, defaults (1 cold + 3 warm runs per sample), wall time from spawn to exit",
         binaries.version
@@ -161,4 +249,5 @@ async fn main() {
         }
     }
     assert_eq!(over, 0, "advise ran past its --budget");
+    beside_its_floor(&client, &conninfo, "bench_owner").await;
 }
