@@ -65,7 +65,12 @@ fn write_cost_estimated(command: &str, doc: &serde_json::Value) -> Vec<bool> {
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|c| c["workload"]["writes"].as_array().cloned().unwrap_or_default())
+        .flat_map(|c| {
+            c["workload"]["writes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .map(|w| w["entry_cost"]["estimated"].as_bool().unwrap())
         .collect()
 }
@@ -91,7 +96,14 @@ async fn the_write_probe_never_fires_a_user_trigger_unless_accepted_by_name() {
             "--format",
             "json",
         ];
-        let advise = ["advise", "--allow-writes", "--runs", "1", "--format", "json"];
+        let advise = [
+            "advise",
+            "--allow-writes",
+            "--runs",
+            "1",
+            "--format",
+            "json",
+        ];
         // compare names the table as its --index wrote it; advise as it proposed the index.
         let skipped = |table: &str| {
             format!(
@@ -99,8 +111,15 @@ async fn the_write_probe_never_fires_a_user_trigger_unless_accepted_by_name() {
                  the table runs on a write (trigger log_changes)"
             )
         };
-        let remedy = |table: &str| format!("(pass --allow-probe-triggers {table} to run it anyway)");
-        let named = |command: &str| if command == "compare" { "t" } else { "public.t" };
+        let remedy =
+            |table: &str| format!("(pass --allow-probe-triggers {table} to run it anyway)");
+        let named = |command: &str| {
+            if command == "compare" {
+                "t"
+            } else {
+                "public.t"
+            }
+        };
 
         // Not accepted: estimated, and said in the report (JSON) and on standard error.
         for args in [&compare[..], &advise[..]] {
@@ -126,7 +145,11 @@ async fn the_write_probe_never_fires_a_user_trigger_unless_accepted_by_name() {
                 args[0]
             );
             assert_eq!(write_cost_estimated(args[0], &doc), [true], "{doc:#}");
-            assert!(!trigger_ran(&db).await, "{}: the trigger ran: {doc:#}", args[0]);
+            assert!(
+                !trigger_ran(&db).await,
+                "{}: the trigger ran: {doc:#}",
+                args[0]
+            );
         }
 
         // Accepted by name: the write runs (the trigger fires) and its cost is measured.
@@ -147,16 +170,29 @@ async fn the_write_probe_never_fires_a_user_trigger_unless_accepted_by_name() {
             let fired = "--allow-probe-triggers t: the representative write on public.t runs \
                          and fires trigger log_changes";
             assert!(text.contains(fired), "{}: {doc:#}", args[0]);
-            assert!(err.contains(&format!("pgplan: warning: {fired}")), "{}: {err}", args[0]);
+            assert!(
+                err.contains(&format!("pgplan: warning: {fired}")),
+                "{}: {err}",
+                args[0]
+            );
             assert_eq!(write_cost_estimated(args[0], &doc), [false], "{doc:#}");
-            assert!(trigger_ran(&db).await, "{}: the probe did not run: {doc:#}", args[0]);
+            assert!(
+                trigger_ran(&db).await,
+                "{}: the probe did not run: {doc:#}",
+                args[0]
+            );
         }
 
         // A name that resolves to no table: an error before any work.
         for args in [&compare[..], &advise[..]] {
             db.run("ALTER SEQUENCE trigger_calls RESTART").await;
             let mut wrong = args.to_vec();
-            wrong.extend(["--allow-probe-triggers", "t", "--allow-probe-triggers", "nosuch"]);
+            wrong.extend([
+                "--allow-probe-triggers",
+                "t",
+                "--allow-probe-triggers",
+                "nosuch",
+            ]);
             let out = pgplan(&db, dir.path(), &wrong);
             let err = stderr(&out);
             assert_eq!(out.status.code(), Some(2), "{}: {err}", args[0]);
