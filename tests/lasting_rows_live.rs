@@ -47,6 +47,36 @@ fn printed(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), stderr(out))
 }
 
+/// Waits until the statistics views hold every count the setup and earlier runs sent (each of
+/// those backends has exited, and its counts reach the views up to a second later), so that
+/// what a run reports moved during it.
+async fn settle(db: &TestDb) {
+    let read = async || -> Vec<(String, i64, i64)> {
+        db.client()
+            .await
+            .query(
+                "SELECT relname::text, n_mod_since_analyze, analyze_count + autoanalyze_count \
+                 FROM pg_stat_user_tables ORDER BY 1",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let mut last = read().await;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+        let now = read().await;
+        if now == last || std::time::Instant::now() > deadline {
+            return;
+        }
+        last = now;
+    }
+}
+
 async fn rows(db: &TestDb, table: &str) -> i64 {
     db.client()
         .await
@@ -98,6 +128,7 @@ async fn rows_a_trigger_commits_through_dblink_are_left_behind() {
         for args in [&explain[..], &compare[..], &workload[..]] {
             let args = with_table(args, "t_local");
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            settle(&db).await;
             let out = pgplan(&db, dir.path(), &args, update);
             let text = printed(&out);
             assert!(
@@ -114,6 +145,7 @@ async fn rows_a_trigger_commits_through_dblink_are_left_behind() {
             let before = rows(&db, "remote_log").await;
             let args = with_table(args, "t_remote");
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            settle(&db).await;
             let out = pgplan(&db, dir.path(), &args, update);
             let text = printed(&out);
             assert_eq!(out.status.code(), Some(4), "{args:?}: {text}");
@@ -146,6 +178,7 @@ async fn rows_a_trigger_commits_through_dblink_are_left_behind() {
             "json",
         ];
         let before = rows(&db, "remote_log").await;
+        settle(&db).await;
         let out = pgplan(&db, dir.path(), &advise, lookup);
         let text = printed(&out);
         assert!(
@@ -156,6 +189,7 @@ async fn rows_a_trigger_commits_through_dblink_are_left_behind() {
         assert_eq!(rows(&db, "remote_log").await, before);
         let mut accepted = advise.to_vec();
         accepted.extend(["--allow-probe-triggers", "t_remote"]);
+        settle(&db).await;
         let out = pgplan(&db, dir.path(), &accepted, lookup);
         let text = printed(&out);
         assert_eq!(out.status.code(), Some(4), "advise: {text}");

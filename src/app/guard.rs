@@ -2,7 +2,9 @@
 //! escapes the rollback: the functions the query calls are judged from its estimate-only plan
 //! before it runs ([`check_calls`]), and the measured runs happen in a read-only transaction
 //! unless writes were allowed ([`read_only_from_here`]). Call both inside the transaction that
-//! runs the query.
+//! runs the query. Around the runs, [`LastingWatch`] reads what no rollback undoes (slots,
+//! prepared transactions, advisory locks, sequences, rows a trigger committed elsewhere) and
+//! names what appeared.
 
 use tokio_postgres::Client;
 
