@@ -290,6 +290,13 @@ pub struct CompareArgs {
     /// sequences still advance). Without it the measured runs are read-only.
     #[arg(long)]
     pub allow_writes: bool,
+    /// With --allow-writes: run the representative write on TABLE even though it has user
+    /// triggers, rules or publications, which it would fire (their effects may reach outside the
+    /// rollback: dblink, another connection); otherwise that table's index entry cost is
+    /// estimated. TABLE is read as PostgreSQL reads a table name (search_path applies).
+    /// Repeat for several.
+    #[arg(long = "allow-probe-triggers", value_name = "TABLE", requires = "allow_writes", value_parser = parse_table_name)]
+    pub allow_probe_triggers: Vec<String>,
     /// Run a query that calls functions whose effects outlive the rollback or reach outside the
     /// session (replication slots, signals to other backends, statistics resets, session
     /// advisory locks, dblink, ...), directly or through the bodies of the user's SQL and
@@ -396,6 +403,13 @@ pub struct AdviseArgs {
     /// Run the workload's writes (each rolled back) and measure a representative write per table.
     #[arg(long)]
     pub allow_writes: bool,
+    /// With --allow-writes: run the representative write on TABLE even though it has user
+    /// triggers, rules or publications, which it would fire (their effects may reach outside the
+    /// rollback: dblink, another connection); otherwise that table's index entry cost is
+    /// estimated. TABLE is read as PostgreSQL reads a table name (search_path applies).
+    /// Repeat for several.
+    #[arg(long = "allow-probe-triggers", value_name = "TABLE", requires = "allow_writes", value_parser = parse_table_name)]
+    pub allow_probe_triggers: Vec<String>,
     /// Run queries calling functions whose effects outlive the rollback (see compare).
     #[arg(long)]
     pub allow_lasting_effects: bool,
@@ -508,6 +522,17 @@ pub struct DemoArgs {
 
 /// Parses a duration the way PostgreSQL reads time settings: a bare number is milliseconds;
 /// units us, ms, s, min, h, d.
+/// A table name for regclass input: not empty and with no NUL (the server reads the rest).
+pub fn parse_table_name(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() {
+        return Err("a table name is needed (schema.table, or table on the search_path)".into());
+    }
+    if text.contains('\0') {
+        return Err("a table name cannot hold a NUL character".into());
+    }
+    Ok(text.to_owned())
+}
+
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let split = t
@@ -670,6 +695,13 @@ pub struct CheckArgs {
     /// Run the workload's INSERT, UPDATE, DELETE and MERGE (each run rolled back).
     #[arg(long)]
     pub allow_writes: bool,
+    /// With --allow-writes: run the representative write on TABLE even though it has user
+    /// triggers, rules or publications, which it would fire (their effects may reach outside the
+    /// rollback: dblink, another connection); otherwise that table's index entry cost is
+    /// estimated. TABLE is read as PostgreSQL reads a table name (search_path applies).
+    /// Repeat for several.
+    #[arg(long = "allow-probe-triggers", value_name = "TABLE", requires = "allow_writes", value_parser = parse_table_name)]
+    pub allow_probe_triggers: Vec<String>,
     /// Run queries calling functions whose effects outlive the rollback (see compare).
     #[arg(long)]
     pub allow_lasting_effects: bool,

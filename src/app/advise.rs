@@ -282,6 +282,7 @@ pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
         Format::Html => bail!("advise writes text, markdown or json"),
     }
     out.flush()?;
+    super::workload::warn_probe_notes(report.notes.iter().map(|n| &n.message));
     super::workload::warn_unmeasured(&report.unmeasured);
     if report.coverage.nothing_measured() {
         eprintln!("pgplan: {}", report.coverage.no_advice_line());
@@ -315,6 +316,9 @@ pub struct AdviseSettings {
     pub min_gain: f64,
     pub allow_writes: bool,
     pub allow_lasting_effects: bool,
+    /// `--allow-probe-triggers`: the tables, as the user wrote them, whose representative
+    /// write runs despite their triggers, rules or publications.
+    pub probe_triggers: Vec<String>,
     pub max_indexes: Option<usize>,
     pub max_size: Option<u64>,
 }
@@ -331,6 +335,7 @@ impl AdviseSettings {
             min_gain: args.min_gain,
             allow_writes: args.allow_writes,
             allow_lasting_effects: args.allow_lasting_effects,
+            probe_triggers: args.allow_probe_triggers.clone(),
             max_indexes: args.max_indexes,
             max_size: args.max_size,
         }
@@ -349,8 +354,15 @@ pub async fn run_advise(
     writers: Option<&mut Writers>,
     progress: &Progress,
 ) -> Result<AdviseReport> {
-    let lasting = super::guard::LastingWatch::start(conn, limits, args.allow_writes).await;
-    match advise_on(conn, limits, args, file_queries, started, writers, progress).await {
+    // A table accepted by a name that resolves to none is an error before any work.
+    let accepted = super::probe_guard::resolve_accepted(conn, limits, &args.probe_triggers).await?;
+    let mut lasting = super::guard::LastingWatch::start(conn, limits, args.allow_writes).await;
+    let work = Work {
+        file_queries,
+        started,
+        accepted: &accepted,
+    };
+    match advise_on(conn, limits, args, work, &mut lasting, writers, progress).await {
         Ok(mut report) => {
             let notes = lasting.notes(conn, limits).await;
             // After the notes on the whole workload, before those on one query.
@@ -373,16 +385,31 @@ pub async fn run_advise(
     }
 }
 
-/// [`run_advise`]'s work, between the two readings of the server's lasting state.
+/// What [`advise_on`] works on besides its settings.
+struct Work<'a> {
+    file_queries: Vec<wl::SourceQuery>,
+    /// When the run began (the budget counts from it).
+    started: Instant,
+    /// The tables the representative write is accepted on.
+    accepted: &'a [crate::compare::workload::probe_guard::Accepted],
+}
+
+/// [`run_advise`]'s work, between the two readings of the server's lasting state (`lasting`
+/// also counts, from before the workload's writes run, the rows their triggers commit).
 async fn advise_on(
     conn: &mut Connection,
     limits: &Limits,
     args: &AdviseSettings,
-    file_queries: Vec<wl::SourceQuery>,
-    started: Instant,
+    work: Work<'_>,
+    lasting: &mut super::guard::LastingWatch,
     mut writers: Option<&mut Writers>,
     progress: &Progress,
 ) -> Result<AdviseReport> {
+    let Work {
+        file_queries,
+        started,
+        accepted,
+    } = work;
     let source_name = args.source_name.clone();
     if args.hypothetical
         && let Some((problem, fix)) = conn.facts.hypopg_missing()
@@ -409,6 +436,15 @@ async fn advise_on(
         progress,
     )
     .await?;
+    if args.allow_writes {
+        lasting
+            .watch_rows(
+                conn,
+                limits,
+                super::workload::written_tables(&queries, accepted),
+            )
+            .await;
+    }
     let engine = EngineOptions {
         runs: args.runs,
         allow_writes: args.allow_writes,
@@ -416,6 +452,7 @@ async fn advise_on(
         deadline: Some(deadline),
         allow_lasting_effects: args.allow_lasting_effects,
         untracked: conn.facts.superuser,
+        probe_accepted: accepted.iter().map(|a| a.table.clone()).collect(),
     };
 
     // 1. The baseline plans, measured.
@@ -556,6 +593,12 @@ async fn advise_on(
     let shortlisted_estimates: Vec<Option<Estimate>> =
         order.iter().map(|&i| estimates[i]).collect();
     let specs: Vec<IndexCandidate> = order.iter().map(|&i| all_specs[i].clone()).collect();
+
+    // Which shortlisted tables' representative write is not run (their triggers), or runs
+    // because accepted.
+    if args.allow_writes {
+        notes_text.extend(super::probe_guard::probe_notes(conn, limits, &specs, accepted).await?);
+    }
 
     // 4. Measure the shortlist: each built once, rolled back, every query measured.
     let measurements = measure_workload(

@@ -220,6 +220,8 @@ async fn record(
         deadline: None,
         allow_lasting_effects: args.allow_lasting_effects,
         untracked: conn.facts.superuser,
+        // check builds no candidate, so it runs no representative write.
+        probe_accepted: Vec::new(),
     };
     let measured =
         measure_workload(conn, limits, &queries, &[], &[], &engine, None, progress).await?;

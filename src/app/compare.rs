@@ -29,6 +29,12 @@ use crate::compare::writers as writer_policy;
 
 /// Turns the command line into a validated request, before connecting.
 pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
+    if !args.allow_probe_triggers.is_empty() {
+        bail!(
+            "--allow-probe-triggers applies to a workload's representative write (compare \
+             --workload, advise); one query's compare runs no write of pgplan's own"
+        );
+    }
     let [query] = args.queries.as_slice() else {
         bail!(
             "give the query: a file holding one statement, or - for standard input (several files, or --workload, measure a workload)"
@@ -789,7 +795,13 @@ pub async fn run_compare_with(
     // Under --allow-writes nextval (and an accepted setval) run, and a sequence keeps what they
     // did: every sequence is read before and after, and what moved is said.
     let read_write = request.allow_writes && request.mode == Mode::Measured;
-    let lasting = guard::LastingWatch::start(conn, limits, read_write).await;
+    let mut lasting = guard::LastingWatch::start(conn, limits, read_write).await;
+    // A write may fire a trigger that commits elsewhere (through dblink): the rows of the
+    // tables such triggers write are counted too.
+    if read_write {
+        let written = crate::lasting_rows::written_tables(&request.query.text);
+        lasting.watch_rows(conn, limits, written).await;
+    }
     warnings.extend(check_effects(conn, request, limits).await?);
     let (_, baseline) = match measure(
         conn,

@@ -3,7 +3,9 @@
 //! anything plans it ([`check_text`]) and from its estimate-only plan before it runs
 //! ([`check_calls`]), through the bodies of the user's own functions, and the measured runs
 //! happen in a read-only transaction unless writes were allowed ([`read_only_from_here`]). Call
-//! them inside the transaction that plans or runs the query.
+//! them inside the transaction that plans or runs the query. Around the runs, [`LastingWatch`]
+//! reads what no rollback undoes (slots, prepared transactions, advisory locks, sequences, rows a
+//! trigger committed elsewhere) and names what appeared.
 
 use tokio_postgres::Client;
 
@@ -245,12 +247,75 @@ fn sequence_notes(
     }
 }
 
+/// How long the reading after the runs waits for other backends' counts to reach the
+/// statistics views when nothing has moved yet: before 15 a backend sends them to the
+/// collector at most every 500 ms and a reader accepts a statistics file up to 500 ms old; from
+/// 15 a backend flushes at most once a second (and at exit, as dblink's connections do).
+const ROW_COUNTERS_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+const ROW_COUNTERS_POLL: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The tables whose committed rows are counted around the runs (those a trigger of a written
+/// table may write), and their counters before.
+struct RowWatch {
+    watched: Vec<crate::lasting_rows::Watched>,
+    before: Result<Vec<crate::lasting_rows::RowCounter>, String>,
+}
+
+/// The committed-change counters of `watched`, read in a read-only transaction of its own (a
+/// transaction keeps the statistics it first read, so each reading needs a new one).
+async fn row_counters(
+    conn: &mut crate::db::connect::Connection,
+    limits: &crate::db::session::Limits,
+    watched: &[crate::lasting_rows::Watched],
+) -> Result<Vec<crate::lasting_rows::RowCounter>, String> {
+    let names: Vec<String> = watched.iter().map(|w| w.name.clone()).collect();
+    conn.read_only(limits, async |client| {
+        crate::db::effects::table_row_changes(client, &names).await
+    })
+    .await
+    .map_err(|e| {
+        format!(
+            "the row counters of the tables the triggers of the written tables write could not \
+             be read ({e}), so pgplan cannot show a trigger committed no rows outside its \
+             rollback"
+        )
+    })
+}
+
+/// The notes for the rows committed to `watch`'s tables during the runs. When nothing moved,
+/// the counters are read again for up to [`ROW_COUNTERS_WAIT`]: another backend's counts reach
+/// the view late.
+async fn row_notes(
+    conn: &mut crate::db::connect::Connection,
+    limits: &crate::db::session::Limits,
+    watch: &RowWatch,
+) -> Vec<String> {
+    let before = match &watch.before {
+        Ok(before) => before,
+        Err(note) => return vec![note.clone()],
+    };
+    let deadline = std::time::Instant::now() + ROW_COUNTERS_WAIT;
+    loop {
+        let after = match row_counters(conn, limits, &watch.watched).await {
+            Ok(after) => after,
+            Err(note) => return vec![note],
+        };
+        if crate::lasting_rows::moved(before, &after) || std::time::Instant::now() >= deadline {
+            return crate::lasting_rows::row_notes(&watch.watched, before, &after);
+        }
+        tokio::time::sleep(ROW_COUNTERS_POLL).await;
+    }
+}
+
 /// What a command's runs leave on the server, proved by reading it before and after: the
 /// lasting state and, when the runs may write (nextval and an accepted setval outlive the
-/// rollback), every sequence's value. One watch per command that runs user SQL.
+/// rollback), every sequence's value and the rows committed to the tables the written
+/// tables' triggers write ([`LastingWatch::watch_rows`]). One watch per command that runs
+/// user SQL.
 pub struct LastingWatch {
     before: Result<Vec<crate::lasting_state::Item>, String>,
     sequences_before: Option<Result<Vec<crate::effects::SequenceValue>, String>>,
+    rows: Option<RowWatch>,
 }
 
 impl LastingWatch {
@@ -269,7 +334,45 @@ impl LastingWatch {
         Self {
             before,
             sequences_before,
+            rows: None,
         }
+    }
+
+    /// Counts, from here to the notes, the rows committed to the tables that the user triggers
+    /// of `written` (the tables the runs may write, as regclass input: the targets of the
+    /// user's statements, the tables a representative write is accepted on) may write: each
+    /// such table itself and what its trigger functions' source writes. Call it before any of
+    /// those writes runs; nothing is counted when no written table has a user trigger.
+    pub async fn watch_rows(
+        &mut self,
+        conn: &mut crate::db::connect::Connection,
+        limits: &crate::db::session::Limits,
+        written: Vec<String>,
+    ) {
+        if written.is_empty() {
+            return;
+        }
+        let triggers = conn
+            .read_only(limits, async |client| {
+                crate::db::effects::trigger_sources(client, &written).await
+            })
+            .await;
+        let watch = match triggers {
+            Ok(triggers) if triggers.is_empty() => return,
+            Ok(triggers) => {
+                let watched = crate::lasting_rows::watch_list(&triggers);
+                let before = row_counters(conn, limits, &watched).await;
+                RowWatch { watched, before }
+            }
+            Err(e) => RowWatch {
+                watched: Vec::new(),
+                before: Err(format!(
+                    "the triggers of the tables the runs write could not be read ({e}), so \
+                     pgplan cannot show they committed no rows outside its rollback"
+                )),
+            },
+        };
+        self.rows = Some(watch);
     }
 
     /// The notes for what the runs moved and left behind (each left-behind note starts with
@@ -284,6 +387,9 @@ impl LastingWatch {
             let after = sequence_values(conn, limits).await;
             notes.extend(sequence_notes(before, after));
         }
+        if let Some(rows) = &self.rows {
+            notes.extend(row_notes(conn, limits, rows).await);
+        }
         let after = lasting_state(conn, limits).await;
         notes.extend(lasting_notes(&self.before, &after));
         notes
@@ -296,6 +402,21 @@ impl LastingWatch {
         limits: &crate::db::session::Limits,
         error: anyhow::Error,
     ) -> anyhow::Error {
+        let error = match &self.rows {
+            Some(rows) => {
+                let left: Vec<String> = row_notes(conn, limits, rows)
+                    .await
+                    .into_iter()
+                    .filter(|n| n.starts_with(crate::lasting_state::PREFIX))
+                    .collect();
+                if left.is_empty() {
+                    error
+                } else {
+                    anyhow::anyhow!("{error}\n{}", left.join("\n"))
+                }
+            }
+            None => error,
+        };
         error_with_left_behind(conn, limits, &self.before, error).await
     }
 }

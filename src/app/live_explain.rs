@@ -165,8 +165,14 @@ pub async fn run_live_explain(
     // on constants (a function wrongly marked so runs whatever it does inside).
     // In a read-write transaction nextval (and an accepted setval) run, and a sequence keeps
     // what they did: every sequence is read before and after, and what moved is said.
-    let lasting =
+    let mut lasting =
         guard::LastingWatch::start(conn, limits, request.writes() && request.runs()).await;
+    // A write may fire a trigger that commits elsewhere (through dblink): the rows of the
+    // tables such triggers write are counted too.
+    if request.writes() && request.runs() {
+        let written = crate::lasting_rows::written_tables(&request.query.text);
+        lasting.watch_rows(conn, limits, written).await;
+    }
     let outcome = if request.writes() && request.runs() {
         conn.rolled_back(limits, work).await
     } else {

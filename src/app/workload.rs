@@ -51,6 +51,9 @@ pub struct EngineOptions {
     /// `SET LOCAL pg_stat_statements.track = none` in measuring transactions, so pgplan's own
     /// runs never count in the statistics it reads (superuser only: the setting is SUSET).
     pub untracked: bool,
+    /// The tables (as the catalog names them) the user accepted the representative write on
+    /// despite their triggers, rules or publications (`--allow-probe-triggers`).
+    pub probe_accepted: Vec<String>,
 }
 
 fn session_error(context: &str, message: impl Into<String>) -> SessionError {
@@ -603,12 +606,15 @@ async fn write_probe(
     client: &tokio_postgres::Client,
     table: &str,
     predicate: Option<&str>,
+    accepted: &[String],
 ) -> Result<Option<ProbeFigures>, SessionError> {
-    // A table with user triggers, rules or publications is not probed: the write would run
-    // their code (compare::workload::probe_guard); the report says so.
-    if !crate::db::write_probe::probe_blockers(client, table)
-        .await?
-        .is_empty()
+    // A table with user triggers, rules or publications is not probed, unless the user accepted
+    // it by name: the write would run their code (compare::workload::probe_guard); the report
+    // says so either way.
+    if !accepted.iter().any(|a| a == table)
+        && !crate::db::write_probe::probe_blockers(client, table)
+            .await?
+            .is_empty()
     {
         return Ok(None);
     }
@@ -713,7 +719,13 @@ async fn measure_baseline(
             for (table, predicate) in work.probe_tables {
                 probes.push((
                     table.clone(),
-                    write_probe(client, table, predicate.as_deref()).await?,
+                    write_probe(
+                        client,
+                        table,
+                        predicate.as_deref(),
+                        &work.options.probe_accepted,
+                    )
+                    .await?,
                 ));
             }
         }
@@ -858,7 +870,15 @@ pub async fn measure_workload(
                     measure_queries(client, queries, options, progress, &label, options.deadline)
                         .await?;
                 let probe = match (&table, options.allow_writes) {
-                    (Some(t), true) => write_probe(client, t, probe_predicate.as_deref()).await?,
+                    (Some(t), true) => {
+                        write_probe(
+                            client,
+                            t,
+                            probe_predicate.as_deref(),
+                            &options.probe_accepted,
+                        )
+                        .await?
+                    }
                     _ => None,
                 };
                 Ok(WorkloadCandidateRun {
@@ -1334,6 +1354,9 @@ pub struct WorkloadSettings {
     pub analyze: bool,
     pub allow_lasting_effects: bool,
     pub deadline: Option<Instant>,
+    /// `--allow-probe-triggers`: the tables, as the user wrote them, whose representative
+    /// write runs despite their triggers, rules or publications.
+    pub probe_triggers: Vec<String>,
 }
 
 /// The workload's queries ready to measure, for `command` (`compare --workload`, `advise`):
@@ -1443,6 +1466,42 @@ pub(crate) fn lookup_relation(resolved: &[(String, String)], table: &str) -> Opt
         .map(|(_, v)| v.clone())
 }
 
+/// The tables a read-write run may write, as regclass input: the targets of the workload's
+/// statements (wherever they appear in one) and the tables a representative write was accepted
+/// on despite what it fires there.
+pub(crate) fn written_tables(
+    queries: &[WorkloadQuery],
+    accepted: &[crate::compare::workload::probe_guard::Accepted],
+) -> Vec<String> {
+    let mut written: Vec<String> = Vec::new();
+    let from_queries = queries
+        .iter()
+        .flat_map(|q| crate::lasting_rows::written_tables(&q.source.query.text));
+    let from_probes = accepted
+        .iter()
+        .filter(|a| !a.blockers.is_empty())
+        .map(|a| a.table.clone());
+    for table in from_queries.chain(from_probes) {
+        if !written.contains(&table) {
+            written.push(table);
+        }
+    }
+    written
+}
+
+/// The notes a workload's report holds that are also printed on standard error: the
+/// representative writes not run, or run because accepted.
+pub(crate) fn warn_probe_notes<'a>(notes: impl IntoIterator<Item = &'a String>) {
+    for note in notes {
+        if crate::compare::workload::probe_guard::is_probe_note(note) {
+            eprintln!(
+                "pgplan: warning: {}",
+                crate::report::format::printable(note)
+            );
+        }
+    }
+}
+
 /// Reads, measures and judges a workload on an open connection: `compare --workload` and the
 /// demo's workload story.
 pub async fn run_workload(
@@ -1469,9 +1528,12 @@ pub async fn run_workload(
     let conn = &mut *conn;
     let limits = *limits;
     let mut screening = Screening::default();
+    // A table accepted by a name that resolves to none is an error before any work.
+    let accepted =
+        super::probe_guard::resolve_accepted(conn, &limits, &settings.probe_triggers).await?;
     // Read before any of the workload's SQL is prepared, planned or run: a function it calls may
     // make what no rollback undoes.
-    let lasting = super::guard::LastingWatch::start(conn, &limits, settings.allow_writes).await;
+    let mut lasting = super::guard::LastingWatch::start(conn, &limits, settings.allow_writes).await;
     let queries = match workload_queries(
         conn,
         &limits,
@@ -1489,6 +1551,13 @@ pub async fn run_workload(
         Ok(queries) => queries,
         Err(e) => return Err(lasting.error(conn, &limits, e).await),
     };
+    // Before any of the workload's writes or a representative write runs: the rows their
+    // tables' triggers may commit outside the rollback.
+    if settings.allow_writes {
+        lasting
+            .watch_rows(conn, &limits, written_tables(&queries, &accepted))
+            .await;
+    }
     let untracked = conn.facts.superuser;
     if !untracked {
         warnings.push(
@@ -1504,9 +1573,11 @@ pub async fn run_workload(
         deadline: settings.deadline,
         allow_lasting_effects: settings.allow_lasting_effects,
         untracked,
+        probe_accepted: accepted.iter().map(|a| a.table.clone()).collect(),
     };
     if settings.allow_writes {
-        warnings.extend(super::probe_guard::skipped_notes(conn, &limits, candidates).await?);
+        warnings
+            .extend(super::probe_guard::probe_notes(conn, &limits, candidates, &accepted).await?);
     }
     let measurements = match measure_workload(
         conn,
@@ -1621,6 +1692,7 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
         analyze: args.analyze,
         allow_lasting_effects: args.allow_lasting_effects,
         deadline: args.budget.map(|b| started + b),
+        probe_triggers: args.allow_probe_triggers.clone(),
     };
     let report = runtime()?.block_on(interrupt.run(async {
         let mut conn = open(&params, &args.session, &interrupt).await?;
@@ -1657,6 +1729,7 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
         Format::Html => bail!("--format html is not available for a workload yet"),
     }
     out.flush()?;
+    warn_probe_notes(&report.warnings);
     let failed: Vec<(usize, &str)> = report.failed().collect();
     for (i, error) in &failed {
         eprintln!("pgplan: candidate {} failed: {error}", report.names[*i]);

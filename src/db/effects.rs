@@ -113,3 +113,49 @@ pub async fn analyze_counters(
         })
         .collect())
 }
+
+const TRIGGER_SOURCES_SQL: &str = include_str!("../../queries/trigger_sources.sql");
+
+/// The user triggers on `tables` (names as regclass input) with their functions' source (see
+/// `queries/trigger_sources.sql`).
+pub async fn trigger_sources(
+    client: &Client,
+    tables: &[String],
+) -> Result<Vec<crate::lasting_rows::Trigger>, SessionError> {
+    let rows = client
+        .query_typed(TRIGGER_SOURCES_SQL, &[(&tables, Type::TEXT_ARRAY)])
+        .await
+        .map_err(|e| SessionError::from_pg("reading the triggers of the written tables", &e))?;
+    Ok(rows
+        .iter()
+        .map(|r| crate::lasting_rows::Trigger {
+            table: r.get(0),
+            name: r.get(1),
+            function: r.get(2),
+            source: r.get(3),
+        })
+        .collect())
+}
+
+const TABLE_ROW_CHANGES_SQL: &str = include_str!("../../queries/table_row_changes.sql");
+
+/// The committed-change counters of `tables` (names as regclass input; see
+/// `queries/table_row_changes.sql`).
+pub async fn table_row_changes(
+    client: &Client,
+    tables: &[String],
+) -> Result<Vec<crate::lasting_rows::RowCounter>, SessionError> {
+    let rows = client
+        .query_typed(TABLE_ROW_CHANGES_SQL, &[(&tables, Type::TEXT_ARRAY)])
+        .await
+        .map_err(|e| SessionError::from_pg("reading the watched tables' row counters", &e))?;
+    Ok(rows
+        .iter()
+        .map(|r| crate::lasting_rows::RowCounter {
+            name: r.get(0),
+            table: r.get(1),
+            changed_rows: r.get(2),
+            analyzes: r.get(3),
+        })
+        .collect())
+}

@@ -371,6 +371,8 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/stats_schema_tables.sql"),
     include_str!("../../../queries/stats_table.sql"),
     include_str!("../../../queries/table_estimates.sql"),
+    include_str!("../../../queries/table_row_changes.sql"),
+    include_str!("../../../queries/trigger_sources.sql"),
     include_str!("../../../queries/workload_column_stats.sql"),
     include_str!("../../../queries/workload_extension.sql"),
     include_str!("../../../queries/workload_index_entries.sql"),
