@@ -15,8 +15,8 @@
 //! (pgplan's `--analyze`, autovacuum) resets that counter, which `analyze_count` shows: that
 //! table is then said to be unproved.
 
+use crate::format::printable;
 use crate::lasting_state::PREFIX;
-use crate::report::format::printable;
 
 /// A user trigger on a table the run may write, with its function's source.
 #[derive(Debug, Clone, PartialEq, Eq)]

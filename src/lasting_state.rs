@@ -8,7 +8,7 @@
 //! server connection the next client gets). pgplan refuses the built-in functions that make
 //! them, but a user function can call them inside; this diff is what proves nothing was left.
 
-use crate::report::format::printable;
+use crate::format::printable;
 use crate::sql::quote_literal;
 
 /// How every note of [`left_behind`] begins, so a command can tell from its notes that its exit

@@ -14,6 +14,7 @@ pub mod db;
 pub mod effects;
 pub mod exit;
 pub mod explain;
+pub mod format;
 pub mod lasting_rows;
 pub mod lasting_state;
 pub mod pgdist;

@@ -100,7 +100,7 @@ async fn the_notes_count_the_index_scans_and_dead_rows_the_runs_left() {
         let dead = format!(
             "compare's runs left about {} dead row versions in public.events (the rolled-back \
              write's) until VACUUM removes them (autovacuum counts them toward its next run)",
-            pgplan::report::format::count(200.0 * runs as f64)
+            pgplan::format::count(200.0 * runs as f64)
         );
         assert!(
             warnings.contains(&dead.as_str()),

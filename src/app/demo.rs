@@ -293,7 +293,7 @@ pub fn demo(args: DemoArgs, options: &TextOptions) -> Result<u8> {
             &mut out,
             &DemoDoc {
                 // The demo document holds a compare document, and changes with it.
-                schema_version: crate::report::workload::COMPARE_SCHEMA_VERSION,
+                schema_version: crate::report::compare::COMPARE_SCHEMA_VERSION,
                 compare: render::CompareDoc::new(&report),
                 workload: crate::report::workload::WorkloadDoc::new(&workload),
                 advise: crate::report::advise::AdviseDoc::of(&advice),

@@ -12,7 +12,7 @@ use crate::db::connect::Connection;
 use crate::db::session::Limits;
 use crate::db::workload::relation_name;
 use crate::db::write_probe::probe_blockers;
-use crate::report::format::printable;
+use crate::format::printable;
 use crate::sql::IndexCandidate;
 
 /// Each table of `--allow-probe-triggers` as the catalog names it (resolved as regclass input

@@ -1494,10 +1494,7 @@ pub(crate) fn written_tables(
 pub(crate) fn warn_probe_notes<'a>(notes: impl IntoIterator<Item = &'a String>) {
     for note in notes {
         if crate::compare::workload::probe_guard::is_probe_note(note) {
-            eprintln!(
-                "pgplan: warning: {}",
-                crate::report::format::printable(note)
-            );
+            eprintln!("pgplan: warning: {}", crate::format::printable(note));
         }
     }
 }
@@ -1922,7 +1919,7 @@ pub async fn estimate_hypothetical(
 /// Names on standard error every query that could not be measured, so that a run which exits
 /// non-zero for it says why even when its report went to a file.
 pub(crate) fn warn_unmeasured(unmeasured: &[crate::compare::workload::unmeasured::Unmeasured]) {
-    use crate::report::format::printable;
+    use crate::format::printable;
     for u in unmeasured {
         eprintln!(
             "pgplan: query {} could not be measured ({}): {}",

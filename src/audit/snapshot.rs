@@ -686,7 +686,7 @@ impl SessionLock {
     /// "public.t" for a relation of the audited database.
     pub fn relation_name(&self) -> Option<String> {
         match (&self.schema, &self.relation) {
-            (Some(s), Some(r)) => Some(crate::audit::checks::qualified(s, r)),
+            (Some(s), Some(r)) => Some(qualified(s, r)),
             _ => None,
         }
     }
@@ -722,6 +722,16 @@ pub struct PrivilegeGap {
     /// The check that lost something ("xmin_horizon", "table_bloat", ...).
     pub check: String,
     pub lost: String,
+}
+
+/// `schema.name` as a report shows it: each part quoted only when it must be, control characters
+/// escaped.
+pub fn qualified(schema: &str, name: &str) -> String {
+    format!(
+        "{}.{}",
+        crate::sql::quote_ident_to_show(schema),
+        crate::sql::quote_ident_to_show(name)
+    )
 }
 
 #[cfg(test)]

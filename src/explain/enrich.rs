@@ -4,8 +4,8 @@
 //! vacuum; for a spill the session's `work_mem` and `hash_mem_multiplier`.
 
 use crate::audit::checks::age_words;
+use crate::format::count;
 use crate::plan::{Analysis, Finding, FindingKind, NodeId, Plan};
-use crate::report::format::count;
 use crate::sql::quote_ident;
 
 /// A table's statistics as the server holds them (`pg_class`, `pg_stat_all_tables`).

@@ -324,7 +324,7 @@ fn changed_enough(pair: Pair, minimum: f64) -> bool {
 }
 
 fn count(v: f64) -> String {
-    crate::report::format::count(v)
+    crate::format::count(v)
 }
 
 /// A figure of a change message; "—" when that plan's node does not report it (an Index Scan

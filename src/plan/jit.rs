@@ -11,9 +11,9 @@
 
 use serde_json::Value;
 
-use super::findings::{Finding, FindingKind, Severity};
+use super::finding::{Finding, FindingKind, Severity};
 use super::model::Plan;
-use crate::report::format::{count, ms};
+use crate::format::{count, ms};
 
 /// JIT time worth a finding: at least this many milliseconds...
 pub const JIT_MIN_MS: f64 = 10.0;

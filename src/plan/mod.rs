@@ -3,10 +3,12 @@
 
 pub mod diff;
 pub mod extra;
+pub mod finding;
 pub mod findings;
 pub mod hash_mem;
 pub mod input;
 pub mod jit;
+mod lines;
 pub mod metrics;
 pub mod model;
 pub mod parse;
@@ -19,10 +21,10 @@ mod text_object;
 pub use diff::{Change, ChangeKind, Pair, PlanDiff, diff};
 pub use extra::{Extra, Extras};
 pub use findings::{Finding, FindingKind, Severity};
-pub use input::{PlanFormat, ReadPlan, read_plan, read_server_json};
+pub use input::{PlanFormat, ReadPlan, parse_plan, read_plan, read_server_json};
 pub use metrics::{PlanMetrics, measure};
 pub use model::{Actual, Buffers, IoTimes, Node, NodeId, Plan, Trigger, Wal};
-pub use parse::{PlanError, parse_plan};
+pub use parse::PlanError;
 
 /// A plan with its figures and findings: what every command shows about one plan.
 #[derive(Debug, Clone)]

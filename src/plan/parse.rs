@@ -79,12 +79,6 @@ pub const MAX_COUNTER: f64 = 9.223_372_036_854_776e18;
 /// (`MAXIMUM_ROWCOUNT`, 1e100), and the bound keeps estimated rows × loops finite.
 pub const MAX_ESTIMATE: f64 = 1e200;
 
-/// Reads a plan from text: EXPLAIN output in any format (JSON, TEXT, YAML, XML), as the server
-/// sends it, as psql prints it, or as auto_explain logs it; the first plan when there are several.
-pub fn parse_plan(input: &str) -> Result<Plan, PlanError> {
-    super::input::read_plan(input, None).map(|read| read.plan)
-}
-
 /// Reads plan text already freed of every decoration (a TEXT, YAML or XML reader's result, in
 /// the shape of EXPLAIN's JSON: a `serde_json::Value`, or the TEXT reader's own object), with
 /// the JSON reader's checks.
@@ -215,7 +209,7 @@ fn looks_like_text_format(text: &str) -> bool {
 const CONTINUATION_MARKS: [char; 2] = ['+', '↵'];
 
 fn has_continuation_marks(text: &str) -> bool {
-    use super::input::{UNICODE_MARK_BYTE, lines_ending_in};
+    use super::lines::{UNICODE_MARK_BYTE, lines_ending_in};
     lines_ending_in(text, [b'+', b'+', UNICODE_MARK_BYTE]).any(|l| l.ends_with(CONTINUATION_MARKS))
 }
 
@@ -1270,6 +1264,7 @@ impl<'de> Visitor<'de> for TriggersSeed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::parse_plan;
     use serde::Deserialize;
 
     const MINIMAL: &str = r#"[{"Plan": {"Node Type": "Seq Scan", "Relation Name": "t",

@@ -135,7 +135,7 @@ pub fn side_effect_notes(
     scans: &[IndexScansCounted],
     dead: &[DeadVersions],
 ) -> Vec<String> {
-    let count = crate::report::format::count;
+    let count = crate::format::count;
     let mut notes = Vec::new();
     if !scans.is_empty() {
         let list: Vec<String> = scans

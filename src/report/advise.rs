@@ -13,9 +13,9 @@ use crate::advise::report::{
 use crate::advise::shortlist::Estimate;
 use crate::advise::{Candidate, Note};
 
-use super::format::{bytes, change, count, ms, printable};
 use super::text::{align_numbers, new_table, write_table};
 use super::{Paint, TextOptions, markdown};
+use crate::format::{bytes, change, count, ms, printable};
 
 /// The version of the advise document. Changing a field's meaning or removing one bumps it;
 /// adding one does not.
@@ -654,7 +654,7 @@ pub fn write_text(
         for u in &report.unmeasured {
             writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
             for line in u.error.lines() {
-                writeln!(out, "    {}", super::format::printable(line))?;
+                writeln!(out, "    {}", crate::format::printable(line))?;
             }
         }
     }

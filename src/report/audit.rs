@@ -13,9 +13,9 @@ use std::io::{self, Write};
 
 use crate::audit::{AuditReport, Check, Finding, NodeSummary, Severity};
 
-use super::format::{bytes, count, printable};
 use super::markdown::{cell, inline};
 use super::{Paint, TextOptions};
+use crate::format::{bytes, count, printable};
 
 const SEVERITIES: [Severity; 3] = [Severity::Critical, Severity::Warning, Severity::Info];
 

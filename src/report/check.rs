@@ -9,8 +9,8 @@ use crate::check::{
     CheckMode, CheckReport, QueryCheck, QueryStatus, RegressionClass, SettingChange,
 };
 
-use super::format::count;
 use super::{Paint, TextOptions};
+use crate::format::count;
 
 /// The version of `pgplan check --format json`.
 pub const CHECK_SCHEMA_VERSION: u32 = 1;

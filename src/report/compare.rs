@@ -11,12 +11,18 @@ use crate::compare::{
 };
 use crate::plan::Pair;
 
-use super::format::{bytes, change, count, ms, printable};
 use super::text::{
     Figure, Grid, Tone, cell, new_table, write_changes, write_findings, write_table, write_tree,
 };
 use super::wire::{DiffDoc, FindingDoc, PairDoc, PlanDoc, count_opt};
 use super::{Paint, TextOptions, markdown};
+use crate::format::{bytes, change, count, ms, printable};
+
+/// The version of the compare documents, single-query and workload.
+/// 2: counts are integers, as in every document of [`super::wire::SCHEMA_VERSION`] 2.
+/// 3: the plans and diffs a compare document holds are those of
+/// [`super::wire::PLAN_SCHEMA_VERSION`] 3 (each figure once).
+pub const COMPARE_SCHEMA_VERSION: u32 = 3;
 
 /// `pgplan compare --format json`.
 #[derive(Debug, Serialize)]
@@ -262,7 +268,7 @@ impl<'a> CompareDoc<'a> {
             })
             .collect();
         CompareDoc {
-            schema_version: super::workload::COMPARE_SCHEMA_VERSION,
+            schema_version: COMPARE_SCHEMA_VERSION,
             server_version: report.server_version.clone(),
             mode: request.mode.as_str(),
             estimated: request.mode.is_estimate(),

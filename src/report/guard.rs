@@ -5,7 +5,7 @@
 //!
 //! PostgreSQL lets a quoted identifier hold any character but NUL (`CREATE TABLE "a<ESC>]0;x"`),
 //! and a query text or a comment holds what its author typed. Renderers escape the names they
-//! print ([`super::format::printable`]) so that a newline in a name cannot break a line either;
+//! print ([`crate::format::printable`]) so that a newline in a name cannot break a line either;
 //! this layer is what holds when one of them forgets.
 
 use std::io::{self, Write};

@@ -5,11 +5,11 @@ use std::io::{self, Write};
 
 use crate::plan::{Analysis, Comparison, Finding};
 
-use super::format::{change, count, ms, printable};
 use super::text::{
     both_measured, estimate_rows, headline, subtree_line, totals_line, unified_tree_diff,
 };
 use super::tree::{figures_line, tree_rows};
+use crate::format::{change, count, ms, printable};
 
 /// Escapes text for a Markdown table cell; control characters (a newline in a condition
 /// included) are shown escaped, as in the text output.

@@ -9,7 +9,6 @@ pub mod check_junit;
 pub mod check_markdown;
 pub mod check_sarif;
 pub mod compare;
-pub mod format;
 pub mod guard;
 pub mod html;
 pub mod info;

@@ -11,8 +11,8 @@ use crate::compare::workload::statements::{Screening, SkippedStatement};
 use crate::compare::workload::unmeasured::Unmeasured;
 use crate::sql::shorten;
 
-use super::format::{ms, printable};
 use super::{Paint, markdown};
+use crate::format::{ms, printable};
 
 /// The JSON of the statements set aside.
 #[derive(Debug, Serialize)]

@@ -10,11 +10,11 @@ use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets};
 
 use crate::plan::{Analysis, Comparison, Finding, NodeId};
 
-use super::format::{change, count, ms, printable};
 use super::tree::{
     TreeRow, figures_line, totals_parts, tree_rows, unified_diff, write_unified_diff,
 };
 use super::{Paint, TextOptions};
+use crate::format::{change, count, ms, printable};
 
 /// The compare and advise reports' tables, wrapped to the terminal if there is one (comfy-table:
 /// a few rows whose cells may need wrapping). Plan trees and before/after tables are [`Grid`]s.

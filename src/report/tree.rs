@@ -5,7 +5,7 @@
 use crate::plan::findings::node_label;
 use crate::plan::{Analysis, Node, NodeId};
 
-use super::format::{count, ms, printable_owned};
+use crate::format::{count, ms, printable_owned};
 
 /// One node's line in the tree and the detail lines under it.
 #[derive(Debug, Clone)]

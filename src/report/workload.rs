@@ -10,17 +10,11 @@ use serde::Serialize;
 use crate::compare::workload::{JudgedCandidate, QueryOutcome, Sample, WorkloadReport, WriteCost};
 use crate::compare::{EstimateChange, Spread, Verdict};
 
-use super::compare::FiguresDoc;
+use super::compare::{COMPARE_SCHEMA_VERSION, FiguresDoc};
 
-use super::format::{bytes, change, count, ms, printable};
 use super::text::{align_numbers, new_table, write_table};
 use super::{Paint, TextOptions, markdown};
-
-/// The version of the compare documents, single-query and workload.
-/// 2: counts are integers, as in every document of [`super::wire::SCHEMA_VERSION`] 2.
-/// 3: the plans and diffs a compare document holds are those of
-/// [`super::wire::PLAN_SCHEMA_VERSION`] 3 (each figure once).
-pub const COMPARE_SCHEMA_VERSION: u32 = 3;
+use crate::format::{bytes, change, count, ms, printable};
 
 /// `pgplan compare --workload --format json`.
 #[derive(Debug, Serialize)]
@@ -395,7 +389,7 @@ fn mode_line(report: &WorkloadReport) -> String {
 
 /// An error's first line, printable and shortened for a table cell.
 fn first_line(error: &str) -> String {
-    super::format::printable(&one_line(error.lines().next().unwrap_or(error)))
+    crate::format::printable(&one_line(error.lines().next().unwrap_or(error)))
 }
 
 fn one_line(text: &str) -> String {
@@ -556,7 +550,7 @@ pub fn write_text(
         for u in &report.unmeasured {
             writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
             for line in u.error.lines() {
-                writeln!(out, "    {}", super::format::printable(line))?;
+                writeln!(out, "    {}", crate::format::printable(line))?;
             }
         }
         writeln!(out)?;

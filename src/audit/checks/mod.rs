@@ -20,8 +20,6 @@ pub mod visibility_map;
 pub mod xid_wraparound;
 pub mod xmin_horizon;
 
-use crate::sql::quote_ident_to_show as quote_ident;
-
 use super::snapshot::{Settings, Table};
 use super::{Check, Context, Output};
 
@@ -65,10 +63,7 @@ pub fn run_all(ctx: &Context, out: &mut Output) {
     out.append(rest);
 }
 
-/// `schema.name`, each part quoted only when it must be.
-pub fn qualified(schema: &str, name: &str) -> String {
-    format!("{}.{}", quote_ident(schema), quote_ident(name))
-}
+pub use super::snapshot::qualified;
 
 /// The reason a table-statistics check cannot run on a standby-only audit.
 pub fn skip_standby(out: &mut Output, check: Check) {
@@ -109,7 +104,7 @@ pub fn skip_without_counters<'a>(
 
 /// An age in words: "45 s", "12 min", "3.5 h", "9.2 days".
 pub fn age_words(seconds: f64) -> String {
-    use crate::report::format::{OneDecimal, WholeNumber};
+    use crate::format::{OneDecimal, WholeNumber};
     let s = seconds.max(0.0);
     if s < 120.0 {
         format!("{} s", WholeNumber(s))
@@ -123,7 +118,7 @@ pub fn age_words(seconds: f64) -> String {
 }
 
 pub fn count_words(value: f64) -> String {
-    crate::report::format::count(value)
+    crate::format::count(value)
 }
 
 /// A count and its noun, singular for exactly one: "1 scan", "0 scans", "4,096 scans".
@@ -133,7 +128,7 @@ pub fn counted(value: f64, singular: &str, plural: &str) -> String {
 }
 
 pub fn bytes_words(value: f64) -> String {
-    crate::report::format::bytes(value)
+    crate::format::bytes(value)
 }
 
 /// Whether autovacuum can process the table, and if not, why.

@@ -67,7 +67,7 @@ pub fn audit_body(report: &AuditReport) -> String {
             "td",
             "",
             &n.window
-                .map(|w| format!("{} s", crate::report::format::count(w.seconds().round())))
+                .map(|w| format!("{} s", crate::format::count(w.seconds().round())))
                 .unwrap_or_default(),
         );
         element(

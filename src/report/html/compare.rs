@@ -7,9 +7,9 @@ use std::io::{self, Write};
 use super::plan::comparison_body;
 use super::{element, escape, page};
 use crate::compare::{CompareReport, Figures, Verdict};
+use crate::format::{bytes, change, count, ms};
 use crate::plan::findings::node_label;
 use crate::report::compare::time_change;
-use crate::report::format::{bytes, change, count, ms};
 
 fn verdict_class(verdict: Verdict) -> &'static str {
     match verdict {

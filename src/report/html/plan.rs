@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::{bar, bar_of, element, escape, page, severity_class};
+use crate::format::{change, count, ms};
 use crate::plan::findings::{node_label, significant_misestimate, spills};
 use crate::plan::metrics::Direction;
 use crate::plan::{Analysis, Comparison, NodeId};
-use crate::report::format::{change, count, ms};
 use crate::report::tree::{condition_lines, sort_line, totals_parts};
 
 /// `pgplan explain --format html`.
