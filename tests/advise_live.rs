@@ -748,6 +748,91 @@ async fn a_candidate_that_fails_to_build_is_named_and_leaves_nothing_behind() {
     .await;
 }
 
+/// The indexes of schema public, by name.
+async fn index_names(db: &TestDb) -> Vec<String> {
+    let names = db
+        .value(
+            "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_class c \
+             WHERE c.relkind = 'i' AND c.relnamespace = 'public'::regnamespace",
+        )
+        .await
+        .unwrap_or_default();
+    names.split(',').map(str::to_owned).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_proposed_name_is_the_one_postgres_gives_the_statement_run_unnamed() {
+    for_each_version("advise_names", |major| async move {
+        let db = prepared(major, "advise_names").await;
+        // Relations that are not indexes take names too: CREATE INDEX steps over any relation
+        // of the schema. users_lower_idx is the name an index on lower(email) would get.
+        db.run(
+            "CREATE SEQUENCE users_lower_idx;
+             CREATE VIEW tickets_account_id_created_at_idx AS SELECT 1 AS one;
+             CREATE TABLE wallets (id integer PRIMARY KEY);",
+        )
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        advise_workload(dir.path());
+        let out = advise_cmd(
+            &db,
+            &[
+                "--workload",
+                dir.path().to_str().unwrap(),
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        );
+        let doc = advise_json(&out);
+        let listed: Vec<&serde_json::Value> = doc["recommended"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(doc["rejected"].as_array().unwrap())
+            .collect();
+        let names: Vec<&str> = listed.iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert!(
+            names.contains(&"users_lower_idx1"),
+            "PostgreSQL {major}: the expression index is named after lower(), past the \
+             sequence: {names:?}"
+        );
+        assert!(
+            !names.contains(&"users_expr_idx") && !names.contains(&"users_lower_idx"),
+            "PostgreSQL {major}: {names:?}"
+        );
+        eprintln!("PostgreSQL {major}: {names:?}");
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "PostgreSQL {major}: {names:?}");
+        // Run as printed, from the top, without the names: PostgreSQL picks the same ones.
+        for c in &listed {
+            let definition = c["definition"].as_str().unwrap();
+            let name = c["name"].as_str().unwrap();
+            assert_eq!(
+                c["statement"],
+                format!("CREATE INDEX CONCURRENTLY {name} {definition}"),
+                "PostgreSQL {major}"
+            );
+            let before = index_names(&db).await;
+            db.run(&format!("CREATE INDEX CONCURRENTLY {definition}"))
+                .await;
+            let after = index_names(&db).await;
+            let new: Vec<&String> = after.iter().filter(|n| !before.contains(n)).collect();
+            assert_eq!(
+                new,
+                [name],
+                "PostgreSQL {major}: {definition} was named otherwise"
+            );
+        }
+        assert!(listed.len() >= 4, "PostgreSQL {major}: {doc:#}");
+        db.drop_db().await;
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_recommendation_names_the_existing_index_it_replaces() {
     for_each_version("advise_replaces", |major| async move {

@@ -1,10 +1,11 @@
 //! Reads the catalog facts `pgplan advise` proposes from (`queries/advise_*.sql`): the tables a
 //! workload's plans scan, their columns with `pg_stats`, and their existing indexes, turned
-//! into the pure core's [`Facts`]. Three statements, each run once for all tables, through
+//! into the pure core's [`Facts`], and the relation names of their schemas a new index's name
+//! must step over. Four statements, each run once for all tables, through
 //! `query_typed` (never prepared, so they work behind a transaction-mode pooler); they only
 //! read, and need no privilege beyond what the workload's own queries need.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
@@ -12,11 +13,14 @@ use tokio_postgres::types::{FromSql, Type};
 use super::catalog::CatalogError;
 use super::error::describe;
 use super::facts::ServerFacts;
-use crate::advise::{ColumnFacts, ColumnStats, Facts, IndexFacts, IndexKeyFacts, TableFacts};
+use crate::advise::{
+    ColumnFacts, ColumnStats, Facts, IndexFacts, IndexKeyFacts, TableFacts, naming,
+};
 
 const TABLES_SQL: &str = include_str!("../../queries/advise_tables.sql");
 const COLUMNS_SQL: &str = include_str!("../../queries/advise_columns.sql");
 const INDEXES_SQL: &str = include_str!("../../queries/advise_indexes.sql");
+const TAKEN_NAMES_SQL: &str = include_str!("../../queries/advise_taken_names.sql");
 
 /// A table as a plan names it: the schema when the plan says it (VERBOSE), and the name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -52,13 +56,20 @@ pub async fn read_facts(
     .await?;
     let mut by_oid: HashMap<u32, usize> = HashMap::new();
     let mut out = Vec::new();
+    // Pairwise with `out`: the oids and name prefixes the taken names are read by.
+    let mut table_oids: Vec<u32> = Vec::new();
+    let mut prefixes: Vec<String> = Vec::new();
     for r in &rows {
         let what = "advise tables";
         let reltuples: f64 = req(r, what, "reltuples")?;
-        by_oid.insert(req(r, what, "table_oid")?, out.len());
+        let oid: u32 = req(r, what, "table_oid")?;
+        let name: String = req(r, what, "table_name")?;
+        table_oids.push(oid);
+        prefixes.push(naming::lookup_prefix(&name).to_owned());
+        by_oid.insert(oid, out.len());
         out.push(TableFacts {
             schema: req(r, what, "schema_name")?,
-            name: req(r, what, "table_name")?,
+            name,
             columns: Vec::new(),
             indexes: Vec::new(),
             // -1 (14+) means never vacuumed or analyzed; before 14 that read 0 with 0 pages.
@@ -146,9 +157,25 @@ pub async fn read_facts(
         });
     }
 
+    let mut taken_names = BTreeSet::new();
+    if !table_oids.is_empty() {
+        let params: [(&(dyn tokio_postgres::types::ToSql + Sync), Type); 2] = [
+            (&table_oids, Type::OID_ARRAY),
+            (&prefixes, Type::TEXT_ARRAY),
+        ];
+        for r in query(client, "advise taken names", TAKEN_NAMES_SQL, &params).await? {
+            let what = "advise taken names";
+            taken_names.insert((
+                req(&r, what, "schema_name")?,
+                req(&r, what, "relation_name")?,
+            ));
+        }
+    }
+
     Ok(Facts {
         tables: out,
         extensions: server.extensions.iter().map(|(n, _)| n.clone()).collect(),
+        taken_names,
     })
 }
 

@@ -326,6 +326,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/advise_columns.sql"),
     include_str!("../../../queries/advise_indexes.sql"),
     include_str!("../../../queries/advise_tables.sql"),
+    include_str!("../../../queries/advise_taken_names.sql"),
     include_str!("../../../queries/analyze_counters.sql"),
     include_str!("../../../queries/audit_activity.sql"),
     include_str!("../../../queries/audit_columns.sql"),
