@@ -308,7 +308,7 @@ async fn unused_existing_indexes_come_from_audits_check() {
             min_stats_age: Duration::ZERO,
             ..AuditOptions::default()
         };
-        let found = drops::unused_indexes(
+        let found = drops::drops(
             &audit(std::slice::from_ref(&node), &trusted),
             &workload_tables,
         );
@@ -321,8 +321,7 @@ async fn unused_existing_indexes_come_from_audits_check() {
         );
         assert_eq!(found[0].severity, Severity::Warning);
         // Counters younger than the default minimum statistics age: said, and only info.
-        let found =
-            drops::unused_indexes(&audit(&[node], &AuditOptions::default()), &workload_tables);
+        let found = drops::drops(&audit(&[node], &AuditOptions::default()), &workload_tables);
         assert_eq!(
             found[0].severity,
             Severity::Info,
@@ -334,6 +333,128 @@ async fn unused_existing_indexes_come_from_audits_check() {
             found[0].message
         );
         drop(client);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// (index dropped, check, index kept) of each drop a finding (advise's `drops[]`, or audit's
+/// findings with their `also` reasons, the first drop reason of each) proposes.
+fn drop_decisions(items: &[serde_json::Value]) -> Vec<(String, String, Option<String>)> {
+    let drop_checks = ["unused_index", "duplicate_index", "redundant_index"];
+    let mut out: Vec<(String, String, Option<String>)> = items
+        .iter()
+        .filter_map(|f| {
+            let reasons = std::iter::once(f).chain(f["also"].as_array().into_iter().flatten());
+            let r = reasons
+                .filter(|r| drop_checks.contains(&r["check"].as_str().unwrap_or_default()))
+                .find(|r| r["fix"].is_string() || r["statement"].is_string())?;
+            Some((
+                f["index"].as_str()?.to_owned(),
+                r["check"].as_str()?.to_owned(),
+                r["kept_index"].as_str().map(str::to_owned),
+            ))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn advise_drops_what_audit_drops_and_keeps_what_it_keeps() {
+    for_each_version("advise_audit_agree", |major| async move {
+        let db = TestDb::create(major, "advise_audit_agree").await;
+        db.run(
+            "CREATE TABLE t (id integer PRIMARY KEY, a integer NOT NULL, b integer, c integer);
+             INSERT INTO t SELECT i, i, i % 100, i % 1000 FROM generate_series(1, 20000) AS i;
+             -- Neither scanned: audit keeps the older and offers both as unused.
+             CREATE INDEX t_b_idx ON t (b);
+             CREATE INDEX t_b_again ON t (b);
+             -- The same keys with fewer INCLUDE columns: covered by the wider one.
+             CREATE INDEX t_c_idx ON t (c);
+             CREATE INDEX t_c_a_idx ON t (c) INCLUDE (a);
+             -- A plain duplicate of a unique index, which stays whichever one the workload
+             -- scans.
+             CREATE UNIQUE INDEX t_a_key ON t (a);
+             CREATE INDEX t_a_idx ON t (a);
+             VACUUM ANALYZE t;",
+        )
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("by_a.sql"),
+            "-- calls: 1000\nSELECT id FROM t WHERE a = 4242\n",
+        )
+        .unwrap();
+        let out = advise_cmd(
+            &db,
+            &[
+                "--workload",
+                dir.path().to_str().unwrap(),
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        );
+        let doc = advise_json(&out);
+        let advised = drop_decisions(doc["drops"].as_array().unwrap());
+        eprintln!("PostgreSQL {major}: {advised:?}");
+        for (index, check, kept) in [
+            ("t_b_again", "duplicate_index", Some("t_b_idx")),
+            ("t_c_idx", "redundant_index", Some("t_c_a_idx")),
+            ("t_a_idx", "duplicate_index", Some("t_a_key")),
+        ] {
+            assert!(
+                advised.contains(&(index.into(), check.into(), kept.map(str::to_owned))),
+                "PostgreSQL {major}: {index} is not a {check} keeping {kept:?}: {advised:?}"
+            );
+        }
+        assert!(
+            !advised.iter().any(|(i, _, _)| i == "t_a_key"),
+            "PostgreSQL {major}: the unique index is kept: {advised:?}"
+        );
+        let statements: Vec<&str> = doc["drops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["statement"].as_str().unwrap())
+            .collect();
+        assert!(
+            statements.contains(&"DROP INDEX CONCURRENTLY public.t_b_again;"),
+            "PostgreSQL {major}: {statements:?}"
+        );
+
+        // The same counters read by audit: the same index to drop, the same one kept.
+        let out = std::process::Command::new(common::pgplan_bin())
+            .env("NO_COLOR", "1")
+            .env_remove("PGSERVICE")
+            .args([
+                "audit",
+                "-d",
+                &db.conninfo(),
+                "--table",
+                "t",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let audited: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("audit JSON ({e}): {}", String::from_utf8_lossy(&out.stderr))
+        });
+        let findings: Vec<serde_json::Value> = audited["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["table"] == "t")
+            .cloned()
+            .collect();
+        assert_eq!(
+            drop_decisions(&findings),
+            advised,
+            "PostgreSQL {major}: audit and advise disagree"
+        );
         db.drop_db().await;
     })
     .await;

@@ -902,7 +902,7 @@ async fn advise_on(
         })
         .collect();
 
-    // Existing indexes the workload does not need: audit's unused check on its tables.
+    // Existing indexes to drop: audit's unused, duplicate and redundant findings on its tables.
     let table_refs: Vec<TableRef> = facts
         .tables
         .iter()
@@ -929,7 +929,7 @@ async fn advise_on(
             }],
             &AuditOptions::default(),
         );
-        drops::unused_indexes(&audited, &table_refs)
+        drops::drops(&audited, &table_refs)
     };
     // What concerns the workload as a whole comes first, then what concerns one query.
     if let Some(writers) = writers {
