@@ -372,6 +372,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/stats_schema_tables.sql"),
     include_str!("../../../queries/stats_table.sql"),
     include_str!("../../../queries/table_estimates.sql"),
+    include_str!("../../../queries/table_ownership.sql"),
     include_str!("../../../queries/workload_column_stats.sql"),
     include_str!("../../../queries/workload_extension.sql"),
     include_str!("../../../queries/workload_index_entries.sql"),
