@@ -365,8 +365,10 @@ async fn advise_drops_what_audit_drops_and_keeps_what_it_keeps() {
     for_each_version("advise_audit_agree", |major| async move {
         let db = TestDb::create(major, "advise_audit_agree").await;
         db.run(
-            "CREATE TABLE t (id integer PRIMARY KEY, a integer NOT NULL, b integer, c integer);
-             INSERT INTO t SELECT i, i, i % 100, i % 1000 FROM generate_series(1, 20000) AS i;
+            "CREATE TABLE t (id integer PRIMARY KEY, a integer NOT NULL, b integer, c integer,
+                             d integer);
+             INSERT INTO t SELECT i, i, i % 100, i % 1000, i % 5000
+             FROM generate_series(1, 20000) AS i;
              -- Neither scanned: audit keeps the older and offers both as unused.
              CREATE INDEX t_b_idx ON t (b);
              CREATE INDEX t_b_again ON t (b);
@@ -377,6 +379,10 @@ async fn advise_drops_what_audit_drops_and_keeps_what_it_keeps() {
              -- scans.
              CREATE UNIQUE INDEX t_a_key ON t (a);
              CREATE INDEX t_a_idx ON t (a);
+             -- A plain pair the workload scans: the planner takes one, whose scans (advise's
+             -- own) make it the one audit keeps. Advise must see them too.
+             CREATE INDEX t_d_idx ON t (d);
+             CREATE INDEX t_d_again ON t (d);
              VACUUM ANALYZE t;",
         )
         .await;
@@ -384,6 +390,11 @@ async fn advise_drops_what_audit_drops_and_keeps_what_it_keeps() {
         std::fs::write(
             dir.path().join("by_a.sql"),
             "-- calls: 1000\nSELECT id FROM t WHERE a = 4242\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("by_d.sql"),
+            "-- calls: 1000\nSELECT id FROM t WHERE d = 77\n",
         )
         .unwrap();
         let out = advise_cmd(
@@ -414,6 +425,12 @@ async fn advise_drops_what_audit_drops_and_keeps_what_it_keeps() {
             !advised.iter().any(|(i, _, _)| i == "t_a_key"),
             "PostgreSQL {major}: the unique index is kept: {advised:?}"
         );
+        let scanned_pair: Vec<_> = advised
+            .iter()
+            .filter(|(i, _, _)| i.starts_with("t_d_"))
+            .collect();
+        assert_eq!(scanned_pair.len(), 1, "PostgreSQL {major}: {advised:?}");
+        assert_eq!(scanned_pair[0].1, "duplicate_index", "PostgreSQL {major}");
         let statements: Vec<&str> = doc["drops"]
             .as_array()
             .unwrap()
@@ -454,6 +471,24 @@ async fn advise_drops_what_audit_drops_and_keeps_what_it_keeps() {
             drop_decisions(&findings),
             advised,
             "PostgreSQL {major}: audit and advise disagree"
+        );
+        // Of the pair the workload scanned, the one its plans used (advise's own runs counted
+        // the scans) is the one kept: advise read those scans before deciding.
+        let scanned = db
+            .value(
+                "SELECT string_agg(indexrelname, ',') FROM pg_stat_user_indexes \
+                 WHERE relname = 't' AND indexrelname IN ('t_d_idx', 't_d_again') AND idx_scan > 0",
+            )
+            .await
+            .unwrap_or_default();
+        assert!(
+            ["t_d_idx", "t_d_again"].contains(&scanned.as_str()),
+            "PostgreSQL {major}: one of the pair is scanned: {scanned}"
+        );
+        assert_eq!(
+            scanned_pair[0].2.as_deref(),
+            Some(scanned.as_str()),
+            "PostgreSQL {major}: {advised:?}"
         );
         db.drop_db().await;
     })

@@ -19,7 +19,7 @@ use crate::audit::{AuditOptions, NodeResult, Scope, audit};
 use crate::cli::AdviseArgs;
 use crate::compare::workload::verdict::QueryFigures;
 use crate::compare::workload::{self as wl, WorkloadMeasurements, judge, workload_updates};
-use crate::db::advise::{TableName, read_facts};
+use crate::db::advise::{TableName, publish_own_counters, read_facts};
 use crate::db::connect::Connection;
 use crate::db::session::Limits;
 use crate::exit;
@@ -921,7 +921,12 @@ async fn advise_on(
                 .collect(),
             ..Scope::default()
         };
-        let snapshot = read_audit_snapshot(conn, limits, &scope, None).await;
+        // The scans of this run's last measurements, counted by the same counters audit
+        // reads: published first, or a duplicate the workload scanned would read as unscanned.
+        let snapshot = match publish_own_counters(conn, limits).await {
+            Ok(()) => read_audit_snapshot(conn, limits, &scope, None).await,
+            Err(e) => Err(e.to_string()),
+        };
         let audited = audit(
             &[NodeResult {
                 name: conn.target.clone(),

@@ -11,8 +11,10 @@ use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
 
 use super::catalog::CatalogError;
+use super::connect::Connection;
 use super::error::describe;
 use super::facts::ServerFacts;
+use super::session::{Limits, SessionError};
 use crate::advise::{
     ColumnFacts, ColumnStats, Facts, IndexFacts, IndexKeyFacts, TableFacts, naming,
 };
@@ -21,6 +23,45 @@ const TABLES_SQL: &str = include_str!("../../queries/advise_tables.sql");
 const COLUMNS_SQL: &str = include_str!("../../queries/advise_columns.sql");
 const INDEXES_SQL: &str = include_str!("../../queries/advise_indexes.sql");
 const TAKEN_NAMES_SQL: &str = include_str!("../../queries/advise_taken_names.sql");
+const FORCE_FLUSH_SQL: &str = include_str!("../../queries/stats_force_next_flush.sql");
+const REPORT_PENDING_SQL: &str = include_str!("../../queries/stats_report_pending.sql");
+
+/// PostgreSQL 13 and 14's PGSTAT_STAT_INTERVAL: a backend sends its counters to the collector
+/// at most this often, and a reader accepts a statistics file this old.
+const STATS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Makes the index scans this session's own measuring counted visible to its next catalog read,
+/// so that the drops advise reads (audit's unused and duplicate checks, which compare scans)
+/// see what `pgplan audit` run afterwards sees. Without it the last runs' scans are still
+/// pending in this backend (15+ flushes them at most once a second; 13 and 14 send them at most
+/// every 500 ms and read a file up to 500 ms old), and the index of a duplicate pair the
+/// workload scanned reads as unscanned: advise would drop the one audit keeps.
+///
+/// 15+: one statement, and the flush happens before the server answers the next ROLLBACK
+/// (pending statistics are reported before ReadyForQuery). 13 and 14: waits out the interval,
+/// lets the backend send, and waits again for the collector's file: about a second.
+pub async fn publish_own_counters(
+    conn: &mut Connection,
+    limits: &Limits,
+) -> Result<(), SessionError> {
+    let run = async |conn: &mut Connection, sql: &'static str| {
+        conn.read_only(limits, async |client| {
+            client
+                .query_typed(sql, &[])
+                .await
+                .map(|_| ())
+                .map_err(|e| SessionError::from_pg("publishing this session's statistics", &e))
+        })
+        .await
+    };
+    if conn.facts.major() >= 15 {
+        return run(conn, FORCE_FLUSH_SQL).await;
+    }
+    tokio::time::sleep(STATS_INTERVAL).await;
+    run(conn, REPORT_PENDING_SQL).await?;
+    tokio::time::sleep(STATS_INTERVAL).await;
+    Ok(())
+}
 
 /// A table as a plan names it: the schema when the plan says it (VERBOSE), and the name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -367,6 +367,8 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/sequence_values.sql"),
     include_str!("../../../queries/server_facts.sql"),
     include_str!("../../../queries/stats_columns.sql"),
+    include_str!("../../../queries/stats_force_next_flush.sql"),
+    include_str!("../../../queries/stats_report_pending.sql"),
     include_str!("../../../queries/stats_restore_attribute.sql"),
     include_str!("../../../queries/stats_restore_relation.sql"),
     include_str!("../../../queries/stats_schema_tables.sql"),
