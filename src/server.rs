@@ -103,6 +103,67 @@ impl ServerFacts {
     }
 }
 
+/// How many of the database's tables the connected role may build indexes on. CREATE INDEX
+/// and DROP INDEX need ownership of the table ("must be owner of table"), which a role has as
+/// a member of the owner's role (with its privileges) or as a superuser; SELECT or any other
+/// grant is not enough, so a role that reads every table may still build on none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TableOwnership {
+    /// Ordinary and partitioned tables and materialized views outside the system schemas.
+    pub tables: u64,
+    /// Of those, the ones the role owns.
+    pub owned: u64,
+    /// The roles owning the others, most tables first (at most three), with how many each.
+    pub other_owners: Vec<(String, u64)>,
+}
+
+/// Whether compare and advise can build (and drop) indexes on this database's tables as this
+/// role, and in words how many it owns, or what to do when it owns none.
+fn build_rights(facts: &ServerFacts, ownership: &TableOwnership) -> (bool, String) {
+    let user = &facts.user;
+    let n = ownership.tables;
+    let owners = ownership
+        .other_owners
+        .iter()
+        .map(|(role, count)| format!("{role} owns {count}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if n == 0 {
+        return (
+            true,
+            "the database has no tables yet; building needs ownership of the query's tables"
+                .to_owned(),
+        );
+    }
+    if ownership.owned == 0 {
+        // Never "GRANT owner TO user": the owner is often a superuser role, whose membership
+        // hands over everything it owns.
+        return (
+            false,
+            format!(
+                "{user} owns none of the database's {n} table(s), and CREATE INDEX and DROP \
+                 INDEX need the table's owner (\"must be owner of table\"), even in a \
+                 rolled-back transaction: connect as their owner ({owners}) or as a member of \
+                 that role"
+            ),
+        );
+    }
+    if ownership.owned < n {
+        return (
+            true,
+            format!(
+                "{user} owns {} of the database's {n} tables: only candidates on those can be \
+                 built (of the others, {owners})",
+                ownership.owned
+            ),
+        );
+    }
+    (
+        true,
+        format!("{user} owns all {n} table(s) of the database"),
+    )
+}
+
 /// A pgplan feature and whether it works on this server, with the reason when it does not.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Feature {
@@ -120,8 +181,9 @@ fn feature(name: &'static str, available: bool, note: Option<String>) -> Feature
     }
 }
 
-/// What pgplan can do on a server with these facts.
-pub fn features(facts: &ServerFacts) -> Vec<Feature> {
+/// What pgplan can do on a server with these facts, and with `ownership` of its tables when it
+/// was read.
+pub fn features(facts: &ServerFacts, ownership: Option<&TableOwnership>) -> Vec<Feature> {
     let writable = !facts.in_recovery && !facts.read_only;
     // `what` is what compare would do there, even inside a rolled-back transaction.
     let not_writable = |what: &str| {
@@ -134,25 +196,41 @@ pub fn features(facts: &ServerFacts) -> Vec<Feature> {
             )
         })
     };
-    let owner_note = Some("needs ownership of the query's tables (CREATE INDEX rights)".to_owned());
+    let (owns, owner_note) = match ownership {
+        Some(o) => build_rights(facts, o),
+        None => (
+            true,
+            "needs ownership of the query's tables (CREATE INDEX rights)".to_owned(),
+        ),
+    };
     let stats_visible = facts.superuser || facts.pg_read_all_stats || facts.pg_monitor;
     let mut list = vec![
         feature(
             "compare",
-            writable,
+            writable && owns,
             if writable {
-                owner_note.clone()
+                Some(owner_note.clone())
             } else {
                 not_writable("build indexes")
             },
         ),
         feature(
             "compare --drop-index",
-            writable,
+            writable && owns,
             if writable {
-                owner_note
+                Some(owner_note.clone())
             } else {
                 not_writable("drop an index, even in a rolled-back transaction")
+            },
+        ),
+        // advise builds every candidate it measures, as compare does.
+        feature(
+            "advise",
+            writable && owns,
+            if writable {
+                Some(owner_note)
+            } else {
+                not_writable("build the candidates it measures")
             },
         ),
         feature(
@@ -267,7 +345,7 @@ mod tests {
 
     #[test]
     fn info_says_what_a_standby_cannot_do_for_each_feature() {
-        let on_standby = features(&facts(16, true, false, true));
+        let on_standby = features(&facts(16, true, false, true), None);
         let note = |name: &str| {
             on_standby
                 .iter()
@@ -283,5 +361,62 @@ mod tests {
             note("compare --drop-index")
         );
         assert!(note("compare --hypothetical").contains("on the primary"));
+        assert!(note("advise").starts_with("a standby cannot build the candidates"));
+    }
+
+    #[test]
+    fn a_role_that_owns_no_table_cannot_build_and_is_told_what_to_do() {
+        let mut primary = facts(16, false, false, true);
+        primary.user = "report reader".into();
+        let ownership = TableOwnership {
+            tables: 12,
+            owned: 0,
+            other_owners: vec![("app".into(), 9), ("etl".into(), 3)],
+        };
+        let list = features(&primary, Some(&ownership));
+        for name in ["compare", "compare --drop-index", "advise"] {
+            let f = list.iter().find(|f| f.name == name).unwrap();
+            assert!(!f.available, "{name}");
+            assert_eq!(
+                f.note.as_deref(),
+                Some(
+                    "report reader owns none of the database's 12 table(s), and CREATE INDEX \
+                     and DROP INDEX need the table's owner (\"must be owner of table\"), even \
+                     in a rolled-back transaction: connect as their owner (app owns 9, etl \
+                     owns 3) or as a member of that role"
+                ),
+                "{name}"
+            );
+        }
+        let some = TableOwnership {
+            owned: 3,
+            other_owners: vec![("app".into(), 9)],
+            ..ownership.clone()
+        };
+        let compare = &features(&primary, Some(&some))[0];
+        assert!(compare.available);
+        assert!(
+            compare
+                .note
+                .as_deref()
+                .unwrap()
+                .starts_with("report reader owns 3 of the database's 12 tables"),
+            "{compare:?}"
+        );
+        let all = TableOwnership {
+            owned: 12,
+            other_owners: vec![],
+            ..ownership
+        };
+        let compare = &features(&primary, Some(&all))[0];
+        assert!(compare.available);
+        assert_eq!(
+            compare.note.as_deref(),
+            Some("report reader owns all 12 table(s) of the database")
+        );
+        // Not read: the general caveat, never a verdict.
+        let compare = &features(&primary, None)[0];
+        assert!(compare.available);
+        assert!(compare.note.as_deref().unwrap().contains("ownership"));
     }
 }

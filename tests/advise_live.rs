@@ -308,7 +308,7 @@ async fn unused_existing_indexes_come_from_audits_check() {
             min_stats_age: Duration::ZERO,
             ..AuditOptions::default()
         };
-        let found = drops::unused_indexes(
+        let found = drops::drops(
             &audit(std::slice::from_ref(&node), &trusted),
             &workload_tables,
         );
@@ -321,8 +321,7 @@ async fn unused_existing_indexes_come_from_audits_check() {
         );
         assert_eq!(found[0].severity, Severity::Warning);
         // Counters younger than the default minimum statistics age: said, and only info.
-        let found =
-            drops::unused_indexes(&audit(&[node], &AuditOptions::default()), &workload_tables);
+        let found = drops::drops(&audit(&[node], &AuditOptions::default()), &workload_tables);
         assert_eq!(
             found[0].severity,
             Severity::Info,
@@ -334,6 +333,163 @@ async fn unused_existing_indexes_come_from_audits_check() {
             found[0].message
         );
         drop(client);
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// (index dropped, check, index kept) of each drop a finding (advise's `drops[]`, or audit's
+/// findings with their `also` reasons, the first drop reason of each) proposes.
+fn drop_decisions(items: &[serde_json::Value]) -> Vec<(String, String, Option<String>)> {
+    let drop_checks = ["unused_index", "duplicate_index", "redundant_index"];
+    let mut out: Vec<(String, String, Option<String>)> = items
+        .iter()
+        .filter_map(|f| {
+            let reasons = std::iter::once(f).chain(f["also"].as_array().into_iter().flatten());
+            let r = reasons
+                .filter(|r| drop_checks.contains(&r["check"].as_str().unwrap_or_default()))
+                .find(|r| r["fix"].is_string() || r["statement"].is_string())?;
+            Some((
+                f["index"].as_str()?.to_owned(),
+                r["check"].as_str()?.to_owned(),
+                r["kept_index"].as_str().map(str::to_owned),
+            ))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn advise_drops_what_audit_drops_and_keeps_what_it_keeps() {
+    for_each_version("advise_audit_agree", |major| async move {
+        let db = TestDb::create(major, "advise_audit_agree").await;
+        db.run(
+            "CREATE TABLE t (id integer PRIMARY KEY, a integer NOT NULL, b integer, c integer,
+                             d integer);
+             INSERT INTO t SELECT i, i, i % 100, i % 1000, i % 5000
+             FROM generate_series(1, 20000) AS i;
+             -- Neither scanned: audit keeps the older and offers both as unused.
+             CREATE INDEX t_b_idx ON t (b);
+             CREATE INDEX t_b_again ON t (b);
+             -- The same keys with fewer INCLUDE columns: covered by the wider one.
+             CREATE INDEX t_c_idx ON t (c);
+             CREATE INDEX t_c_a_idx ON t (c) INCLUDE (a);
+             -- A plain duplicate of a unique index, which stays whichever one the workload
+             -- scans.
+             CREATE UNIQUE INDEX t_a_key ON t (a);
+             CREATE INDEX t_a_idx ON t (a);
+             -- A plain pair the workload scans: the planner takes one, whose scans (advise's
+             -- own) make it the one audit keeps. Advise must see them too.
+             CREATE INDEX t_d_idx ON t (d);
+             CREATE INDEX t_d_again ON t (d);
+             VACUUM ANALYZE t;",
+        )
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("by_a.sql"),
+            "-- calls: 1000\nSELECT id FROM t WHERE a = 4242\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("by_d.sql"),
+            "-- calls: 1000\nSELECT id FROM t WHERE d = 77\n",
+        )
+        .unwrap();
+        let out = advise_cmd(
+            &db,
+            &[
+                "--workload",
+                dir.path().to_str().unwrap(),
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        );
+        let doc = advise_json(&out);
+        let advised = drop_decisions(doc["drops"].as_array().unwrap());
+        eprintln!("PostgreSQL {major}: {advised:?}");
+        for (index, check, kept) in [
+            ("t_b_again", "duplicate_index", Some("t_b_idx")),
+            ("t_c_idx", "redundant_index", Some("t_c_a_idx")),
+            ("t_a_idx", "duplicate_index", Some("t_a_key")),
+        ] {
+            assert!(
+                advised.contains(&(index.into(), check.into(), kept.map(str::to_owned))),
+                "PostgreSQL {major}: {index} is not a {check} keeping {kept:?}: {advised:?}"
+            );
+        }
+        assert!(
+            !advised.iter().any(|(i, _, _)| i == "t_a_key"),
+            "PostgreSQL {major}: the unique index is kept: {advised:?}"
+        );
+        let scanned_pair: Vec<_> = advised
+            .iter()
+            .filter(|(i, _, _)| i.starts_with("t_d_"))
+            .collect();
+        assert_eq!(scanned_pair.len(), 1, "PostgreSQL {major}: {advised:?}");
+        assert_eq!(scanned_pair[0].1, "duplicate_index", "PostgreSQL {major}");
+        let statements: Vec<&str> = doc["drops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["statement"].as_str().unwrap())
+            .collect();
+        assert!(
+            statements.contains(&"DROP INDEX CONCURRENTLY public.t_b_again;"),
+            "PostgreSQL {major}: {statements:?}"
+        );
+
+        // The same counters read by audit: the same index to drop, the same one kept.
+        let out = std::process::Command::new(common::pgplan_bin())
+            .env("NO_COLOR", "1")
+            .env_remove("PGSERVICE")
+            .args([
+                "audit",
+                "-d",
+                &db.conninfo(),
+                "--table",
+                "t",
+                "--format",
+                "json",
+            ])
+            .output()
+            .unwrap();
+        let audited: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("audit JSON ({e}): {}", String::from_utf8_lossy(&out.stderr))
+        });
+        let findings: Vec<serde_json::Value> = audited["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["table"] == "t")
+            .cloned()
+            .collect();
+        assert_eq!(
+            drop_decisions(&findings),
+            advised,
+            "PostgreSQL {major}: audit and advise disagree"
+        );
+        // Of the pair the workload scanned, the one its plans used (advise's own runs counted
+        // the scans) is the one kept: advise read those scans before deciding.
+        let scanned = db
+            .value(
+                "SELECT string_agg(indexrelname, ',') FROM pg_stat_user_indexes \
+                 WHERE relname = 't' AND indexrelname IN ('t_d_idx', 't_d_again') AND idx_scan > 0",
+            )
+            .await
+            .unwrap_or_default();
+        assert!(
+            ["t_d_idx", "t_d_again"].contains(&scanned.as_str()),
+            "PostgreSQL {major}: one of the pair is scanned: {scanned}"
+        );
+        assert_eq!(
+            scanned_pair[0].2.as_deref(),
+            Some(scanned.as_str()),
+            "PostgreSQL {major}: {advised:?}"
+        );
         db.drop_db().await;
     })
     .await;
@@ -743,6 +899,91 @@ async fn a_candidate_that_fails_to_build_is_named_and_leaves_nothing_behind() {
         );
         drop(holder);
         assert_left_nothing(&db, &before).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// The indexes of schema public, by name.
+async fn index_names(db: &TestDb) -> Vec<String> {
+    let names = db
+        .value(
+            "SELECT string_agg(c.relname, ',' ORDER BY c.relname) FROM pg_class c \
+             WHERE c.relkind = 'i' AND c.relnamespace = 'public'::regnamespace",
+        )
+        .await
+        .unwrap_or_default();
+    names.split(',').map(str::to_owned).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_proposed_name_is_the_one_postgres_gives_the_statement_run_unnamed() {
+    for_each_version("advise_names", |major| async move {
+        let db = prepared(major, "advise_names").await;
+        // Relations that are not indexes take names too: CREATE INDEX steps over any relation
+        // of the schema. users_lower_idx is the name an index on lower(email) would get.
+        db.run(
+            "CREATE SEQUENCE users_lower_idx;
+             CREATE VIEW tickets_account_id_created_at_idx AS SELECT 1 AS one;
+             CREATE TABLE wallets (id integer PRIMARY KEY);",
+        )
+        .await;
+        let dir = tempfile::tempdir().unwrap();
+        advise_workload(dir.path());
+        let out = advise_cmd(
+            &db,
+            &[
+                "--workload",
+                dir.path().to_str().unwrap(),
+                "--runs",
+                "1",
+                "--format",
+                "json",
+            ],
+        );
+        let doc = advise_json(&out);
+        let listed: Vec<&serde_json::Value> = doc["recommended"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(doc["rejected"].as_array().unwrap())
+            .collect();
+        let names: Vec<&str> = listed.iter().map(|c| c["name"].as_str().unwrap()).collect();
+        assert!(
+            names.contains(&"users_lower_idx1"),
+            "PostgreSQL {major}: the expression index is named after lower(), past the \
+             sequence: {names:?}"
+        );
+        assert!(
+            !names.contains(&"users_expr_idx") && !names.contains(&"users_lower_idx"),
+            "PostgreSQL {major}: {names:?}"
+        );
+        eprintln!("PostgreSQL {major}: {names:?}");
+        let mut unique = names.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "PostgreSQL {major}: {names:?}");
+        // Run as printed, from the top, without the names: PostgreSQL picks the same ones.
+        for c in &listed {
+            let definition = c["definition"].as_str().unwrap();
+            let name = c["name"].as_str().unwrap();
+            assert_eq!(
+                c["statement"],
+                format!("CREATE INDEX CONCURRENTLY {name} {definition}"),
+                "PostgreSQL {major}"
+            );
+            let before = index_names(&db).await;
+            db.run(&format!("CREATE INDEX CONCURRENTLY {definition}"))
+                .await;
+            let after = index_names(&db).await;
+            let new: Vec<&String> = after.iter().filter(|n| !before.contains(n)).collect();
+            assert_eq!(
+                new,
+                [name],
+                "PostgreSQL {major}: {definition} was named otherwise"
+            );
+        }
+        assert!(listed.len() >= 4, "PostgreSQL {major}: {doc:#}");
         db.drop_db().await;
     })
     .await;

@@ -11,10 +11,13 @@ use crate::plan::{Node, NodeId, Plan};
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Key {
     Column(String),
-    /// The expression as SQL with columns unqualified (`lower(email)`), and its columns.
+    /// The expression as SQL with columns unqualified (`lower(email)`), its columns, and the
+    /// name PostgreSQL gives it as an index column (`lower`; `None` where it names it `expr`:
+    /// [`super::naming::expression_column_name`]).
     Expression {
         sql: String,
         columns: Vec<String>,
+        name: Option<String>,
     },
 }
 
@@ -254,6 +257,7 @@ fn key_of(e: &Expr, alias: &str) -> Option<Key> {
     Some(Key::Expression {
         sql: e.unqualified(),
         columns,
+        name: super::naming::expression_column_name(e),
     })
 }
 
@@ -557,7 +561,8 @@ mod tests {
                 a.conditions[0].key,
                 Key::Expression {
                     sql: "lower(email)".into(),
-                    columns: vec!["email".into()]
+                    columns: vec!["email".into()],
+                    name: Some("lower".into()),
                 }
             );
             assert_eq!(a.conditions[0].key.definition(), "(lower(email))");

@@ -702,7 +702,8 @@ impl<'a> Parser<'_, 'a> {
 
 /// An identifier as PostgreSQL stores it: an unquoted word folded to lower case, a quoted one
 /// as written with doubled quotes undone.
-fn ident(t: &Token<'_>) -> Option<String> {
+/// An identifier token as PostgreSQL stores it: folded to lower case unless quoted.
+pub fn ident(t: &Token<'_>) -> Option<String> {
     match t.kind {
         TokenKind::Word => Some(t.text.to_lowercase()),
         TokenKind::QuotedIdentifier if t.text.starts_with('"') && t.text.len() >= 2 => {

@@ -1,6 +1,9 @@
 //! The catalog facts advise proposes from, as plain values: each table's columns with their
 //! types, collations and `pg_stats` figures, its existing indexes in pieces, its size and
-//! visibility map, its write counters, and the extensions installed. `db::advise` reads them.
+//! visibility map, its write counters, the extensions installed, and the relation names an
+//! index's name must step over. `db::advise` reads them.
+
+use std::collections::BTreeSet;
 
 /// Everything advise knows about the database besides the plans.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -8,6 +11,10 @@ pub struct Facts {
     pub tables: Vec<TableFacts>,
     /// Extension names installed in the database (`pg_extension`).
     pub extensions: Vec<String>,
+    /// (schema, name) of the relations of any kind (tables, indexes, sequences, views, ...) in
+    /// the schemas of `tables` whose names an index on one of them could be given: the names
+    /// CREATE INDEX without a name steps over, since one namespace holds every relation.
+    pub taken_names: BTreeSet<(String, String)>,
 }
 
 impl Facts {
@@ -26,6 +33,18 @@ impl Facts {
 
     pub fn has_extension(&self, name: &str) -> bool {
         self.extensions.iter().any(|e| e == name)
+    }
+
+    /// Whether a relation named `name` is in `schema`: an index of the tables read, or any
+    /// relation [`Facts::taken_names`] holds.
+    pub fn name_taken(&self, schema: &str, name: &str) -> bool {
+        self.taken_names
+            .contains(&(schema.to_owned(), name.to_owned()))
+            || self
+                .tables
+                .iter()
+                .filter(|t| t.schema == schema)
+                .any(|t| t.name == name || t.indexes.iter().any(|i| i.name == name))
     }
 }
 

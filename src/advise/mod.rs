@@ -12,6 +12,7 @@ pub mod coverage;
 pub mod drops;
 pub mod expr;
 pub mod facts;
+pub mod naming;
 pub mod report;
 pub mod rules;
 pub mod shortlist;
@@ -149,8 +150,8 @@ pub struct Candidate {
     /// Why, in a sentence per rule, with the evidence.
     pub reasons: Vec<String>,
     pub serves: Vec<Serves>,
-    /// The name to create it under: [`Candidate::default_name`], made unique among the table's
-    /// indexes and the other candidates by [`propose`].
+    /// The name to create it under: the one PostgreSQL would give it, stepping over the
+    /// schema's relations and the other candidates ([`assign_names`]).
     pub name: String,
 }
 
@@ -194,18 +195,15 @@ impl Candidate {
         s
     }
 
-    /// The name PostgreSQL would choose (ChooseIndexName: the table, every column's name or
-    /// "expr" for an expression, INCLUDE columns too, then "idx"; the part before "idx" cut so
-    /// the whole fits in 63 bytes), which a user can keep or change.
+    /// The name PostgreSQL would choose for it in a schema where nothing is taken
+    /// ([`naming::index_name`]), which a user can keep or change.
     pub fn default_name(&self) -> String {
-        let mut parts = vec![self.table.clone()];
-        for k in &self.keys {
-            parts.push(k.key.column().unwrap_or("expr").to_owned());
-        }
-        parts.extend(self.include.iter().cloned());
-        let mut base = parts.join("_");
-        truncate_to(&mut base, 63 - "_idx".len());
-        base + "_idx"
+        naming::index_name(
+            &self.table,
+            self.keys.iter().map(|k| &k.key),
+            &self.include,
+            |_| false,
+        )
     }
 
     /// The statement to run on production: built without blocking writes.
@@ -279,28 +277,18 @@ impl Candidate {
     }
 }
 
-/// Cuts `s` to at most `max` bytes on a character boundary.
-fn truncate_to(s: &mut String, max: usize) {
-    while s.len() > max {
-        s.pop();
+/// Names each candidate, in the order given, as PostgreSQL would name it if its `CREATE INDEX`
+/// ran unnamed after those before it: stepping over every relation of its schema
+/// ([`Facts::name_taken`]) and the names given to the candidates before it.
+pub fn assign_names<'c>(candidates: impl IntoIterator<Item = &'c mut Candidate>, facts: &Facts) {
+    let mut given: Vec<(String, String)> = Vec::new();
+    for c in candidates {
+        let name = naming::index_name(&c.table, c.keys.iter().map(|k| &k.key), &c.include, |n| {
+            facts.name_taken(&c.schema, n) || given.iter().any(|(s, g)| *s == c.schema && g == n)
+        });
+        given.push((c.schema.clone(), name.clone()));
+        c.name = name;
     }
-}
-
-/// `base`, or `base` with the first number from 1 on that no name in `taken` has, placed
-/// before the suffix as PostgreSQL's ChooseRelationName does (`t_a_idx1`).
-fn unique_name(base: &str, taken: &[String]) -> String {
-    if !taken.iter().any(|t| t == base) {
-        return base.to_owned();
-    }
-    (1..)
-        .map(|n| {
-            let suffix = n.to_string();
-            let mut s = base.to_owned();
-            truncate_to(&mut s, 63 - suffix.len());
-            s + &suffix
-        })
-        .find(|s| !taken.contains(s))
-        .unwrap_or_default()
 }
 
 /// The table a scan reads, as advise names it.
@@ -399,15 +387,7 @@ pub fn propose(plans: &[&Plan], facts: &Facts) -> Proposals {
             None => candidates.push(c),
         }
     }
-    let mut taken: Vec<String> = facts
-        .tables
-        .iter()
-        .flat_map(|t| t.indexes.iter().map(|i| i.name.clone()))
-        .collect();
-    for c in &mut candidates {
-        c.name = unique_name(&c.default_name(), &taken);
-        taken.push(c.name.clone());
-    }
+    assign_names(&mut candidates, facts);
     Proposals {
         candidates,
         covered,
@@ -453,6 +433,28 @@ mod tests {
                 "CREATE INDEX CONCURRENTLY logs_ts_idx1 ON public.logs USING brin (ts)"
             )
         );
+    }
+
+    #[test]
+    fn any_relation_of_the_schema_takes_a_name_and_the_order_given_decides_the_numbers() {
+        use super::testing::{facts, propose_with};
+        let mut f = facts();
+        // A sequence (or a view, a table) of that name: CREATE INDEX steps over it too.
+        f.taken_names
+            .insert(("public".into(), "logs_ts_idx".into()));
+        // In another schema: no clash.
+        f.taken_names
+            .insert(("archive".into(), "logs_ts_idx1".into()));
+        let p = propose_with("advise/brin_time_range", 17, &f);
+        let names: Vec<&str> = p.candidates.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["logs_ts_idx1", "logs_ts_idx2"]);
+        // Named again with the BRIN one first, as when it alone is recommended: it is the one
+        // PostgreSQL would name first.
+        let mut again: Vec<super::Candidate> = p.candidates.iter().rev().cloned().collect();
+        super::assign_names(&mut again, &facts());
+        assert_eq!(again[0].method, super::Method::Brin);
+        assert_eq!(again[0].name, "logs_ts_idx");
+        assert_eq!(again[1].name, "logs_ts_idx1");
     }
 
     #[test]

@@ -271,6 +271,7 @@ pub fn facts() -> Facts {
             events,
         ],
         extensions: vec!["plpgsql".into(), "pg_trgm".into()],
+        taken_names: Default::default(),
     }
 }
 

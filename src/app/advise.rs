@@ -19,7 +19,7 @@ use crate::audit::{AuditOptions, NodeResult, Scope, audit};
 use crate::cli::AdviseArgs;
 use crate::compare::workload::verdict::QueryFigures;
 use crate::compare::workload::{self as wl, WorkloadMeasurements, judge, workload_updates};
-use crate::db::advise::{TableName, read_facts};
+use crate::db::advise::{TableName, publish_own_counters, read_facts};
 use crate::db::connect::Connection;
 use crate::db::session::Limits;
 use crate::exit;
@@ -61,6 +61,32 @@ impl Measured {
             e.figures.used
                 || e.figures.pages_before != e.figures.pages_after && e.saved_per_day != 0.0
         })
+    }
+}
+
+/// A note about one candidate: its message follows the candidate's name, which is written once
+/// the names to print are settled.
+struct CandidateNote {
+    name: String,
+    table: String,
+    after_name: String,
+}
+
+impl CandidateNote {
+    fn new(c: &Candidate, after_name: String) -> Self {
+        CandidateNote {
+            name: c.name.clone(),
+            table: c.table.clone(),
+            after_name,
+        }
+    }
+
+    fn note(self, final_name: &dyn Fn(&str) -> String) -> Note {
+        Note {
+            query: None,
+            table: Some(self.table),
+            message: format!("{}{}", final_name(&self.name), self.after_name),
+        }
     }
 }
 
@@ -502,6 +528,7 @@ async fn advise_on(
         .await?;
     let proposals = propose(&plan_refs, &facts);
     let mut notes = proposals.notes.clone();
+    let mut candidate_notes: Vec<CandidateNote> = Vec::new();
 
     // 3. The shortlist: what fits in the budget, most promising first. With --hypothetical,
     // HypoPG's estimates order it and leave out what the planner would not choose; no
@@ -535,14 +562,12 @@ async fn advise_on(
             .map(|(r, c)| match r {
                 Ok(e) => Some(e),
                 Err(e) => {
-                    notes.push(Note {
-                        query: None,
-                        table: Some(c.table.clone()),
-                        message: format!(
-                            "{}: no HypoPG estimate ({e}); shortlisted by the pages its scans read today",
-                            c.name
+                    candidate_notes.push(CandidateNote::new(
+                        c,
+                        format!(
+                            ": no HypoPG estimate ({e}); shortlisted by the pages its scans read today"
                         ),
-                    });
+                    ));
                     None
                 }
             })
@@ -565,17 +590,14 @@ async fn advise_on(
     let cap = shortlist::measurable_within(remaining_ms, pass_ms, pass_ms);
     let short = shortlist::shortlist(&prospects, cap);
     for &i in &short.over_budget {
-        let c = &proposals.candidates[i];
-        notes.push(Note {
-            query: None,
-            table: Some(c.table.clone()),
-            message: format!(
-                "{} was proposed but not measured: the --budget leaves room for {cap} candidate(s)",
-                c.name
+        candidate_notes.push(CandidateNote::new(
+            &proposals.candidates[i],
+            format!(
+                " was proposed but not measured: the --budget leaves room for {cap} candidate(s)"
             ),
-        });
+        ));
     }
-    let not_shortlisted: Vec<NotShortlisted> = short
+    let mut not_shortlisted: Vec<NotShortlisted> = short
         .unused_by_planner
         .iter()
         .filter_map(|&i| {
@@ -673,27 +695,22 @@ async fn advise_on(
             }
             Err(_) if measurements.skipped_for_budget.contains(&i) => {
                 coverage.over_budget += 1;
-                notes.push(Note {
-                    query: None,
-                    table: Some(shortlisted[i].table.clone()),
-                    message: format!(
-                        "{} was proposed but not measured (budget): --budget ran out before it",
-                        shortlisted[i].name
-                    ),
-                });
+                candidate_notes.push(CandidateNote::new(
+                    &shortlisted[i],
+                    " was proposed but not measured (budget): --budget ran out before it".into(),
+                ));
             }
-            Err(e) => notes.push(Note {
-                query: None,
-                table: Some(shortlisted[i].table.clone()),
-                message: format!("{} could not be measured: {e}", shortlisted[i].name),
-            }),
+            Err(e) => candidate_notes.push(CandidateNote::new(
+                &shortlisted[i],
+                format!(" could not be measured: {e}"),
+            )),
         }
     }
     coverage.measured = measured_ids.len();
     coverage.failed = coverage
         .proposed
         .saturating_sub(coverage.measured + coverage.over_budget + not_shortlisted.len());
-    let candidates: Vec<Candidate> = measured_ids
+    let mut candidates: Vec<Candidate> = measured_ids
         .iter()
         .map(|&i| shortlisted[i].clone())
         .collect();
@@ -858,6 +875,45 @@ async fn advise_on(
     }
     let chosen_ids: Vec<usize> = choice.chosen.iter().map(|(i, _)| *i).collect();
     let rejected_ids: Vec<usize> = choice.rejected.iter().map(|r| r.candidate).collect();
+
+    // The names to print: each as PostgreSQL gives it when the report's statements run unnamed
+    // from the top, the recommendations in their order, then the rejected candidates, then
+    // those not measured. Measuring named every candidate in the order proposed, so a
+    // recommendation proposed after a rejected candidate of the same columns would otherwise
+    // read `..._idx1` where no `..._idx` is to be built.
+    let mut in_order: Vec<&Candidate> = chosen_ids
+        .iter()
+        .chain(&rejected_ids)
+        .map(|&i| &candidates[i])
+        .chain(not_shortlisted.iter().map(|n| &n.candidate))
+        .collect();
+    for c in &proposals.candidates {
+        if !in_order.iter().any(|o| o.name == c.name) {
+            in_order.push(c);
+        }
+    }
+    let provisional: Vec<String> = in_order.iter().map(|c| c.name.clone()).collect();
+    let mut renamed: Vec<Candidate> = in_order.into_iter().cloned().collect();
+    crate::advise::assign_names(&mut renamed, &facts);
+    let final_name = |name: &str| -> String {
+        provisional
+            .iter()
+            .position(|p| p == name)
+            .map_or_else(|| name.to_owned(), |k| renamed[k].name.clone())
+    };
+    for c in &mut candidates {
+        c.name = final_name(&c.name);
+    }
+    for n in &mut not_shortlisted {
+        n.candidate.name = final_name(&n.candidate.name);
+    }
+    for u in &mut unmeasured {
+        if u.during != "baseline" {
+            u.during = final_name(&u.during);
+        }
+    }
+    notes.extend(candidate_notes.into_iter().map(|n| n.note(&final_name)));
+
     let (chosen, mut rejected) = sort_out(&candidates, &choice);
     for (r, &i) in rejected.iter_mut().zip(&rejected_ids) {
         r.estimate = candidate_estimates[i];
@@ -894,7 +950,7 @@ async fn advise_on(
         })
         .collect();
 
-    // Existing indexes the workload does not need: audit's unused check on its tables.
+    // Existing indexes to drop: audit's unused, duplicate and redundant findings on its tables.
     let table_refs: Vec<TableRef> = facts
         .tables
         .iter()
@@ -913,7 +969,12 @@ async fn advise_on(
                 .collect(),
             ..Scope::default()
         };
-        let snapshot = read_audit_snapshot(conn, limits, &scope, None).await;
+        // The scans of this run's last measurements, counted by the same counters audit
+        // reads: published first, or a duplicate the workload scanned would read as unscanned.
+        let snapshot = match publish_own_counters(conn, limits).await {
+            Ok(()) => read_audit_snapshot(conn, limits, &scope, None).await,
+            Err(e) => Err(e.to_string()),
+        };
         let audited = audit(
             &[NodeResult {
                 name: conn.target.clone(),
@@ -921,7 +982,7 @@ async fn advise_on(
             }],
             &AuditOptions::default(),
         );
-        drops::unused_indexes(&audited, &table_refs)
+        drops::drops(&audited, &table_refs)
     };
     // What concerns the workload as a whole comes first, then what concerns one query.
     if let Some(writers) = writers {

@@ -5,6 +5,7 @@ use std::io::{self, Write};
 use anyhow::Result;
 
 use crate::cli::{InfoArgs, InfoFormat};
+use crate::db::facts::read_table_ownership;
 use crate::exit;
 use crate::report::info::{InfoDoc, InfoReport, write_text};
 use crate::report::{TextOptions, write_json};
@@ -21,10 +22,14 @@ pub fn info(args: InfoArgs, verbose: u8, options: &TextOptions) -> Result<u8> {
     let interrupt = Interrupt::new();
     let report = runtime()?.block_on(interrupt.run(async {
         let connection = open(&params, &args.session, &interrupt).await?;
+        let ownership = read_table_ownership(&connection.client)
+            .await
+            .map_err(anyhow::Error::msg)?;
         Ok(InfoReport {
             target: connection.target.clone(),
             encrypted: connection.encrypted,
             facts: connection.facts.clone(),
+            ownership: Some(ownership),
             sources,
         })
     }))?;

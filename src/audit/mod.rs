@@ -268,6 +268,9 @@ pub struct Finding {
     pub evidence: Vec<(&'static str, f64)>,
     /// The SQL that fixes it; none when nothing should be run (a build still in progress).
     pub fix: Option<String>,
+    /// duplicate_index and redundant_index: the index that stays in this one's place (the one
+    /// every decision of the group finally keeps), which `advise` names too.
+    pub kept_index: Option<String>,
     /// The node the finding is about, for per-node objects (sessions, slots).
     pub node: Option<String>,
     /// Per-node index usage (unused_index).
@@ -290,6 +293,9 @@ pub struct Reason {
     pub severity: Severity,
     pub message: String,
     pub fix: Option<String>,
+    /// As [`Finding::kept_index`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_index: Option<String>,
 }
 
 impl Finding {
@@ -305,6 +311,7 @@ impl Finding {
             message,
             evidence: Vec::new(),
             fix: None,
+            kept_index: None,
             node: None,
             usage: Vec::new(),
             confidence: None,
@@ -1252,6 +1259,7 @@ pub fn one_per_index(mut findings: Vec<Finding>) -> Vec<Finding> {
                 severity: other.severity,
                 message: other.message,
                 fix: other.fix,
+                kept_index: other.kept_index,
             });
         }
     }

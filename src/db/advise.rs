@@ -1,22 +1,67 @@
 //! Reads the catalog facts `pgplan advise` proposes from (`queries/advise_*.sql`): the tables a
 //! workload's plans scan, their columns with `pg_stats`, and their existing indexes, turned
-//! into the pure core's [`Facts`]. Three statements, each run once for all tables, through
+//! into the pure core's [`Facts`], and the relation names of their schemas a new index's name
+//! must step over. Four statements, each run once for all tables, through
 //! `query_typed` (never prepared, so they work behind a transaction-mode pooler); they only
 //! read, and need no privilege beyond what the workload's own queries need.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use tokio_postgres::Row;
 use tokio_postgres::types::{FromSql, Type};
 
 use super::catalog::CatalogError;
+use super::connect::Connection;
 use super::error::describe;
 use super::facts::ServerFacts;
-use crate::advise::{ColumnFacts, ColumnStats, Facts, IndexFacts, IndexKeyFacts, TableFacts};
+use super::session::{Limits, SessionError};
+use crate::advise::{
+    ColumnFacts, ColumnStats, Facts, IndexFacts, IndexKeyFacts, TableFacts, naming,
+};
 
 const TABLES_SQL: &str = include_str!("../../queries/advise_tables.sql");
 const COLUMNS_SQL: &str = include_str!("../../queries/advise_columns.sql");
 const INDEXES_SQL: &str = include_str!("../../queries/advise_indexes.sql");
+const TAKEN_NAMES_SQL: &str = include_str!("../../queries/advise_taken_names.sql");
+const FORCE_FLUSH_SQL: &str = include_str!("../../queries/stats_force_next_flush.sql");
+const REPORT_PENDING_SQL: &str = include_str!("../../queries/stats_report_pending.sql");
+
+/// PostgreSQL 13 and 14's PGSTAT_STAT_INTERVAL: a backend sends its counters to the collector
+/// at most this often, and a reader accepts a statistics file this old.
+const STATS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Makes the index scans this session's own measuring counted visible to its next catalog read,
+/// so that the drops advise reads (audit's unused and duplicate checks, which compare scans)
+/// see what `pgplan audit` run afterwards sees. Without it the last runs' scans are still
+/// pending in this backend (15+ flushes them at most once a second; 13 and 14 send them at most
+/// every 500 ms and read a file up to 500 ms old), and the index of a duplicate pair the
+/// workload scanned reads as unscanned: advise would drop the one audit keeps.
+///
+/// 15+: one statement, and the flush happens before the server answers the next ROLLBACK
+/// (pending statistics are reported before ReadyForQuery). 13 and 14: waits out the interval,
+/// lets the backend send, and waits again for the collector's file: about a second.
+pub async fn publish_own_counters(
+    conn: &mut Connection,
+    limits: &Limits,
+) -> Result<(), SessionError> {
+    let run = async |conn: &mut Connection, sql: &'static str| {
+        conn.read_only(limits, async |client| {
+            client
+                .query_typed(sql, &[])
+                .await
+                .map(|_| ())
+                .map_err(|e| SessionError::from_pg("publishing this session's statistics", &e))
+        })
+        .await
+    };
+    if conn.facts.major() >= 15 {
+        return run(conn, FORCE_FLUSH_SQL).await;
+    }
+    tokio::time::sleep(STATS_INTERVAL).await;
+    run(conn, REPORT_PENDING_SQL).await?;
+    tokio::time::sleep(STATS_INTERVAL).await;
+    Ok(())
+}
 
 /// A table as a plan names it: the schema when the plan says it (VERBOSE), and the name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -52,13 +97,20 @@ pub async fn read_facts(
     .await?;
     let mut by_oid: HashMap<u32, usize> = HashMap::new();
     let mut out = Vec::new();
+    // Pairwise with `out`: the oids and name prefixes the taken names are read by.
+    let mut table_oids: Vec<u32> = Vec::new();
+    let mut prefixes: Vec<String> = Vec::new();
     for r in &rows {
         let what = "advise tables";
         let reltuples: f64 = req(r, what, "reltuples")?;
-        by_oid.insert(req(r, what, "table_oid")?, out.len());
+        let oid: u32 = req(r, what, "table_oid")?;
+        let name: String = req(r, what, "table_name")?;
+        table_oids.push(oid);
+        prefixes.push(naming::lookup_prefix(&name).to_owned());
+        by_oid.insert(oid, out.len());
         out.push(TableFacts {
             schema: req(r, what, "schema_name")?,
-            name: req(r, what, "table_name")?,
+            name,
             columns: Vec::new(),
             indexes: Vec::new(),
             // -1 (14+) means never vacuumed or analyzed; before 14 that read 0 with 0 pages.
@@ -146,9 +198,25 @@ pub async fn read_facts(
         });
     }
 
+    let mut taken_names = BTreeSet::new();
+    if !table_oids.is_empty() {
+        let params: [(&(dyn tokio_postgres::types::ToSql + Sync), Type); 2] = [
+            (&table_oids, Type::OID_ARRAY),
+            (&prefixes, Type::TEXT_ARRAY),
+        ];
+        for r in query(client, "advise taken names", TAKEN_NAMES_SQL, &params).await? {
+            let what = "advise taken names";
+            taken_names.insert((
+                req(&r, what, "schema_name")?,
+                req(&r, what, "relation_name")?,
+            ));
+        }
+    }
+
     Ok(Facts {
         tables: out,
         extensions: server.extensions.iter().map(|(n, _)| n.clone()).collect(),
+        taken_names,
     })
 }
 

@@ -161,6 +161,10 @@ pub struct DropDoc {
     pub statement: String,
     pub message: String,
     pub severity: &'static str,
+    /// The audit check whose finding it is: unused_index, duplicate_index, redundant_index.
+    pub check: &'static str,
+    /// For a duplicate or redundant index, the index audit keeps in its place; else null.
+    pub kept_index: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -330,6 +334,8 @@ impl AdviseDoc {
                     statement: d.statement.clone(),
                     message: d.message.clone(),
                     severity: d.severity.as_str(),
+                    check: d.check.as_str(),
+                    kept_index: d.kept_index.clone(),
                 })
                 .collect(),
             rejected: report
@@ -596,11 +602,18 @@ pub fn write_text(
         writeln!(
             out,
             "{}",
-            paint.bold(&format!("Unused existing indexes ({})", report.drops.len()))
+            paint.bold(&format!(
+                "Existing indexes to drop ({})",
+                report.drops.len()
+            ))
         )?;
         for d in &report.drops {
             writeln!(out, "  {}", paint.severity(d.severity, &d.statement))?;
-            writeln!(out, "    {}", paint.dim(&printable(&d.message)))?;
+            writeln!(
+                out,
+                "    {}",
+                paint.dim(&printable(&format!("[{}] {}", d.check.as_str(), d.message)))
+            )?;
         }
     }
     if !report.rejected.is_empty() {
@@ -779,13 +792,14 @@ pub fn write_markdown(out: &mut dyn Write, report: &AdviseReport) -> io::Result<
         writeln!(out)?;
     }
     if !report.drops.is_empty() {
-        writeln!(out, "#### Unused existing indexes")?;
+        writeln!(out, "#### Existing indexes to drop")?;
         writeln!(out)?;
         for d in &report.drops {
             writeln!(
                 out,
-                "- `{}` — {} ({})",
+                "- `{}` — {}: {} ({})",
                 d.statement.replace('\n', " "),
+                d.check.as_str(),
                 markdown::cell(&d.message),
                 d.severity.as_str()
             )?;
@@ -998,8 +1012,20 @@ mod tests {
                 schema: "public".into(),
                 table: "tickets".into(),
                 index: "tickets_body_idx".into(),
+                check: crate::audit::Check::UnusedIndex,
+                kept_index: None,
                 statement: "DROP INDEX CONCURRENTLY public.tickets_body_idx;".into(),
                 message: "public.tickets_body_idx has not been scanned in 12 days of counting"
+                    .into(),
+                severity: Severity::Warning,
+            }, crate::advise::drops::DropSuggestion {
+                schema: "public".into(),
+                table: "tickets".into(),
+                index: "tickets_state_idx1".into(),
+                check: crate::audit::Check::DuplicateIndex,
+                kept_index: Some("tickets_state_idx".into()),
+                statement: "DROP INDEX CONCURRENTLY public.tickets_state_idx1;".into(),
+                message: "index tickets_state_idx1 duplicates tickets_state_idx on public.tickets: same key columns (state); keep tickets_state_idx because it is scanned more (40 scans against 0)"
                     .into(),
                 severity: Severity::Warning,
             }],
@@ -1183,7 +1209,9 @@ mod tests {
     fn nothing_to_advise() {
         let mut report = report();
         report.recommended.clear();
-        report.drops[0].severity = Severity::Info;
+        for d in &mut report.drops {
+            d.severity = Severity::Info;
+        }
         assert!(!report.has_advice(), "an untrusted drop is not advice");
         let text = render(|o| write_text(o, &report, &TextOptions::default()).unwrap());
         assert!(text.contains("No index to build"), "{text}");

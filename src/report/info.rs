@@ -4,7 +4,7 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::server::{Feature, ServerFacts, features};
+use crate::server::{Feature, ServerFacts, TableOwnership, features};
 
 use super::{Paint, TextOptions};
 
@@ -15,6 +15,8 @@ pub struct InfoReport {
     pub target: String,
     pub facts: ServerFacts,
     pub encrypted: bool,
+    /// How many of the database's tables the role owns (what building an index needs).
+    pub ownership: Option<TableOwnership>,
     /// With -v: (parameter, value, source) for every connection parameter, password redacted.
     pub sources: Vec<(String, String, String)>,
 }
@@ -39,9 +41,25 @@ pub struct InfoDoc {
     pub system_identifier: Option<String>,
     pub started_at: Option<String>,
     pub uptime_seconds: Option<f64>,
+    /// The database's tables and how many of them the role owns; null when not read.
+    pub table_ownership: Option<OwnershipDoc>,
     pub features: Vec<Feature>,
     /// Where each connection parameter came from (only with -v).
     pub connection_sources: Vec<SourceDoc>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct OwnershipDoc {
+    pub tables: u64,
+    pub owned: u64,
+    /// The roles owning the others, most tables first (at most three).
+    pub other_owners: Vec<OwnerDoc>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct OwnerDoc {
+    pub role: String,
+    pub tables: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -103,7 +121,19 @@ impl InfoDoc {
             system_identifier: f.system_identifier.clone(),
             started_at: f.started_at.clone(),
             uptime_seconds: f.uptime_seconds,
-            features: features(f),
+            table_ownership: report.ownership.as_ref().map(|o| OwnershipDoc {
+                tables: o.tables,
+                owned: o.owned,
+                other_owners: o
+                    .other_owners
+                    .iter()
+                    .map(|(role, tables)| OwnerDoc {
+                        role: role.clone(),
+                        tables: *tables,
+                    })
+                    .collect(),
+            }),
+            features: features(f, report.ownership.as_ref()),
             connection_sources: report
                 .sources
                 .iter()
@@ -183,9 +213,29 @@ pub fn write_text(
     if let Some(id) = &f.system_identifier {
         writeln!(out, "{}{id}", label("System id"))?;
     }
+    if let Some(o) = &report.ownership {
+        let others: Vec<String> = o
+            .other_owners
+            .iter()
+            .map(|(role, n)| format!("{role} {n}"))
+            .collect();
+        let rest = if others.is_empty() {
+            String::new()
+        } else {
+            format!(" (others owned by {})", others.join(", "))
+        };
+        writeln!(
+            out,
+            "{}{} owns {} of {}{rest}",
+            label("Tables"),
+            f.user,
+            o.owned,
+            o.tables
+        )?;
+    }
     writeln!(out)?;
     writeln!(out, "{}", paint.bold("What pgplan can do here"))?;
-    let list = features(f);
+    let list = features(f, report.ownership.as_ref());
     let width = list.iter().map(|x| x.name.len()).max().unwrap_or(0);
     for feature in list {
         let mark = if feature.available {

@@ -72,6 +72,9 @@ pub struct AuditFindingDoc<'a> {
     pub evidence: EvidenceDoc<'a>,
     /// The SQL that fixes it; null when nothing should be run.
     pub fix: Option<&'a str>,
+    /// duplicate_index and redundant_index: the index that stays in this one's place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_index: Option<&'a str>,
     /// The node the finding is about (sessions, slots); null for cluster-wide objects.
     pub node: Option<&'a str>,
     /// Per-node index usage (unused_index).
@@ -141,6 +144,7 @@ impl Serialize for ReasonsDoc<'_> {
             severity: r.severity.as_str(),
             message: &r.message,
             fix: r.fix.as_deref(),
+            kept_index: r.kept_index.as_deref(),
         }))
     }
 }
@@ -151,6 +155,8 @@ pub struct ReasonDoc<'a> {
     pub severity: &'static str,
     pub message: &'a str,
     pub fix: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept_index: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]
@@ -198,6 +204,7 @@ fn finding_doc(f: &Finding) -> AuditFindingDoc<'_> {
         message: &f.message,
         evidence: EvidenceDoc(&f.evidence),
         fix: f.fix.as_deref(),
+        kept_index: f.kept_index.as_deref(),
         node: f.node.as_deref(),
         usage: &f.usage,
         confidence: f.confidence.as_deref(),

@@ -183,7 +183,8 @@ mod tests {
                 .find(|c| c.definition() == "ON public.users ((lower(email)))")
                 .unwrap_or_else(|| panic!("pg{v}: {:?}", definitions(&p)));
             assert_eq!(c.kinds, [crate::advise::Kind::Expression]);
-            assert_eq!(c.name, "users_expr_idx");
+            // PostgreSQL names an expression column after its function (FigureIndexColname).
+            assert_eq!(c.name, "users_lower_idx");
         }
     }
 

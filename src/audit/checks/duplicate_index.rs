@@ -418,6 +418,7 @@ fn duplicate(
         .evidence("index_scans", ctx.total_scans(index) as f64)
         .evidence("kept_index_scans", ctx.total_scans(kept) as f64);
     finding.fix = fix;
+    finding.kept_index = Some(kept.name.clone());
     finding
 }
 
@@ -458,6 +459,7 @@ fn redundant_prefix(
         .evidence("index_scans", ctx.total_scans(index) as f64)
         .evidence("kept_index_size_bytes", keep.size_bytes.unwrap_or(0) as f64);
     finding.fix = fix;
+    finding.kept_index = Some(keep.name.clone());
     finding
 }
 
