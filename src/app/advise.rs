@@ -17,6 +17,7 @@ use crate::advise::shortlist::Estimate;
 use crate::advise::{Candidate, Note, TableRef, drops, propose, shortlist};
 use crate::audit::{AuditOptions, NodeResult, Scope, audit};
 use crate::cli::AdviseArgs;
+use crate::compare::workload::probe_residue;
 use crate::compare::workload::verdict::QueryFigures;
 use crate::compare::workload::{self as wl, WorkloadMeasurements, judge, workload_updates};
 use crate::db::advise::{TableName, publish_own_counters, read_facts};
@@ -495,6 +496,7 @@ async fn advise_on(
     )
     .await?;
     let pass_ms = pass_started.elapsed().as_secs_f64() * 1000.0;
+    let mut residue = baseline.probe_residue.clone();
     let mut unmeasured = crate::compare::workload::unmeasured::unmeasured(&queries, &baseline, &[]);
     let plans: Vec<Plan> = (0..queries.len())
         .map(|q| plan_of(&baseline, q).unwrap_or_default())
@@ -679,6 +681,7 @@ async fn advise_on(
         ));
     }
     push_new(&mut not_rolled_back, &measurements.figures_put_back);
+    probe_residue::merge(&mut residue, &measurements.probe_residue);
     // Only what was measured enters the choice; a failed candidate is named with its error.
     let mut current: Vec<Measured> = Vec::new();
     let mut measured_ids: Vec<usize> = Vec::new();
@@ -773,6 +776,7 @@ async fn advise_on(
         )
         .await?;
         push_new(&mut not_rolled_back, &again.figures_put_back);
+        probe_residue::merge(&mut residue, &again.probe_residue);
         let judged = measured_of(
             &subset,
             &touched,
@@ -823,6 +827,7 @@ async fn advise_on(
         )
         .await?;
         push_new(&mut not_rolled_back, &all_in.figures_put_back);
+        probe_residue::merge(&mut residue, &all_in.probe_residue);
         let plans: Vec<&crate::plan::Analysis> = all_in.baselines[0]
             .queries
             .iter()
@@ -1003,6 +1008,7 @@ async fn advise_on(
     all_notes.extend(notes.into_iter().filter(|n| !n.contradicted_by(&served)));
     all_notes.sort_by_key(|n| n.query.is_some());
     let notes = all_notes;
+    not_rolled_back.extend(probe_residue::residue_notes(&residue));
     Ok(AdviseReport {
         server_version: conn.facts.version.clone(),
         database: conn.facts.database.clone(),

@@ -607,6 +607,7 @@ async fn write_probe(
     table: &str,
     predicate: Option<&str>,
     accepted: &[String],
+    untracked: bool,
 ) -> Result<Option<ProbeFigures>, SessionError> {
     // A table with user triggers, rules or publications is not probed, unless the user accepted
     // it by name: the write would run their code (compare::workload::probe_guard); the report
@@ -630,8 +631,20 @@ async fn write_probe(
     // workload leaves them) may prune it, which is WAL-logged too. Both happen once per page, so
     // the quietest run is the one that did only the write itself, on either side.
     let mut quietest: Option<ProbeFigures> = None;
+    let mut rows_counted = 0.0;
     for _ in 0..3 {
         run(client, "SAVEPOINT pgplan_probe", "setting a savepoint").await?;
+        if untracked {
+            // The write is pgplan's own: kept out of the table's cumulative counters, whose
+            // write rates the next run's advice reads (relation_open reads track_counts, so
+            // the setting holds for the write; the savepoint's rollback turns it on again).
+            run(
+                client,
+                "SET LOCAL track_counts = off",
+                "keeping the representative write out of the statistics counters",
+            )
+            .await?;
+        }
         let plan = explain::explain(client, &sql, "measuring a representative write").await;
         run(
             client,
@@ -640,6 +653,9 @@ async fn write_probe(
         )
         .await?;
         let Ok(plan) = plan else { return Ok(None) };
+        if !untracked {
+            rows_counted += 2.0;
+        }
         let Ok(parsed) = parse_plan(&plan) else {
             return Ok(None);
         };
@@ -651,10 +667,11 @@ async fn write_probe(
             quietest = Some(ProbeFigures {
                 pages_written: b.shared_dirtied_blocks,
                 wal_bytes: wal,
+                rows_counted: 0.0,
             });
         }
     }
-    Ok(quietest)
+    Ok(quietest.map(|q| ProbeFigures { rows_counted, ..q }))
 }
 
 /// Settings every measuring transaction starts with.
@@ -724,6 +741,7 @@ async fn measure_baseline(
                         table,
                         predicate.as_deref(),
                         &work.options.probe_accepted,
+                        work.options.untracked,
                     )
                     .await?,
                 ));
@@ -787,6 +805,23 @@ pub async fn measure_workload(
     // Before the baseline, which builds the chosen indexes: what every build changes in place
     // is put back to these figures at the end.
     let initial = read_estimates(conn).await?;
+    // The probed tables' sizes, to name the pages the representative writes add.
+    let mut probed: Vec<String> = probe_tables.iter().map(|(t, _)| t.clone()).collect();
+    probed.sort();
+    probed.dedup();
+    if !options.allow_writes {
+        probed.clear();
+    }
+    let read_pages = async |conn: &mut Connection| {
+        if probed.is_empty() {
+            return Ok(Vec::new());
+        }
+        conn.read_only(limits, async |client| {
+            dbw::relation_pages(client, &probed).await
+        })
+        .await
+    };
+    let pages_before = read_pages(conn).await?;
 
     let work = Work {
         queries,
@@ -876,6 +911,7 @@ pub async fn measure_workload(
                             t,
                             probe_predicate.as_deref(),
                             &options.probe_accepted,
+                            options.untracked,
                         )
                         .await?
                     }
@@ -959,6 +995,24 @@ pub async fn measure_workload(
     }
 
     let figures_put_back = super::estimates::put_back(conn, limits, &initial).await;
+    let pages_after = read_pages(conn).await?;
+    let mut counted: Vec<(String, f64)> = Vec::new();
+    for b in &baselines {
+        for (table, figures) in &b.write_probes {
+            if let Some(f) = figures {
+                counted.push((table.clone(), f.rows_counted));
+            }
+        }
+    }
+    for (run, table) in results.iter().zip(&tables) {
+        if let (Ok(run), Some(table)) = (run, table)
+            && let Some(f) = &run.write_probe
+        {
+            counted.push((table.clone(), f.rows_counted));
+        }
+    }
+    let probe_residue =
+        crate::compare::workload::probe_residue::residues(&pages_before, &pages_after, &counted);
 
     // The write counters of each candidate's table, with the audit's counting window.
     let facts = conn.facts.clone();
@@ -985,6 +1039,7 @@ pub async fn measure_workload(
         activity,
         estimate_changes: changes,
         figures_put_back,
+        probe_residue,
         skipped_for_budget: skipped,
     })
 }
@@ -1618,6 +1673,9 @@ pub async fn run_workload(
         ));
     }
     warnings.extend(measurements.figures_put_back.iter().cloned());
+    warnings.extend(crate::compare::workload::probe_residue::residue_notes(
+        &measurements.probe_residue,
+    ));
     if !measurements.skipped_for_budget.is_empty() {
         let skipped: Vec<&str> = measurements
             .skipped_for_budget

@@ -17,6 +17,7 @@ const COLUMN_STATS_SQL: &str = include_str!("../../queries/workload_column_stats
 const TABLE_ACTIVITY_SQL: &str = include_str!("../../queries/workload_table_activity.sql");
 const INDEX_ENTRIES_SQL: &str = include_str!("../../queries/workload_index_entries.sql");
 const RELATION_NAME_SQL: &str = include_str!("../../queries/workload_relation_name.sql");
+const RELATION_PAGES_SQL: &str = include_str!("../../queries/workload_relation_pages.sql");
 const SAMPLE_VALUE_SQL: &str = include_str!("../../queries/workload_sample_value.sql");
 
 fn err(context: &str) -> impl Fn(tokio_postgres::Error) -> SessionError + '_ {
@@ -156,6 +157,18 @@ pub async fn sample_value(
         .await
         .map_err(err("sampling a row for a parameter value"))?;
     Ok(rows.first().and_then(|r| r.get(0)))
+}
+
+/// The tables' sizes in blocks (see `queries/workload_relation_pages.sql`).
+pub async fn relation_pages(
+    client: &Client,
+    tables: &[String],
+) -> Result<Vec<(String, Option<f64>)>, SessionError> {
+    let rows = client
+        .query_typed(RELATION_PAGES_SQL, &[(&tables, Type::TEXT_ARRAY)])
+        .await
+        .map_err(err("reading the tables' sizes"))?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
 }
 
 /// A table's write counters (the window is the caller's), its index count and column names.

@@ -8,6 +8,7 @@
 pub mod logfile;
 pub mod params;
 pub mod probe_guard;
+pub mod probe_residue;
 pub mod source;
 pub mod statements;
 pub mod unmeasured;
@@ -53,6 +54,9 @@ pub struct WorkloadBaseline {
 pub struct ProbeFigures {
     pub pages_written: f64,
     pub wal_bytes: f64,
+    /// Rows its runs inserted and deleted that the table's statistics counters kept (0 when
+    /// pgplan turned track_counts off for them).
+    pub rows_counted: f64,
 }
 
 /// One candidate measured over the workload.
@@ -84,6 +88,8 @@ pub struct WorkloadMeasurements {
     /// The write counters of every candidate's table.
     pub activity: Vec<TableActivity>,
     pub estimate_changes: Vec<EstimateChange>,
+    /// What the representative writes left on their tables (with --allow-writes).
+    pub probe_residue: Vec<probe_residue::Residue>,
     /// What became of the changed figures at the end of the run, one note per table.
     pub figures_put_back: Vec<String>,
     /// Candidates not measured because `--budget` ran out.

@@ -381,6 +381,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/workload_extension.sql"),
     include_str!("../../../queries/workload_index_entries.sql"),
     include_str!("../../../queries/workload_relation_name.sql"),
+    include_str!("../../../queries/workload_relation_pages.sql"),
     include_str!("../../../queries/workload_sample_value.sql"),
     include_str!("../../../queries/workload_statements.sql"),
     include_str!("../../../queries/workload_statements_window.sql"),
