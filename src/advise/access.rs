@@ -13,7 +13,7 @@ pub enum Key {
     Column(String),
     /// The expression as SQL with columns unqualified (`lower(email)`), its columns, and the
     /// name PostgreSQL gives it as an index column (`lower`; `None` where it names it `expr`:
-    /// [`super::naming::expression_column_name`]).
+    /// [`super::colname::expression_column_name`]).
     Expression {
         sql: String,
         columns: Vec<String>,
@@ -257,7 +257,7 @@ fn key_of(e: &Expr, alias: &str) -> Option<Key> {
     Some(Key::Expression {
         sql: e.unqualified(),
         columns,
-        name: super::naming::expression_column_name(e),
+        name: super::colname::expression_column_name(e),
     })
 }
 

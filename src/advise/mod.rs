@@ -8,6 +8,7 @@
 
 pub mod access;
 pub mod choose;
+pub mod colname;
 pub mod coverage;
 pub mod drops;
 pub mod expr;
