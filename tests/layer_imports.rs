@@ -1,6 +1,7 @@
 //! The layers' import rules of ARCHITECTURE.md, read from the `use` paths of `src/`: the pure
-//! core imports neither the I/O shell, the orchestration, the renderers nor anything async, and
-//! the modules of each core folder and of the renderers import each other without a circle.
+//! core imports neither the I/O shell, the orchestration, the renderers nor anything async; the
+//! I/O shell never imports the renderers or the orchestration; and the modules of each core
+//! folder, of the renderers and of the shell import each other without a circle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,7 +26,10 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
 /// A file's code without its unit tests, which may use any module.
 fn code_of(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
-    text.split("#[cfg(test)]").next().unwrap_or(&text).to_owned()
+    text.split("#[cfg(test)]")
+        .next()
+        .unwrap_or(&text)
+        .to_owned()
 }
 
 /// The pure core: folders and files of `src/` with no database, no async and no output.
@@ -161,10 +165,34 @@ fn circles(folder: &str) -> Vec<String> {
 }
 
 #[test]
-fn core_and_renderer_modules_import_each_other_without_a_circle() {
+fn the_shell_never_imports_the_renderers_or_the_orchestration() {
+    let files = files_under(&src().join("db"));
+    assert!(files.len() > 20, "the scan read only {} files", files.len());
+    for file in files {
+        let code = code_of(&file);
+        for layer in ["crate::report", "crate::app", "crate::cli"] {
+            assert!(!code.contains(layer), "{} imports {layer}", file.display());
+        }
+    }
+}
+
+#[test]
+fn each_folders_modules_import_each_other_without_a_circle() {
+    let db = modules("db");
+    let names: BTreeSet<String> = db.keys().cloned().collect();
+    assert!(
+        dependencies("db", "session", &db["session"], &names).contains("connect"),
+        "the scan found no imports"
+    );
     let mut all = Vec::new();
-    for folder in ["plan", "audit", "advise", "compare", "check", "explain", "report"] {
-        all.extend(circles(folder).into_iter().map(|c| format!("{folder}: {c}")));
+    for folder in [
+        "plan", "audit", "advise", "compare", "check", "explain", "report", "db",
+    ] {
+        all.extend(
+            circles(folder)
+                .into_iter()
+                .map(|c| format!("{folder}: {c}")),
+        );
     }
     assert!(all.is_empty(), "import circles: {all:#?}");
 }

@@ -8,19 +8,6 @@ use super::session::SessionError;
 use crate::compare::lock_timeout::LockHolder;
 use crate::sql::quote_ident_to_show;
 
-/// An application_name as text for a person: control characters escaped (`\u{1b}`).
-fn escaped_controls(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 const LOCK_HOLDERS_SQL: &str = include_str!("../../queries/lock_holders.sql");
 
 /// Who holds the locks a statement on `tables` (or, with none, a workload query) may have
@@ -46,7 +33,9 @@ pub async fn lock_holders(
             table_name: r.get(1),
             pid: r.get(2),
             mode: r.get(3),
-            application_name: r.get::<_, Option<String>>(4).map(|a| escaped_controls(&a)),
+            application_name: r
+                .get::<_, Option<String>>(4)
+                .map(|a| crate::format::printable(&a)),
             xact_age_seconds: r.get(5),
         })
         .collect())
