@@ -7,7 +7,8 @@ mod common;
 use std::process::Command;
 
 use common::pgplan_bin;
-use pgplan::app::compare::{Progress, run_compare};
+use pgplan::app::compare::run_compare;
+use pgplan::app::engine::Progress;
 use pgplan::compare::{CompareRequest, Mode, RequestInput, Verdict};
 use pgplan::db::cluster::{Cluster, ClusterOptions};
 use pgplan::db::connect::{ConnectOptions, connect};

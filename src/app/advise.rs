@@ -28,7 +28,7 @@ use crate::plan::Plan;
 use crate::report::{Format, TextOptions, advise as render};
 use crate::sql::{IndexCandidate, parse_index_candidate, quote_ident};
 
-use super::compare::Progress;
+use super::engine::Progress;
 use super::live::{Interrupt, open, read_audit_snapshot, report_destination, resolve, runtime};
 use super::workload::{
     EngineOptions, estimate_hypothetical, lookup_relation, measure_workload, read_workload_sources,

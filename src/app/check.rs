@@ -20,7 +20,7 @@ use crate::exit;
 use crate::report::{TextOptions, check as render};
 use crate::sql::QueryKind;
 
-use super::compare::Progress;
+use super::engine::Progress;
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 use super::workload::{EngineOptions, measure_workload, prepare_queries};
 use crate::compare::workload::statements::Screening;

@@ -1,7 +1,7 @@
 //! `pgplan compare`: the baseline and each candidate measured in its own transaction that is
 //! always rolled back, then judged and ranked.
 
-use std::io::{self, IsTerminal, Write};
+use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
 
@@ -21,6 +21,7 @@ use crate::plan::{Analysis, parse_plan, side_effects};
 use crate::report::{Format, TextOptions, compare as render, write_json};
 use crate::sql::{IndexCandidate, QueryKind, quote_ident};
 
+use super::engine::{Progress, SetupFacts, build_index};
 use super::guard;
 use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
@@ -68,43 +69,6 @@ pub fn request_from_args(args: &CompareArgs) -> Result<CompareRequest> {
     CompareRequest::validate(input).map_err(|e| anyhow!("{e}"))
 }
 
-/// A one-line progress indicator on stderr, only when stderr is a terminal.
-pub struct Progress {
-    enabled: bool,
-}
-
-impl Progress {
-    pub fn new() -> Self {
-        Self {
-            enabled: io::stderr().is_terminal(),
-        }
-    }
-
-    pub fn silent() -> Self {
-        Self { enabled: false }
-    }
-
-    pub fn update(&self, message: &str) {
-        if self.enabled {
-            eprint!("\r\x1b[2K{message}");
-            let _ = io::stderr().flush();
-        }
-    }
-
-    pub fn clear(&self) {
-        if self.enabled {
-            eprint!("\r\x1b[2K");
-            let _ = io::stderr().flush();
-        }
-    }
-}
-
-impl Default for Progress {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// What a transaction sets up before the measured runs.
 #[derive(Debug, Clone, Copy)]
 enum Setup<'a> {
@@ -122,96 +86,6 @@ struct Leftovers {
     prepared: Option<String>,
     hypothetical: Option<u32>,
     hidden: Option<String>,
-}
-
-/// A measured transaction's results besides the plans.
-pub(super) struct SetupFacts {
-    pub(super) build_ms: Option<f64>,
-    pub(super) size_bytes: Option<f64>,
-    /// Every name the plans may show for the index: its own first, then (on a partitioned
-    /// table) its partitions' indexes.
-    pub(super) plan_index_names: Vec<String>,
-    pub(super) has_expressions: bool,
-    /// With `--cold`: the buffers evicted before the first run.
-    pub(super) evicted_buffers: Option<f64>,
-}
-
-/// Builds a candidate inside the caller's transaction, timed, and reads what it became: the
-/// name PostgreSQL gave an unnamed one, its size, the names plans show for it. With `analyze`,
-/// ANALYZEs its table afterwards.
-pub(super) async fn build_index(
-    client: &tokio_postgres::Client,
-    candidate: &IndexCandidate,
-    analyze: bool,
-    progress: &Progress,
-    label: &str,
-) -> Result<SetupFacts, SessionError> {
-    let mut facts = SetupFacts {
-        build_ms: None,
-        size_bytes: None,
-        plan_index_names: Vec::new(),
-        has_expressions: false,
-        evicted_buffers: None,
-    };
-    progress.update(&format!("{label}: building"));
-    // An unnamed candidate is built unnamed, so PostgreSQL picks the name it would pick
-    // in production (events_status_idx); the new name is found by comparing the table's
-    // index names before and after.
-    let (sql, before) = if candidate.name_generated {
-        let unique = if candidate.unique { "UNIQUE " } else { "" };
-        (
-            format!("CREATE {unique}INDEX {}", candidate.definition),
-            explain::index_names(client, &candidate.table).await?,
-        )
-    } else {
-        (candidate.sql.clone(), Vec::new())
-    };
-    let started = Instant::now();
-    run(client, &sql, &format!("building {}", candidate.describe())).await?;
-    facts.build_ms = Some(started.elapsed().as_secs_f64() * 1000.0);
-    let name = if candidate.name_generated {
-        explain::index_names(client, &candidate.table)
-            .await?
-            .into_iter()
-            .find(|n| !before.contains(n))
-            .unwrap_or_else(|| candidate.name.clone())
-    } else {
-        candidate.name.clone()
-    };
-    if let Some(index) = explain::index_facts(client, &candidate.table, &name).await? {
-        if index.check_xmin {
-            // The planner skips an index with indcheckxmin set until the index's own xmin is
-            // older than the transaction's (plancat.c): measured here, it would read "unused"
-            // whatever it is worth.
-            return Err(SessionError {
-                context: format!("building {}", candidate.describe()),
-                message: format!(
-                    "{} has rows whose HOT chains the new index cannot follow (updated rows not yet \
-                     vacuumed), so PostgreSQL lets no query use the index in the transaction \
-                     that built it (pg_index.indcheckxmin); pgplan cannot measure it.\n\
-                     hint: VACUUM {} first, then run pgplan again",
-                    candidate.table, candidate.table
-                ),
-                sqlstate: None,
-            });
-        }
-        facts.size_bytes = Some(index.size_bytes);
-        facts.has_expressions = index.has_expressions;
-        facts.plan_index_names = index.plan_names;
-    }
-    if facts.plan_index_names.is_empty() {
-        facts.plan_index_names = vec![name];
-    }
-    if analyze {
-        progress.update(&format!("{label}: analyzing {}", candidate.table));
-        run(
-            client,
-            &format!("ANALYZE {}", candidate.table),
-            &format!("analyzing {}", candidate.table),
-        )
-        .await?;
-    }
-    Ok(facts)
 }
 
 /// Runs the setup and the measured runs; `leftovers` records what must be undone.

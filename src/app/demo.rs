@@ -26,7 +26,8 @@ use crate::report::wire_audit::{AuditDoc, audit_doc};
 use crate::report::{Format, Paint, TextOptions, compare as render, write_json};
 
 use super::advise::{AdviseSettings, run_advise};
-use super::compare::{Progress, run_compare};
+use super::compare::run_compare;
+use super::engine::Progress;
 use super::live::{Interrupt, read_audit_snapshot, runtime};
 use super::workload::{WorkloadSettings, run_workload};
 

@@ -7,6 +7,7 @@ pub mod check;
 pub mod compare;
 pub mod demo;
 pub mod docs;
+pub mod engine;
 pub mod estimates;
 pub mod guard;
 pub mod info;

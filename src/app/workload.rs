@@ -29,7 +29,7 @@ use crate::plan::{Analysis, parse_plan};
 use crate::report::{Format, TextOptions, workload as render, write_json};
 use crate::sql::{IndexCandidate, QueryKind, quote_literal, tokenize};
 
-use super::compare::{Progress, build_index};
+use super::engine::{Progress, build_index};
 use super::live::{Interrupt, open, report_destination, resolve, runtime, stop_requested};
 use super::writers::{Writers, open_writers, rolled_back_yielding};
 
