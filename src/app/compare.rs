@@ -15,7 +15,6 @@ use crate::compare::{
 use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
 use crate::db::session::{Limits, SessionError};
-use crate::effects::Run;
 use crate::exit;
 use crate::plan::{Analysis, parse_plan, side_effects};
 use crate::report::{Format, TextOptions, compare as render, write_json};
@@ -98,13 +97,7 @@ async fn setup_and_runs(
     label: &str,
     major: u32,
 ) -> Result<(SetupFacts, Vec<String>), SessionError> {
-    let mut facts = SetupFacts {
-        build_ms: None,
-        size_bytes: None,
-        plan_index_names: Vec::new(),
-        has_expressions: false,
-        evicted_buffers: None,
-    };
+    let mut facts = SetupFacts::default();
     match setup {
         Setup::Baseline => {}
         Setup::Create(candidate) => {
@@ -561,14 +554,7 @@ async fn check_effects(
     if request.mode != Mode::Measured {
         return conn
             .read_only(limits, async |client| {
-                guard::check_text(
-                    client,
-                    &request.query.text,
-                    request.allow_lasting_effects,
-                    false,
-                    Run::PlansOnly,
-                )
-                .await
+                guard::check_text(client, &request.query.text, request.allow_lasting_effects).await
             })
             .await
             .map_err(|e| anyhow!("{}", e.message));

@@ -48,6 +48,7 @@ impl Default for Progress {
 }
 
 /// A measured transaction's results besides the plans.
+#[derive(Debug, Default)]
 pub struct SetupFacts {
     pub build_ms: Option<f64>,
     pub size_bytes: Option<f64>,
@@ -69,13 +70,7 @@ pub async fn build_index(
     progress: &Progress,
     label: &str,
 ) -> Result<SetupFacts, SessionError> {
-    let mut facts = SetupFacts {
-        build_ms: None,
-        size_bytes: None,
-        plan_index_names: Vec::new(),
-        has_expressions: false,
-        evicted_buffers: None,
-    };
+    let mut facts = SetupFacts::default();
     progress.update(&format!("{label}: building"));
     // An unnamed candidate is built unnamed, so PostgreSQL picks the name it would pick
     // in production (events_status_idx); the new name is found by comparing the table's

@@ -25,17 +25,16 @@ const READ_ONLY_SQL_TRANSACTION: &str = "25006";
 /// Judges the functions `text` (the user's query as written) calls, and what the bodies of the
 /// user's functions among them call in turn, before anything plans it: the planner runs an
 /// IMMUTABLE (or STABLE) function's call on constants while it plans, whatever the function
-/// does, and the call is gone from the plan [`check_calls`] reads. `run` says whether the
-/// statement is then run or only planned (`Run::PlansOnly` judges only what planning runs).
-/// Refuses unless `accept`; returns the notes for the report.
+/// does, and the call is gone from the plan [`check_calls`] reads. For a statement that is only
+/// planned (estimate-only modes): only what planning runs is judged, in a read-only sense (a
+/// statement that runs is judged by [`check_calls`], which reads its text first too). Refuses
+/// unless `accept`; returns the notes for the report.
 pub async fn check_text(
     client: &Client,
     text: &str,
     accept: bool,
-    writable: bool,
-    run: Run,
 ) -> Result<Vec<String>, SessionError> {
-    let verdict = judge(client, &calls_in_text(text), writable, run).await?;
+    let verdict = judge(client, &calls_in_text(text), false, Run::PlansOnly).await?;
     notes_of(&verdict, accept)
 }
 

@@ -13,7 +13,6 @@ use crate::db::connect::Connection;
 use crate::db::explain::{self as runner, explain_sql};
 use crate::db::live;
 use crate::db::session::{Limits, SessionError};
-use crate::effects::Run;
 use crate::exit;
 use crate::explain::enrich::tables_to_read;
 use crate::explain::{ExplainInput, ExplainRequest, LiveFacts, enrich};
@@ -103,14 +102,7 @@ async fn explain_in(
             )
             .await?
         } else {
-            guard::check_text(
-                client,
-                &request.query.text,
-                request.allow_lasting_effects,
-                false,
-                Run::PlansOnly,
-            )
-            .await?
+            guard::check_text(client, &request.query.text, request.allow_lasting_effects).await?
         };
         let raw = runner::explain(
             client,

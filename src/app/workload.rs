@@ -456,8 +456,6 @@ async fn measure_sample(
                 client,
                 &query.source.query.text,
                 options.allow_lasting_effects,
-                false,
-                Run::PlansOnly,
             )
             .await?;
         }
