@@ -17,6 +17,7 @@ pub mod explain;
 pub mod format;
 pub mod lasting_rows;
 pub mod lasting_state;
+pub mod measure;
 pub mod pgdist;
 pub mod plan;
 pub mod report;

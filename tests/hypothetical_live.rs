@@ -7,13 +7,13 @@ mod common;
 use std::process::Command;
 
 use common::pgplan_bin;
-use pgplan::app::compare::run_compare;
-use pgplan::app::engine::Progress;
+use pgplan::app::progress::Progress;
 use pgplan::compare::{CompareRequest, Mode, RequestInput, Verdict};
 use pgplan::db::cluster::{Cluster, ClusterOptions};
 use pgplan::db::connect::{ConnectOptions, connect};
 use pgplan::db::conninfo::{ConnRequest, Environment, resolve};
 use pgplan::db::session::Limits;
+use pgplan::measure::one_query::run_compare;
 use serde_json::Value;
 
 const SETUP: &str = "

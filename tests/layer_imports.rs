@@ -1,8 +1,9 @@
 //! The layers' import rules of ARCHITECTURE.md, read from the `use` paths of `src/`: the pure
-//! core imports neither the I/O shell, the orchestration, the renderers nor anything async; the
-//! I/O shell never imports the renderers or the orchestration; and the modules of each core
-//! folder, of the renderers, of the shell and of the orchestration import each other without a
-//! circle.
+//! core imports neither the I/O shell, the measurement engine, the orchestration, the renderers
+//! nor anything async; the I/O shell never imports the engine, the renderers or the
+//! orchestration; the engine imports neither the orchestration nor the renderers and prints
+//! nothing; and the modules of each core folder, of the renderers, of the shell, of the engine
+//! and of the orchestration import each other without a circle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -67,6 +68,7 @@ fn the_core_imports_neither_the_shell_the_orchestration_the_renderers_nor_async(
             let code = code_of(&file);
             for layer in [
                 "crate::db",
+                "crate::measure",
                 "crate::app",
                 "crate::cli",
                 "crate::report",
@@ -171,8 +173,39 @@ fn the_shell_never_imports_the_renderers_or_the_orchestration() {
     assert!(files.len() > 20, "the scan read only {} files", files.len());
     for file in files {
         let code = code_of(&file);
-        for layer in ["crate::report", "crate::app", "crate::cli"] {
+        for layer in [
+            "crate::report",
+            "crate::app",
+            "crate::cli",
+            "crate::measure",
+        ] {
             assert!(!code.contains(layer), "{} imports {layer}", file.display());
+        }
+    }
+}
+
+#[test]
+fn the_engine_imports_neither_the_orchestration_nor_the_renderers_and_prints_nothing() {
+    let files = files_under(&src().join("measure"));
+    assert!(files.len() > 5, "the scan read only {} files", files.len());
+    for file in files {
+        let code = code_of(&file);
+        for layer in [
+            "crate::report",
+            "crate::app",
+            "crate::cli",
+            "super::super::",
+        ] {
+            assert!(!code.contains(layer), "{} imports {layer}", file.display());
+        }
+        // Progress goes through the caller's Observer and notes come back in the figures:
+        // what the user reads is the command's to write.
+        for output in ["print!(", "println!(", "io::stderr", "io::stdout"] {
+            assert!(
+                !code.contains(output),
+                "{} writes with {output}",
+                file.display()
+            );
         }
     }
 }
@@ -187,7 +220,7 @@ fn each_folders_modules_import_each_other_without_a_circle() {
     );
     let mut all = Vec::new();
     for folder in [
-        "plan", "audit", "advise", "compare", "check", "explain", "report", "db", "app",
+        "plan", "audit", "advise", "compare", "check", "explain", "report", "db", "measure", "app",
     ] {
         all.extend(
             circles(folder)

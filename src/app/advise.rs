@@ -28,13 +28,13 @@ use crate::plan::Plan;
 use crate::report::{Format, TextOptions, advise as render};
 use crate::sql::{IndexCandidate, parse_index_candidate, quote_ident};
 
-use super::engine::Progress;
 use super::live::{Interrupt, open, read_audit_snapshot, report_destination, resolve, runtime};
-use super::workload::{
-    EngineOptions, estimate_hypothetical, lookup_relation, measure_workload, read_workload_sources,
-    relation_names, workload_queries,
-};
-use super::writers::{Writers, open_writers};
+use super::progress::Progress;
+use super::workload::{lookup_relation, read_workload_sources, relation_names, workload_queries};
+use super::writers::open_writers;
+use crate::measure::hypothetical::estimate_hypothetical;
+use crate::measure::workload::{EngineOptions, measure_workload};
+use crate::measure::writers::Writers;
 
 /// What one candidate did to one query, as last measured.
 #[derive(Debug, Clone)]
@@ -383,7 +383,8 @@ pub async fn run_advise(
 ) -> Result<AdviseReport> {
     // A table accepted by a name that resolves to none is an error before any work.
     let accepted = super::probe_guard::resolve_accepted(conn, limits, &args.probe_triggers).await?;
-    let mut lasting = super::guard::LastingWatch::start(conn, limits, args.allow_writes).await;
+    let mut lasting =
+        crate::measure::guard::LastingWatch::start(conn, limits, args.allow_writes).await;
     let work = Work {
         file_queries,
         started,
@@ -428,7 +429,7 @@ async fn advise_on(
     limits: &Limits,
     args: &AdviseSettings,
     work: Work<'_>,
-    lasting: &mut super::guard::LastingWatch,
+    lasting: &mut crate::measure::guard::LastingWatch,
     mut writers: Option<&mut Writers>,
     progress: &Progress,
 ) -> Result<AdviseReport> {

@@ -20,10 +20,10 @@ use crate::exit;
 use crate::report::{TextOptions, check as render};
 use crate::sql::QueryKind;
 
-use super::engine::Progress;
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
-use super::workload::{EngineOptions, measure_workload, prepare_queries};
+use super::progress::Progress;
 use crate::compare::workload::statements::Screening;
+use crate::measure::workload::{EngineOptions, measure_workload, prepare_queries};
 
 /// The workload's queries and where each is written, read before connecting. A directory's
 /// queries go by their file names, a file's by its path (`#n` for the n-th of several).

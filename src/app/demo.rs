@@ -26,10 +26,10 @@ use crate::report::wire_audit::{AuditDoc, audit_doc};
 use crate::report::{Format, Paint, TextOptions, compare as render, write_json};
 
 use super::advise::{AdviseSettings, run_advise};
-use super::compare::run_compare;
-use super::engine::Progress;
 use super::live::{Interrupt, read_audit_snapshot, runtime};
+use super::progress::Progress;
 use super::workload::{WorkloadSettings, run_workload};
+use crate::measure::one_query::run_compare;
 
 /// The story's table and rows (500,000 events).
 const STORY_SQL: &str = include_str!("../../demo/story.sql");

@@ -3,7 +3,7 @@
 //! exiting.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -159,7 +159,7 @@ impl Interrupt {
         };
         // Set before cancelling, so the work sees it when the cancelled statement returns and
         // starts nothing more (compare would otherwise go on to the next candidate).
-        STOP_REQUESTED.store(true, Ordering::SeqCst);
+        crate::db::cancel::request_stop();
         if self.registry.is_empty() {
             return Err(Exit::Interrupted {
                 signal,
@@ -183,12 +183,4 @@ impl Interrupt {
     }
 }
 
-/// Set once the user interrupts. Signals are process-wide, so this is too: work that runs
-/// several transactions checks it between statements ([`stop_requested`]) and starts no new
-/// one after a cancel.
-static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
-
-/// Whether the user has interrupted pgplan: start no new server work.
-pub fn stop_requested() -> bool {
-    STOP_REQUESTED.load(Ordering::SeqCst)
-}
+pub use crate::db::cancel::stop_requested;

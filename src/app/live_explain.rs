@@ -22,10 +22,10 @@ use crate::plan::side_effects::{
 use crate::plan::{Analysis, Severity, parse_plan};
 use crate::report::{Format, TextOptions, markdown, text, wire, write_json};
 
-use super::guard;
 use super::input::{QUERY_LIMIT_BYTES, read_text};
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 use super::output::check_file_destination;
+use crate::measure::guard;
 
 /// What one live explain produced.
 pub struct LiveExplain {
@@ -176,7 +176,7 @@ pub async fn run_live_explain(
             let error = if e.context == guard::CHECK_CONTEXT {
                 anyhow!("{}", e.message)
             } else {
-                let held = super::lock_wait::explain(conn, limits, &[], &e).await;
+                let held = crate::measure::lock_wait::explain(conn, limits, &[], &e).await;
                 anyhow!(
                     "the query failed: {e}{}",
                     held.map(|h| format!("\n{h}")).unwrap_or_default()

@@ -99,7 +99,8 @@ async fn export_names(
         // reaches what outlives the rollback is not planned (stats export accepts no such
         // function), and its tables are left out.
         let verdict =
-            super::guard::text_verdict(client, &q.query.text, false, Run::PlansOnly).await?;
+            crate::measure::guard::text_verdict(client, &q.query.text, false, Run::PlansOnly)
+                .await?;
         if let Some(reasons) = verdict.reasons() {
             warnings.push(format!(
                 "{}: not planned, its tables are left out: planning it runs functions whose \

@@ -24,6 +24,21 @@ use tokio_postgres::tls::{MakeTlsConnect, NoTls, TlsConnect};
 use super::conninfo::HostSpec;
 use super::tls::MakeTls;
 
+/// Set once the user interrupts. Signals are process-wide, so this is too: work that runs
+/// several transactions checks it between statements ([`stop_requested`]) and starts no new
+/// one after a cancel.
+static STOP_REQUESTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether the user has interrupted pgplan: start no new server work.
+pub fn stop_requested() -> bool {
+    STOP_REQUESTED.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Records that the user interrupted, before the running statements are cancelled.
+pub fn request_stop() {
+    STOP_REQUESTED.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// How long a cancel request may take, connecting and the server's close included. A request
 /// that cannot be delivered in that time changes nothing that matters: pgplan closes its
 /// connection next, and the server rolls the transaction back when it sees that.

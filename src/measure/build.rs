@@ -1,51 +1,14 @@
-//! What every measuring command shares, whichever the command: the progress line on standard
-//! error, and building a candidate inside the caller's rolled-back transaction (the one place a
-//! candidate index is built: `compare`, `compare --workload`, `advise` and `check` all build
-//! through [`build_index`]).
+//! Building a candidate inside the caller's rolled-back transaction: the one place a candidate
+//! index is built (`compare`, `compare --workload`, `advise` and `check` all build through
+//! [`build_index`]).
 
-use std::io::{self, IsTerminal, Write};
 use std::time::Instant;
 
 use crate::db::explain::{self, run};
 use crate::db::session::SessionError;
 use crate::sql::IndexCandidate;
 
-/// A one-line progress indicator on stderr, only when stderr is a terminal.
-pub struct Progress {
-    enabled: bool,
-}
-
-impl Progress {
-    pub fn new() -> Self {
-        Self {
-            enabled: io::stderr().is_terminal(),
-        }
-    }
-
-    pub fn silent() -> Self {
-        Self { enabled: false }
-    }
-
-    pub fn update(&self, message: &str) {
-        if self.enabled {
-            eprint!("\r\x1b[2K{message}");
-            let _ = io::stderr().flush();
-        }
-    }
-
-    pub fn clear(&self) {
-        if self.enabled {
-            eprint!("\r\x1b[2K");
-            let _ = io::stderr().flush();
-        }
-    }
-}
-
-impl Default for Progress {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+use super::Observer;
 
 /// A measured transaction's results besides the plans.
 #[derive(Debug, Default)]
@@ -67,7 +30,7 @@ pub async fn build_index(
     client: &tokio_postgres::Client,
     candidate: &IndexCandidate,
     analyze: bool,
-    progress: &Progress,
+    progress: &dyn Observer,
     label: &str,
 ) -> Result<SetupFacts, SessionError> {
     let mut facts = SetupFacts::default();
