@@ -23,7 +23,8 @@ use crate::sql::QueryKind;
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 use super::progress::Progress;
 use crate::compare::workload::statements::Screening;
-use crate::measure::workload::{EngineOptions, measure_workload, prepare_queries};
+use crate::measure::prepare::prepare_queries;
+use crate::measure::workload::{EngineOptions, measure_workload};
 
 /// The workload's queries and where each is written, read before connecting. A directory's
 /// queries go by their file names, a file's by its path (`#n` for the n-th of several).

@@ -24,7 +24,8 @@ use crate::sql::{IndexCandidate, QueryKind};
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 use super::progress::Progress;
 use super::writers::open_writers;
-use crate::measure::workload::{EngineOptions, measure_workload, prepare_queries};
+use crate::measure::prepare::prepare_queries;
+use crate::measure::workload::{EngineOptions, measure_workload};
 use crate::measure::writers::Writers;
 
 /// Reads the workload's queries from `--workload` and the positional files, before connecting

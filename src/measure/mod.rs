@@ -12,6 +12,7 @@ pub mod guard;
 pub mod hypothetical;
 pub mod lock_wait;
 pub mod one_query;
+pub mod prepare;
 pub mod workload;
 pub mod writers;
 

@@ -8,7 +8,8 @@ use anyhow::{Result, anyhow, bail};
 
 use crate::compare::{
     BaselineRerun, CandidateOutcome, CandidateRun, CandidateSpec, CompareReport, CompareRequest,
-    Measurement, Mode, display_name, estimate_changes, judge, rank,
+    EstimateChange, Judged, Measurement, Mode, TableEstimate, display_name, estimate_changes,
+    judge, rank,
 };
 use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
@@ -598,7 +599,7 @@ pub async fn run_compare_with(
     request: &CompareRequest,
     limits: &Limits,
     progress: &dyn Observer,
-    mut writers: Option<&mut Writers>,
+    writers: Option<&mut Writers>,
 ) -> Result<CompareReport> {
     check_server(conn, request)?;
     check_drops(conn, request, limits).await?;
@@ -618,7 +619,7 @@ pub async fn run_compare_with(
         lasting.watch_rows(conn, limits, written).await;
     }
     warnings.extend(check_effects(conn, request, limits).await?);
-    let (_, baseline) = match measure(
+    let baseline = match measure(
         conn,
         request,
         limits,
@@ -629,7 +630,7 @@ pub async fn run_compare_with(
     )
     .await
     {
-        Ok(measured) => measured,
+        Ok((_, measured)) => measured,
         Err(e) => {
             // The error goes to stderr on its own line, not after a progress message.
             progress.clear();
@@ -645,159 +646,32 @@ pub async fn run_compare_with(
     let initial = read_estimates(conn, limits, &tables).await?;
     let analyzed = analyzed_tables(request);
     let counters_before = read_analyze_counters(conn, limits, &analyzed).await?;
-    let mut current = initial.clone();
-    let mut changes = Vec::new();
-
-    let mut outcomes = Vec::new();
-    let mut reruns: Vec<BaselineRerun> = Vec::new();
-    // Per outcome: the baseline it is judged against (None: the first; Some(n): reruns[n]).
-    let mut judged_against: Vec<Option<usize>> = Vec::new();
-    let count = request.candidates.len();
+    let mut comparing = Comparing {
+        conn,
+        request,
+        limits,
+        progress,
+        writers,
+        estimates: initial.clone(),
+        tables,
+        changes: Vec::new(),
+        outcomes: Vec::new(),
+        reruns: Vec::new(),
+        judged_against: Vec::new(),
+        warnings,
+    };
     for (i, spec) in request.candidates.iter().enumerate() {
-        let label = format!("candidate {} of {count} ({})", i + 1, spec.describe());
-        let setup = match (spec, request.mode) {
-            (CandidateSpec::Create(c), Mode::Hypothetical) => Setup::HypotheticalCreate(c),
-            (CandidateSpec::Drop { name }, Mode::Hypothetical) => Setup::HypotheticalDrop(name),
-            (CandidateSpec::Create(c), _) => Setup::Create(c),
-            (CandidateSpec::Drop { name }, _) => Setup::Drop(name),
-        };
-        let result = match writers.as_deref_mut() {
-            Some(writers) => {
-                measure_yielding(
-                    conn,
-                    request,
-                    limits,
-                    (setup, spec),
-                    progress,
-                    &label,
-                    writers,
-                    &mut warnings,
-                )
-                .await
-            }
-            None => measure(conn, request, limits, setup, progress, &label, None).await,
-        };
-        if stop_requested() {
-            // The cancelled statement's transaction has been rolled back: start nothing more.
-            progress.clear();
-            bail!("interrupted while measuring {}", spec.describe());
-        }
-        if conn.is_closed() {
-            progress.clear();
-            bail!(
-                "the connection to {} closed while measuring {}; the server rolled the transaction back",
-                conn.target,
-                spec.describe()
-            );
-        }
-        let result = match result {
-            Ok((facts, measurement)) => {
-                let taken: Vec<&str> = outcomes
-                    .iter()
-                    .filter_map(|o: &CandidateOutcome| o.result.as_ref().ok())
-                    .map(|r| r.name.as_str())
-                    .chain(request.candidates.iter().filter_map(|c| match c {
-                        CandidateSpec::Create(c) if !c.name_generated => Some(c.name.as_str()),
-                        CandidateSpec::Drop { name } => Some(name.as_str()),
-                        CandidateSpec::Create(_) => None,
-                    }))
-                    .collect();
-                // HypoPG's names (`<13556>btree_events_status`) are not names an index would
-                // have in production: an unnamed hypothetical candidate goes by its definition.
-                let production_name = if request.mode == Mode::Hypothetical {
-                    ""
-                } else {
-                    facts.plan_index_names.first().map_or("", String::as_str)
-                };
-                let name = display_name(spec, production_name, &taken);
-                if let CandidateSpec::Create(_) = spec
-                    && facts.has_expressions
-                    && !request.analyze
-                    && request.mode == Mode::Measured
-                {
-                    warnings.push(format!(
-                        "{name}: an expression index has no statistics until ANALYZE, so the planner \
-                         estimated its rows with default selectivities; re-run with --analyze"
-                    ));
-                }
-                Ok(CandidateRun {
-                    measurement,
-                    build_ms: facts.build_ms,
-                    size_bytes: facts.size_bytes,
-                    plan_index_names: facts.plan_index_names,
-                    name,
-                })
-            }
-            Err(e) => {
-                let tables: Vec<String> = match spec {
-                    CandidateSpec::Create(c) => vec![c.table.clone()],
-                    CandidateSpec::Drop { .. } => Vec::new(),
-                };
-                let held = super::lock_wait::explain(conn, limits, &tables, &e).await;
-                Err(match held {
-                    Some(h) => format!("{e}\n{h}"),
-                    None => e.to_string(),
-                })
-            }
-        };
-        let shown = match &result {
-            Ok(run) => run.name.clone(),
-            Err(_) => spec.describe().to_owned(),
-        };
-        outcomes.push(CandidateOutcome {
-            spec: spec.clone(),
-            result,
-        });
-        judged_against.push(reruns.len().checked_sub(1));
-        if request.mode != Mode::Hypothetical {
-            let after = read_estimates(conn, limits, &tables).await?;
-            let changed = estimate_changes(&current, &after);
-            for change in changed.iter().cloned() {
-                warnings.push(format!(
-                    "{} {} updated the planner estimates of {} in place, and that outlives the \
-                     rollback: {}",
-                    match spec {
-                        CandidateSpec::Create(_) => "building",
-                        CandidateSpec::Drop { .. } => "dropping",
-                    },
-                    shown,
-                    change.table,
-                    change.describe()
-                ));
-                changes.push(change);
-            }
-            current = after;
-            if !changed.is_empty() {
-                // The estimates changed under the baseline: measure it again now, so this
-                // candidate (whose runs already saw the new estimates) and the ones after it are
-                // judged against a baseline planned with the same estimates, and the gain is
-                // told apart from fresher row counts.
-                let (_, rerun) = measure(
-                    conn,
-                    request,
-                    limits,
-                    Setup::Baseline,
-                    progress,
-                    &format!("baseline again after {shown}"),
-                    None,
-                )
-                .await
-                .map_err(|e| {
-                    progress.clear();
-                    anyhow!("the query failed when the baseline was measured again: {e}")
-                })?;
-                reruns.push(BaselineRerun {
-                    after: i,
-                    measurement: rerun,
-                });
-                if let Some(last) = judged_against.last_mut() {
-                    *last = Some(reruns.len() - 1);
-                }
-                // Building the next candidate may change them again; read them afresh.
-                current = read_estimates(conn, limits, &tables).await?;
-            }
-        }
+        comparing.candidate(i, spec).await?;
     }
+    let Comparing {
+        conn,
+        mut warnings,
+        changes,
+        outcomes,
+        reruns,
+        judged_against,
+        ..
+    } = comparing;
     if !analyzed.is_empty() {
         let after = read_analyze_counters_after(conn, limits, &analyzed, &counters_before).await?;
         warnings.extend(crate::effects::analyze_after(&counters_before, &after));
@@ -807,28 +681,7 @@ pub async fn run_compare_with(
     }
     warnings.extend(lasting.notes(conn, limits).await);
     progress.clear();
-
-    let mut ranking: Vec<_> = outcomes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, o)| {
-            o.result.as_ref().ok().map(|run| {
-                let against = judged_against[i];
-                let base = against.map_or(&baseline, |n| &reruns[n].measurement);
-                let mut judged = judge(
-                    i,
-                    &o.spec,
-                    run,
-                    base,
-                    request.mode,
-                    request.min_gain_percent,
-                );
-                judged.baseline = against;
-                judged
-            })
-        })
-        .collect();
-    rank(&mut ranking, &outcomes, request.mode);
+    let ranking = ranking(request, &baseline, &reruns, &outcomes, &judged_against);
     if request.mode == Mode::Measured {
         warnings.extend(side_effects(&baseline, &reruns, &outcomes));
     }
@@ -842,6 +695,237 @@ pub async fn run_compare_with(
         estimate_changes: changes,
         warnings,
     })
+}
+
+/// One compare's candidates, measured one after the other: what each became, the baselines
+/// measured again when a build changed the planner's estimates, and the warnings so far.
+struct Comparing<'a> {
+    conn: &'a mut Connection,
+    request: &'a CompareRequest,
+    limits: &'a Limits,
+    progress: &'a dyn Observer,
+    writers: Option<&'a mut Writers>,
+    /// The tables whose row estimates are watched, and their estimates as last read.
+    tables: Vec<String>,
+    estimates: Vec<TableEstimate>,
+    changes: Vec<EstimateChange>,
+    outcomes: Vec<CandidateOutcome>,
+    reruns: Vec<BaselineRerun>,
+    /// Per outcome: the baseline it is judged against (None: the first; Some(n): reruns[n]).
+    judged_against: Vec<Option<usize>>,
+    warnings: Vec<String>,
+}
+
+impl Comparing<'_> {
+    /// Measures candidate `i`, names what it became, and measures the baseline again when its
+    /// build changed the planner's estimates. Ctrl-C and a lost connection end the compare.
+    async fn candidate(&mut self, i: usize, spec: &CandidateSpec) -> Result<()> {
+        let (request, limits, progress) = (self.request, self.limits, self.progress);
+        let count = request.candidates.len();
+        let label = format!("candidate {} of {count} ({})", i + 1, spec.describe());
+        let setup = match (spec, request.mode) {
+            (CandidateSpec::Create(c), Mode::Hypothetical) => Setup::HypotheticalCreate(c),
+            (CandidateSpec::Drop { name }, Mode::Hypothetical) => Setup::HypotheticalDrop(name),
+            (CandidateSpec::Create(c), _) => Setup::Create(c),
+            (CandidateSpec::Drop { name }, _) => Setup::Drop(name),
+        };
+        let result = match self.writers.as_deref_mut() {
+            Some(writers) => {
+                measure_yielding(
+                    self.conn,
+                    request,
+                    limits,
+                    (setup, spec),
+                    progress,
+                    &label,
+                    writers,
+                    &mut self.warnings,
+                )
+                .await
+            }
+            None => measure(self.conn, request, limits, setup, progress, &label, None).await,
+        };
+        if stop_requested() {
+            // The cancelled statement's transaction has been rolled back: start nothing more.
+            progress.clear();
+            bail!("interrupted while measuring {}", spec.describe());
+        }
+        if self.conn.is_closed() {
+            progress.clear();
+            bail!(
+                "the connection to {} closed while measuring {}; the server rolled the transaction back",
+                self.conn.target,
+                spec.describe()
+            );
+        }
+        let result = match result {
+            Ok((facts, measurement)) => Ok(self.named_run(spec, facts, measurement)),
+            Err(e) => Err(self.failure(spec, &e).await),
+        };
+        let shown = match &result {
+            Ok(run) => run.name.clone(),
+            Err(_) => spec.describe().to_owned(),
+        };
+        self.outcomes.push(CandidateOutcome {
+            spec: spec.clone(),
+            result,
+        });
+        self.judged_against.push(self.reruns.len().checked_sub(1));
+        if request.mode != Mode::Hypothetical {
+            self.baseline_again_if_estimates_changed(i, spec, &shown)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// A measured candidate under the name the report shows: the one PostgreSQL gave it, told
+    /// apart from the names already taken.
+    fn named_run(
+        &mut self,
+        spec: &CandidateSpec,
+        facts: SetupFacts,
+        measurement: Measurement,
+    ) -> CandidateRun {
+        let request = self.request;
+        let taken: Vec<&str> = self
+            .outcomes
+            .iter()
+            .filter_map(|o: &CandidateOutcome| o.result.as_ref().ok())
+            .map(|r| r.name.as_str())
+            .chain(request.candidates.iter().filter_map(|c| match c {
+                CandidateSpec::Create(c) if !c.name_generated => Some(c.name.as_str()),
+                CandidateSpec::Drop { name } => Some(name.as_str()),
+                CandidateSpec::Create(_) => None,
+            }))
+            .collect();
+        // HypoPG's names (`<13556>btree_events_status`) are not names an index would
+        // have in production: an unnamed hypothetical candidate goes by its definition.
+        let production_name = if request.mode == Mode::Hypothetical {
+            ""
+        } else {
+            facts.plan_index_names.first().map_or("", String::as_str)
+        };
+        let name = display_name(spec, production_name, &taken);
+        if let CandidateSpec::Create(_) = spec
+            && facts.has_expressions
+            && !request.analyze
+            && request.mode == Mode::Measured
+        {
+            self.warnings.push(format!(
+                "{name}: an expression index has no statistics until ANALYZE, so the planner \
+                 estimated its rows with default selectivities; re-run with --analyze"
+            ));
+        }
+        CandidateRun {
+            measurement,
+            build_ms: facts.build_ms,
+            size_bytes: facts.size_bytes,
+            plan_index_names: facts.plan_index_names,
+            name,
+        }
+    }
+
+    /// A candidate's error, with who held the lock when it was a lock timeout.
+    async fn failure(&mut self, spec: &CandidateSpec, e: &SessionError) -> String {
+        let tables: Vec<String> = match spec {
+            CandidateSpec::Create(c) => vec![c.table.clone()],
+            CandidateSpec::Drop { .. } => Vec::new(),
+        };
+        let held = super::lock_wait::explain(self.conn, self.limits, &tables, e).await;
+        match held {
+            Some(h) => format!("{e}\n{h}"),
+            None => e.to_string(),
+        }
+    }
+
+    /// When building (or dropping) candidate `i`, shown as `shown`, changed the planner's
+    /// estimates under the baseline, measures the baseline again now, so this candidate (whose
+    /// runs already saw the new estimates) and the ones after it are judged against a baseline
+    /// planned with the same estimates, and the gain is told apart from fresher row counts.
+    async fn baseline_again_if_estimates_changed(
+        &mut self,
+        i: usize,
+        spec: &CandidateSpec,
+        shown: &str,
+    ) -> Result<()> {
+        let (request, limits, progress) = (self.request, self.limits, self.progress);
+        let after = read_estimates(self.conn, limits, &self.tables).await?;
+        let changed = estimate_changes(&self.estimates, &after);
+        for change in changed.iter().cloned() {
+            self.warnings.push(format!(
+                "{} {} updated the planner estimates of {} in place, and that outlives the \
+                 rollback: {}",
+                match spec {
+                    CandidateSpec::Create(_) => "building",
+                    CandidateSpec::Drop { .. } => "dropping",
+                },
+                shown,
+                change.table,
+                change.describe()
+            ));
+            self.changes.push(change);
+        }
+        self.estimates = after;
+        if changed.is_empty() {
+            return Ok(());
+        }
+        let (_, rerun) = measure(
+            self.conn,
+            request,
+            limits,
+            Setup::Baseline,
+            progress,
+            &format!("baseline again after {shown}"),
+            None,
+        )
+        .await
+        .map_err(|e| {
+            progress.clear();
+            anyhow!("the query failed when the baseline was measured again: {e}")
+        })?;
+        self.reruns.push(BaselineRerun {
+            after: i,
+            measurement: rerun,
+        });
+        if let Some(last) = self.judged_against.last_mut() {
+            *last = Some(self.reruns.len() - 1);
+        }
+        // Building the next candidate may change them again; read them afresh.
+        self.estimates = read_estimates(self.conn, limits, &self.tables).await?;
+        Ok(())
+    }
+}
+
+/// Every measured candidate judged against the baseline it was measured beside, and ranked.
+fn ranking(
+    request: &CompareRequest,
+    baseline: &Measurement,
+    reruns: &[BaselineRerun],
+    outcomes: &[CandidateOutcome],
+    judged_against: &[Option<usize>],
+) -> Vec<Judged> {
+    let mut ranking: Vec<Judged> = outcomes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| {
+            o.result.as_ref().ok().map(|run| {
+                let against = judged_against[i];
+                let base = against.map_or(baseline, |n| &reruns[n].measurement);
+                let mut judged = judge(
+                    i,
+                    &o.spec,
+                    run,
+                    base,
+                    request.mode,
+                    request.min_gain_percent,
+                );
+                judged.baseline = against;
+                judged
+            })
+        })
+        .collect();
+    rank(&mut ranking, outcomes, request.mode);
+    ranking
 }
 
 /// [`measure`] for a candidate under the writer policy: refused when its table is over

@@ -5,21 +5,18 @@
 
 use std::time::Instant;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow, bail};
 
-use crate::compare::workload::params::{self, ParamSource, ParamUse};
-use crate::compare::workload::statements::{self, Screening};
 use crate::compare::workload::unmeasured;
 use crate::compare::workload::{
-    ProbeFigures, QueryRuns, SourceQuery, TableActivity, WorkloadBaseline, WorkloadCandidateRun,
+    ProbeFigures, QueryRuns, TableActivity, WorkloadBaseline, WorkloadCandidateRun,
     WorkloadMeasurements, WorkloadQuery, updates,
 };
-use crate::compare::{Measurement, estimate_changes};
+use crate::compare::{EstimateChange, Measurement, TableEstimate, estimate_changes};
 use crate::db::connect::Connection;
 use crate::db::explain::{self, explain_sql, run};
 use crate::db::session::{Limits, SessionError};
 use crate::db::workload as dbw;
-use crate::effects::Run;
 use crate::plan::{Analysis, parse_plan};
 use crate::sql::{IndexCandidate, QueryKind, quote_literal, tokenize};
 
@@ -60,7 +57,7 @@ pub(crate) fn session_error(context: &str, message: impl Into<String>) -> Sessio
 }
 
 /// The relations a plan reads: (schema, table, alias).
-fn plan_relations(analysis: &Analysis) -> Vec<(String, String, Option<String>)> {
+pub(super) fn plan_relations(analysis: &Analysis) -> Vec<(String, String, Option<String>)> {
     let mut found: Vec<(String, String, Option<String>)> = Vec::new();
     for node in &analysis.plan.nodes {
         if let (Some(schema), Some(rel)) = (&node.schema, &node.relation_name) {
@@ -74,315 +71,17 @@ fn plan_relations(analysis: &Analysis) -> Vec<(String, String, Option<String>)> 
 }
 
 /// The prepared-statement name for workload queries: one at a time, removed after each.
-fn statement_name() -> String {
+pub(super) fn statement_name() -> String {
     format!("pgplan_w{}", std::process::id())
 }
 
 /// `EXECUTE name(args)`, or `EXECUTE name` without parameters.
-fn execute_sql(name: &str, args: &[String]) -> String {
+pub(super) fn execute_sql(name: &str, args: &[String]) -> String {
     if args.is_empty() {
         format!("EXECUTE {name}")
     } else {
         format!("EXECUTE {name}({})", args.join(", "))
     }
-}
-
-/// The generic plan of a parameterised query (EXPLAIN without ANALYZE), in the caller's
-/// transaction; the prepared statement is removed again.
-async fn generic_plan(
-    client: &tokio_postgres::Client,
-    text: &str,
-    parameters: u32,
-) -> Result<String, SessionError> {
-    let name = statement_name();
-    run(client, "SAVEPOINT pgplan_generic", "setting a savepoint").await?;
-    let result = async {
-        run(
-            client,
-            &format!("PREPARE {name} AS {text}"),
-            "preparing the query",
-        )
-        .await?;
-        run(
-            client,
-            "SET LOCAL plan_cache_mode = force_generic_plan",
-            "setting plan_cache_mode",
-        )
-        .await?;
-        let args = vec!["NULL".to_owned(); parameters as usize];
-        explain::explain(
-            client,
-            &explain_sql(&execute_sql(&name, &args), false),
-            "planning the query generically",
-        )
-        .await
-    }
-    .await;
-    let _ = run(
-        client,
-        "ROLLBACK TO SAVEPOINT pgplan_generic",
-        "rolling back",
-    )
-    .await;
-    // DEALLOCATE of a statement that was never prepared fails: only after a PREPARE.
-    let _ = run(client, &format!("DEALLOCATE {name}"), "deallocating").await;
-    result
-}
-
-/// Where a parameter's values come from: the column it is compared with, found among the
-/// relations its generic plan reads.
-async fn param_source(
-    client: &tokio_postgres::Client,
-    usage: &ParamUse,
-    relations: &[(String, String, Option<String>)],
-) -> Result<ParamSource, SessionError> {
-    let (qualifier, column) = match usage {
-        ParamUse::Limit => return Ok(ParamSource::Limit),
-        ParamUse::Offset => return Ok(ParamSource::Offset),
-        ParamUse::Unknown => {
-            return Ok(ParamSource::None(
-                "not compared with a plain column (an expression, a function argument, an array)"
-                    .into(),
-            ));
-        }
-        ParamUse::Column { qualifier, column } => (qualifier, column),
-    };
-    let matching: Vec<&(String, String, Option<String>)> = relations
-        .iter()
-        .filter(|(_, rel, alias)| match qualifier {
-            Some(q) => q == rel || alias.as_deref() == Some(q.as_str()),
-            None => true,
-        })
-        .collect();
-    for (schema, table, _) in &matching {
-        if let Some(stats) = dbw::column_stats(client, schema, table, column).await?
-            && (!stats.most_common_vals.is_empty() || !stats.histogram_bounds.is_empty())
-        {
-            return Ok(ParamSource::Stats(stats));
-        }
-    }
-    // No statistics (never analyzed, or every value distinct with no histogram): a sampled row.
-    for (schema, table, _) in &matching {
-        // A column this table does not have fails the sample: try the next relation.
-        run(client, "SAVEPOINT pgplan_sample", "setting a savepoint").await?;
-        let value = dbw::sample_value(client, schema, table, column).await;
-        let _ = run(
-            client,
-            "ROLLBACK TO SAVEPOINT pgplan_sample",
-            "rolling back",
-        )
-        .await;
-        if let Ok(Some(value)) = value {
-            return Ok(ParamSource::Sampled {
-                column: format!("{table}.{column}"),
-                value,
-            });
-        }
-    }
-    Ok(ParamSource::None(format!(
-        "compared with {column}, which has no statistics and no row to sample in the tables the plan reads"
-    )))
-}
-
-/// Turns the workload's queries into queries ready to measure, choosing the values of their
-/// parameters (read-only). A statement of pg_stat_statements that cannot be planned (a table
-/// since dropped, a temporary table of a session gone, a role's search_path, a parameter of no
-/// type) goes to `screening.skipped` with the server's error; a query file's is an error.
-///
-/// Before anything plans a query, the functions its text calls are judged, through the bodies
-/// of the user's functions ([`super::guard::check_text`]): planning alone runs a function
-/// marked IMMUTABLE or STABLE on constants. A query refused for what they reach is set aside
-/// (a statement of the view) or an error (a file's), unless `allow_lasting_effects`;
-/// `planned_only`: no query is run (`check --estimated`), so only what planning runs is judged.
-pub async fn prepare_queries(
-    conn: &mut Connection,
-    limits: &Limits,
-    sources: Vec<SourceQuery>,
-    allow_writes: bool,
-    allow_lasting_effects: bool,
-    planned_only: bool,
-    screening: &mut Screening,
-) -> Result<Vec<WorkloadQuery>> {
-    let mut prepared = Vec::new();
-    for mut source in sources {
-        let runnable = match &source.query.kind {
-            QueryKind::Read => true,
-            QueryKind::Write(_) => allow_writes,
-            QueryKind::Other(_) => false,
-        };
-        let run = if runnable && !planned_only {
-            Run::Executes
-        } else {
-            Run::PlansOnly
-        };
-        let verdict = conn
-            .read_only(limits, async |client| {
-                super::guard::text_verdict(client, &source.query.text, allow_writes, run).await
-            })
-            .await
-            .with_context(|| format!("{}: judging the functions it calls", source.id))?;
-        if !allow_lasting_effects && let Some(refusal) = verdict.refusal(super::guard::ACCEPT_FLAG)
-        {
-            if source.queryid.is_some() {
-                let line = verdict
-                    .refusal_line(super::guard::ACCEPT_FLAG)
-                    .unwrap_or(refusal);
-                screening.skip(&source, line);
-                continue;
-            }
-            bail!("{}: {refusal}", source.id);
-        }
-        let count = source.query.max_parameter.unwrap_or(0);
-        if let Some(given) = &source.params
-            && given.len() != count as usize
-        {
-            bail!(
-                "{}: `-- params:` gives {} value(s) but the query uses parameters up to ${count}",
-                source.id,
-                given.len()
-            );
-        }
-        let from_view = source.queryid.is_some();
-        if from_view {
-            // Planned once before anything else: what cannot be planned is set aside, named.
-            match plannable(conn, limits, &mut source, count).await? {
-                Ok(()) => {}
-                Err(reason) => {
-                    screening.skip(&source, reason);
-                    continue;
-                }
-            }
-        }
-        let samples = if !runnable {
-            // Never run: only its estimated plan is shown, and its SET list read.
-            vec![params::Sample {
-                label: "not run".into(),
-                params: Vec::new(),
-                generic: true,
-                why: vec!["a write: run only with --allow-writes (rolled back)".into()],
-            }]
-        } else if count == 0 || source.params.is_some() {
-            params::choose_samples(source.params.as_deref(), &[])
-                .into_iter()
-                .map(|mut s| {
-                    if let Some(given) = &source.params {
-                        s.label = "given".into();
-                        s.params = given.clone();
-                        s.why = vec!["values given with `-- params:`".into()];
-                    }
-                    s
-                })
-                .collect()
-        } else {
-            let text = source.query.text.clone();
-            let mut tokens: Vec<ParamUse> = tokenize(&text)
-                .map(|toks| params::parameter_uses(&toks, count))
-                .unwrap_or_else(|_| vec![ParamUse::Unknown; count as usize]);
-            // `col = ANY($n)`: a value of the column, as a one-element array.
-            let arrays: Vec<bool> = match tokenize(&text) {
-                Ok(toks) => statements::any_array_uses(&toks, count)
-                    .into_iter()
-                    .zip(tokens.iter_mut())
-                    .map(|(array, usage)| match array {
-                        Some(column) if *usage == ParamUse::Unknown => {
-                            *usage = column;
-                            true
-                        }
-                        _ => false,
-                    })
-                    .collect(),
-                Err(_) => vec![false; count as usize],
-            };
-            let found = conn
-                .read_only(limits, async |client| {
-                    let plan = generic_plan(client, &text, count).await?;
-                    let analysis = parse_plan(&plan)
-                        .map(Analysis::of)
-                        .map_err(|e| session_error("reading the generic plan", e.to_string()))?;
-                    let relations = plan_relations(&analysis);
-                    let mut found = Vec::new();
-                    for usage in &tokens {
-                        found.push(param_source(client, usage, &relations).await?);
-                    }
-                    Ok(found)
-                })
-                .await;
-            match found {
-                Ok(sources) => params::choose_samples(None, &sources)
-                    .into_iter()
-                    .map(|mut sample| {
-                        for (value, _) in sample
-                            .params
-                            .iter_mut()
-                            .zip(&arrays)
-                            .filter(|(_, array)| **array)
-                        {
-                            *value = statements::one_element_array(value);
-                        }
-                        sample
-                    })
-                    .collect(),
-                Err(e) if from_view && !conn.is_closed() && !stop_requested() => {
-                    screening.skip(&source, format!("finding values for its parameters: {e}"));
-                    continue;
-                }
-                Err(e) => bail!("{}: finding values for its parameters: {e}", source.id),
-            }
-        };
-        prepared.push(WorkloadQuery {
-            source,
-            samples,
-            runnable,
-        });
-    }
-    Ok(prepared)
-}
-
-/// Whether a statement of the view can be planned: its generic plan, read-only. A parameter
-/// the server cannot type (the literal it stood for had no type: `SELECT $1`) is cast to
-/// `text`, as PostgreSQL resolves such a literal, and the text rewritten. `Err` is why it
-/// cannot be planned; a lost connection or Ctrl-C ends the run.
-async fn plannable(
-    conn: &mut Connection,
-    limits: &Limits,
-    source: &mut SourceQuery,
-    count: u32,
-) -> Result<Result<(), String>> {
-    for _ in 0..=count {
-        let text = source.query.text.clone();
-        let planned = conn
-            .read_only(limits, async |client| {
-                generic_plan(client, &text, count).await
-            })
-            .await;
-        if conn.is_closed() {
-            bail!(
-                "the connection to {} closed while planning {}",
-                conn.target,
-                source.id
-            );
-        }
-        if stop_requested() {
-            bail!("interrupted while planning {}", source.id);
-        }
-        match planned {
-            Ok(_) => return Ok(Ok(())),
-            Err(e) => {
-                let undetermined = (e.sqlstate.as_deref() == Some("42P18"))
-                    .then(|| statements::undetermined_parameter(&e.message))
-                    .flatten();
-                match undetermined {
-                    Some(n) => {
-                        source.query.text = statements::cast_parameter(&text, n, "text");
-                    }
-                    None => return Ok(Err(format!("planning it: {e}"))),
-                }
-            }
-        }
-    }
-    Ok(Err(
-        "planning it: the server could not determine its parameters' types".into(),
-    ))
 }
 
 /// Measures one sample of one query in the caller's transaction, under a savepoint that is
@@ -751,6 +450,88 @@ async fn measure_baseline(
     })
 }
 
+/// The tables a workload's candidates are on, as the catalog names them, read before anything
+/// is built.
+struct Tables {
+    /// Per candidate, then per chosen index: its table (None when the catalog has no such table).
+    of_candidate: Vec<Option<String>>,
+    /// Every table a candidate or a chosen index is on, once: their estimates and write
+    /// counters are read.
+    watched: Vec<String>,
+    /// Per candidate on a known table: the table and the candidate's predicate, for the
+    /// representative write.
+    probes: Vec<(String, Option<String>)>,
+    /// The probed tables once, under `--allow-writes`: their pages are counted before and after.
+    probed: Vec<String>,
+}
+
+impl Tables {
+    async fn read(
+        conn: &mut Connection,
+        limits: &Limits,
+        candidates: &[IndexCandidate],
+        chosen: &[IndexCandidate],
+        allow_writes: bool,
+    ) -> Result<Self, SessionError> {
+        let of_candidate: Vec<Option<String>> = conn
+            .read_only(limits, async |client| {
+                let mut names = Vec::new();
+                for c in candidates.iter().chain(chosen) {
+                    names.push(dbw::relation_name(client, &c.table).await?);
+                }
+                Ok(names)
+            })
+            .await?;
+        let mut watched: Vec<String> = of_candidate.iter().flatten().cloned().collect();
+        watched.sort();
+        watched.dedup();
+        let probes: Vec<(String, Option<String>)> = candidates
+            .iter()
+            .zip(&of_candidate)
+            .filter_map(|(c, t)| Some((t.clone()?, predicate(&c.definition))))
+            .collect();
+        let mut probed: Vec<String> = probes.iter().map(|(t, _)| t.clone()).collect();
+        probed.sort();
+        probed.dedup();
+        if !allow_writes {
+            probed.clear();
+        }
+        Ok(Self {
+            of_candidate,
+            watched,
+            probes,
+            probed,
+        })
+    }
+}
+
+/// The planner's estimates of `tables`, read-only.
+async fn read_estimates(
+    conn: &mut Connection,
+    limits: &Limits,
+    tables: &[String],
+) -> Result<Vec<TableEstimate>, SessionError> {
+    conn.read_only(limits, async |client| {
+        explain::table_estimates(client, tables).await
+    })
+    .await
+}
+
+/// The pages of `tables`, to name the pages the representative writes add.
+async fn read_pages(
+    conn: &mut Connection,
+    limits: &Limits,
+    tables: &[String],
+) -> Result<Vec<(String, Option<f64>)>, SessionError> {
+    if tables.is_empty() {
+        return Ok(Vec::new());
+    }
+    conn.read_only(limits, async |client| {
+        dbw::relation_pages(client, tables).await
+    })
+    .await
+}
+
 /// Measures the workload with each candidate (every one built once, in its own rolled-back
 /// transaction, after `chosen`, which every transaction builds first — the baseline's too), and
 /// reads the write counters of every candidate's table. Stops starting candidates once
@@ -767,264 +548,58 @@ pub async fn measure_workload(
     candidates: &[IndexCandidate],
     chosen: &[IndexCandidate],
     options: &EngineOptions,
-    mut writers: Option<&mut Writers>,
+    writers: Option<&mut Writers>,
     progress: &dyn Observer,
 ) -> Result<WorkloadMeasurements> {
-    // Tables as the catalog names them, read-only, before anything is built.
-    let tables: Vec<Option<String>> = conn
-        .read_only(limits, async |client| {
-            let mut names = Vec::new();
-            for c in candidates.iter().chain(chosen) {
-                names.push(dbw::relation_name(client, &c.table).await?);
-            }
-            Ok(names)
-        })
-        .await?;
-    let mut watched: Vec<String> = tables.iter().flatten().cloned().collect();
-    watched.sort();
-    watched.dedup();
-    let probe_tables: Vec<(String, Option<String>)> = candidates
-        .iter()
-        .zip(&tables)
-        .filter_map(|(c, t)| Some((t.clone()?, predicate(&c.definition))))
-        .collect();
-
-    let read_estimates = async |conn: &mut Connection| {
-        conn.read_only(limits, async |client| {
-            explain::table_estimates(client, &watched).await
-        })
-        .await
-    };
+    let tables = Tables::read(conn, limits, candidates, chosen, options.allow_writes).await?;
     // Before the baseline, which builds the chosen indexes: what every build changes in place
     // is put back to these figures at the end.
-    let initial = read_estimates(conn).await?;
-    // The probed tables' sizes, to name the pages the representative writes add.
-    let mut probed: Vec<String> = probe_tables.iter().map(|(t, _)| t.clone()).collect();
-    probed.sort();
-    probed.dedup();
-    if !options.allow_writes {
-        probed.clear();
-    }
-    let read_pages = async |conn: &mut Connection| {
-        if probed.is_empty() {
-            return Ok(Vec::new());
-        }
-        conn.read_only(limits, async |client| {
-            dbw::relation_pages(client, &probed).await
-        })
-        .await
-    };
-    let pages_before = read_pages(conn).await?;
-
+    let initial = read_estimates(conn, limits, &tables.watched).await?;
+    let pages_before = read_pages(conn, limits, &tables.probed).await?;
     let work = Work {
         queries,
         chosen,
-        probe_tables: &probe_tables,
+        probe_tables: &tables.probes,
         options,
     };
-    let mut baselines = vec![
-        measure_baseline(
-            conn,
-            limits,
-            &work,
-            writers.as_deref_mut(),
-            progress,
-            "baseline",
-        )
-        .await?,
-    ];
-    let mut current = read_estimates(conn).await?;
-    let mut changes = Vec::new();
+    let mut measuring = Measuring {
+        conn,
+        limits,
+        work: &work,
+        writers,
+        progress,
+        watched: &tables.watched,
+        baselines: Vec::new(),
+        estimates: Vec::new(),
+        changes: Vec::new(),
+    };
+    measuring.baseline("baseline", None).await?;
     let mut results = Vec::new();
     let mut skipped = Vec::new();
     for (i, candidate) in candidates.iter().enumerate() {
-        if options.deadline.is_some_and(|d| Instant::now() >= d) {
-            skipped.push(i);
-            results.push(Err(
-                "not measured (budget): --budget ran out before it".to_owned()
-            ));
-            continue;
-        }
-        let label = format!(
-            "candidate {} of {} ({})",
-            i + 1,
-            candidates.len(),
-            candidate.describe()
-        );
-        let table = tables[i].clone();
-        let mut table_bytes = None;
-        if let (Some(writers), Some(t)) = (writers.as_deref_mut(), &table) {
-            match writers
-                .note_build(conn, limits, candidate.describe(), t)
-                .await
-            {
-                Ok(cost) => table_bytes = Some(cost.table_bytes),
-                Err(refusal) => {
-                    results.push(Err(refusal));
-                    continue;
-                }
-            }
-        }
-        let probe_predicate = predicate(&candidate.definition);
-        let say = |message: &str| progress.update(message);
-        let result = rolled_back_yielding(
-            conn,
-            limits,
-            writers.as_deref_mut(),
-            &label,
-            &say,
-            async |client| {
-                transaction_setup(client, options).await?;
-                build_chosen(client, chosen, progress).await?;
-                let facts =
-                    build_index(client, candidate, options.analyze, progress, &label).await?;
-                let name = facts.plan_index_names.first().cloned().unwrap_or_default();
-                let (entries, rows) = match &table {
-                    Some(t) => dbw::index_entries(client, &name, t)
-                        .await?
-                        .unwrap_or((0.0, 0.0)),
-                    None => (0.0, 0.0),
-                };
-                let columns = match &table {
-                    Some(t) => dbw::table_activity(client, t)
-                        .await?
-                        .map(|(_, cols)| cols)
-                        .unwrap_or_default(),
-                    None => Vec::new(),
-                };
-                // Cut short when --budget runs out between two runs: that candidate is then
-                // "not measured (budget)", and the budget overruns by one run at most.
-                let runs =
-                    measure_queries(client, queries, options, progress, &label, options.deadline)
-                        .await?;
-                let probe = match (&table, options.allow_writes) {
-                    (Some(t), true) => {
-                        write_probe(
-                            client,
-                            t,
-                            probe_predicate.as_deref(),
-                            &options.probe_accepted,
-                            options.untracked,
-                        )
-                        .await?
-                    }
-                    _ => None,
-                };
-                Ok(WorkloadCandidateRun {
-                    name,
-                    plan_index_names: facts.plan_index_names,
-                    size_bytes: facts.size_bytes,
-                    build_ms: facts.build_ms,
-                    queries: runs,
-                    baseline: 0,
-                    entries_per_row: if rows > 0.0 {
-                        (entries / rows).clamp(0.0, 1.0)
-                    } else {
-                        1.0
-                    },
-                    entries,
-                    covered_columns: updates::covered_columns(&candidate.definition, &columns)
-                        .into_iter()
-                        .map(|c| c.to_lowercase())
-                        .collect(),
-                    write_probe: probe,
-                })
-            },
-        )
-        .await;
-        if stop_requested() {
-            progress.clear();
-            bail!("interrupted while measuring {}", candidate.describe());
-        }
-        if conn.is_closed() {
-            progress.clear();
-            bail!(
-                "the connection to {} closed while measuring {}; the server rolled the transaction back",
-                conn.target,
-                candidate.describe()
-            );
-        }
-        let mut result = match result {
-            Err(e) if e.context == BUDGET_CONTEXT => {
-                skipped.push(i);
-                Err("not measured (budget): --budget ran out while it was measured".to_owned())
-            }
-            other => other.map_err(|e| e.to_string()),
-        };
-        if let Ok(run) = &mut result {
-            run.baseline = baselines.len() - 1;
-            if let (Some(writers), Some(bytes), Some(ms)) =
-                (writers.as_deref_mut(), table_bytes, run.build_ms)
-            {
-                writers.measured_build(bytes, ms);
-            }
-        }
-        let after = read_estimates(conn).await?;
-        let changed = estimate_changes(&current, &after);
-        if !changed.is_empty() {
-            // The estimates changed under the baseline (relpages/reltuples outlive the
-            // rollback): measure it again now; this candidate, whose runs already saw the new
-            // estimates, and the next ones are judged against it.
-            let mut rerun = measure_baseline(
-                conn,
-                limits,
-                &work,
-                writers.as_deref_mut(),
-                progress,
-                &format!("baseline again after {}", candidate.describe()),
-            )
+        let table = tables.of_candidate[i].as_deref();
+        let outcome = measuring
+            .candidate(i, candidates.len(), candidate, table)
             .await?;
-            rerun.after = Some(i);
-            baselines.push(rerun);
-            if let Ok(run) = &mut result {
-                run.baseline = baselines.len() - 1;
-            }
-            changes.extend(changed);
-            current = read_estimates(conn).await?;
-        } else {
-            current = after;
+        if outcome.over_budget {
+            skipped.push(i);
         }
-        results.push(result);
+        results.push(outcome.result);
     }
-
+    let Measuring {
+        conn,
+        baselines,
+        changes,
+        ..
+    } = measuring;
     let figures_put_back = super::estimates::put_back(conn, limits, &initial).await;
-    let pages_after = read_pages(conn).await?;
-    let mut counted: Vec<(String, f64)> = Vec::new();
-    for b in &baselines {
-        for (table, figures) in &b.write_probes {
-            if let Some(f) = figures {
-                counted.push((table.clone(), f.rows_counted));
-            }
-        }
-    }
-    for (run, table) in results.iter().zip(&tables) {
-        if let (Ok(run), Some(table)) = (run, table)
-            && let Some(f) = &run.write_probe
-        {
-            counted.push((table.clone(), f.rows_counted));
-        }
-    }
-    let probe_residue =
-        crate::compare::workload::probe_residue::residues(&pages_before, &pages_after, &counted);
-
-    // The write counters of each candidate's table, with the audit's counting window.
-    let facts = conn.facts.clone();
-    let activity = conn
-        .read_only(limits, async |client| {
-            let window = crate::db::catalog::read_stats_window(client, &facts)
-                .await
-                .ok()
-                .flatten();
-            let mut found: Vec<TableActivity> = Vec::new();
-            for table in &watched {
-                if let Some((mut a, _)) = dbw::table_activity(client, table).await? {
-                    a.window_seconds = window.map(|w| w.seconds());
-                    found.push(a);
-                }
-            }
-            Ok(found)
-        })
-        .await?;
+    let pages_after = read_pages(conn, limits, &tables.probed).await?;
+    let probe_residue = crate::compare::workload::probe_residue::residues(
+        &pages_before,
+        &pages_after,
+        &rows_counted(&baselines, &results, &tables.of_candidate),
+    );
+    let activity = read_activity(conn, limits, &tables.watched).await?;
     progress.clear();
     Ok(WorkloadMeasurements {
         baselines,
@@ -1035,4 +610,272 @@ pub async fn measure_workload(
         probe_residue,
         skipped_for_budget: skipped,
     })
+}
+
+/// One workload's measuring between its transactions: the baselines so far, the planner
+/// estimates the last one was measured with, and what builds changed of them.
+struct Measuring<'a> {
+    conn: &'a mut Connection,
+    limits: &'a Limits,
+    work: &'a Work<'a>,
+    writers: Option<&'a mut Writers>,
+    progress: &'a dyn Observer,
+    watched: &'a [String],
+    baselines: Vec<WorkloadBaseline>,
+    estimates: Vec<TableEstimate>,
+    changes: Vec<EstimateChange>,
+}
+
+/// What became of one candidate: its runs or its error, and whether the budget was the reason.
+struct CandidateOutcome {
+    result: Result<WorkloadCandidateRun, String>,
+    over_budget: bool,
+}
+
+impl Measuring<'_> {
+    /// Measures the baseline (again after candidate `after`, when that is set), which the next
+    /// candidates are judged against, and the estimates it was measured with.
+    async fn baseline(&mut self, label: &str, after: Option<usize>) -> Result<()> {
+        let writers = self.writers.as_deref_mut();
+        let mut baseline = measure_baseline(
+            self.conn,
+            self.limits,
+            self.work,
+            writers,
+            self.progress,
+            label,
+        )
+        .await?;
+        baseline.after = after;
+        self.baselines.push(baseline);
+        self.estimates = read_estimates(self.conn, self.limits, self.watched).await?;
+        Ok(())
+    }
+
+    /// Candidate `i` of `count`: refused by the writer policy, or measured in its own
+    /// rolled-back transaction; then, when its build changed the planner's estimates, the
+    /// baseline again.
+    async fn candidate(
+        &mut self,
+        i: usize,
+        count: usize,
+        candidate: &IndexCandidate,
+        table: Option<&str>,
+    ) -> Result<CandidateOutcome> {
+        let (work, progress) = (self.work, self.progress);
+        if work.options.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(CandidateOutcome {
+                result: Err("not measured (budget): --budget ran out before it".to_owned()),
+                over_budget: true,
+            });
+        }
+        let label = format!("candidate {} of {count} ({})", i + 1, candidate.describe());
+        let mut table_bytes = None;
+        if let (Some(writers), Some(t)) = (self.writers.as_deref_mut(), table) {
+            match writers
+                .note_build(self.conn, self.limits, candidate.describe(), t)
+                .await
+            {
+                Ok(cost) => table_bytes = Some(cost.table_bytes),
+                Err(refusal) => {
+                    return Ok(CandidateOutcome {
+                        result: Err(refusal),
+                        over_budget: false,
+                    });
+                }
+            }
+        }
+        let say = |message: &str| progress.update(message);
+        let result = rolled_back_yielding(
+            self.conn,
+            self.limits,
+            self.writers.as_deref_mut(),
+            &label,
+            &say,
+            async |client| candidate_run(client, work, candidate, table, &label, progress).await,
+        )
+        .await;
+        self.still_going(candidate)?;
+        let (mut result, over_budget) = match result {
+            Err(e) if e.context == BUDGET_CONTEXT => (
+                Err("not measured (budget): --budget ran out while it was measured".to_owned()),
+                true,
+            ),
+            other => (other.map_err(|e| e.to_string()), false),
+        };
+        if let Ok(run) = &mut result
+            && let (Some(writers), Some(bytes), Some(ms)) =
+                (self.writers.as_deref_mut(), table_bytes, run.build_ms)
+        {
+            writers.measured_build(bytes, ms);
+        }
+        self.baseline_again_if_estimates_changed(i, candidate)
+            .await?;
+        if let Ok(run) = &mut result {
+            run.baseline = self.baselines.len() - 1;
+        }
+        Ok(CandidateOutcome {
+            result,
+            over_budget,
+        })
+    }
+
+    /// Ends the run once the user interrupted or the connection closed (the server has rolled
+    /// the candidate's transaction back either way).
+    fn still_going(&self, candidate: &IndexCandidate) -> Result<()> {
+        if stop_requested() {
+            self.progress.clear();
+            bail!("interrupted while measuring {}", candidate.describe());
+        }
+        if self.conn.is_closed() {
+            self.progress.clear();
+            bail!(
+                "the connection to {} closed while measuring {}; the server rolled the transaction back",
+                self.conn.target,
+                candidate.describe()
+            );
+        }
+        Ok(())
+    }
+
+    /// When building candidate `i` changed the planner's estimates (relpages/reltuples outlive
+    /// the rollback), measures the baseline again now: this candidate, whose runs already saw
+    /// the new estimates, and the next ones are judged against it.
+    async fn baseline_again_if_estimates_changed(
+        &mut self,
+        i: usize,
+        candidate: &IndexCandidate,
+    ) -> Result<()> {
+        let after = read_estimates(self.conn, self.limits, self.watched).await?;
+        let changed = estimate_changes(&self.estimates, &after);
+        if changed.is_empty() {
+            self.estimates = after;
+            return Ok(());
+        }
+        let label = format!("baseline again after {}", candidate.describe());
+        self.baseline(&label, Some(i)).await?;
+        self.changes.extend(changed);
+        Ok(())
+    }
+}
+
+/// A candidate's transaction: the chosen indexes and then the candidate built, its entries and
+/// its table's columns read, every query measured (cut short when `--budget` runs out between
+/// two runs, so the budget overruns by one run at most), and the representative write.
+async fn candidate_run(
+    client: &tokio_postgres::Client,
+    work: &Work<'_>,
+    candidate: &IndexCandidate,
+    table: Option<&str>,
+    label: &str,
+    progress: &dyn Observer,
+) -> Result<WorkloadCandidateRun, SessionError> {
+    let options = work.options;
+    transaction_setup(client, options).await?;
+    build_chosen(client, work.chosen, progress).await?;
+    let facts = build_index(client, candidate, options.analyze, progress, label).await?;
+    let name = facts.plan_index_names.first().cloned().unwrap_or_default();
+    let (entries, rows, columns) = match table {
+        Some(t) => {
+            let (entries, rows) = dbw::index_entries(client, &name, t)
+                .await?
+                .unwrap_or((0.0, 0.0));
+            let columns = dbw::table_activity(client, t)
+                .await?
+                .map(|(_, cols)| cols)
+                .unwrap_or_default();
+            (entries, rows, columns)
+        }
+        None => (0.0, 0.0, Vec::new()),
+    };
+    let runs = measure_queries(
+        client,
+        work.queries,
+        options,
+        progress,
+        label,
+        options.deadline,
+    )
+    .await?;
+    let write_probe = match (table, options.allow_writes) {
+        (Some(t), true) => {
+            let predicate = predicate(&candidate.definition);
+            write_probe(
+                client,
+                t,
+                predicate.as_deref(),
+                &options.probe_accepted,
+                options.untracked,
+            )
+            .await?
+        }
+        _ => None,
+    };
+    Ok(WorkloadCandidateRun {
+        name,
+        plan_index_names: facts.plan_index_names,
+        size_bytes: facts.size_bytes,
+        build_ms: facts.build_ms,
+        queries: runs,
+        baseline: 0,
+        entries_per_row: if rows > 0.0 {
+            (entries / rows).clamp(0.0, 1.0)
+        } else {
+            1.0
+        },
+        entries,
+        covered_columns: updates::covered_columns(&candidate.definition, &columns)
+            .into_iter()
+            .map(|c| c.to_lowercase())
+            .collect(),
+        write_probe,
+    })
+}
+
+/// The rows each representative write counted in its table's statistics, per table.
+fn rows_counted(
+    baselines: &[WorkloadBaseline],
+    results: &[Result<WorkloadCandidateRun, String>],
+    tables: &[Option<String>],
+) -> Vec<(String, f64)> {
+    let mut counted: Vec<(String, f64)> = Vec::new();
+    for b in baselines {
+        for (table, figures) in &b.write_probes {
+            if let Some(f) = figures {
+                counted.push((table.clone(), f.rows_counted));
+            }
+        }
+    }
+    for (run, table) in results.iter().zip(tables) {
+        if let (Ok(run), Some(table)) = (run, table)
+            && let Some(f) = &run.write_probe
+        {
+            counted.push((table.clone(), f.rows_counted));
+        }
+    }
+    counted
+}
+
+/// The write counters of each watched table, with the audit's counting window.
+async fn read_activity(
+    conn: &mut Connection,
+    limits: &Limits,
+    watched: &[String],
+) -> Result<Vec<TableActivity>, SessionError> {
+    let facts = conn.facts.clone();
+    conn.read_only(limits, async |client| {
+        let window = crate::db::catalog::read_stats_window(client, &facts)
+            .await
+            .ok()
+            .flatten();
+        let mut found: Vec<TableActivity> = Vec::new();
+        for table in watched {
+            if let Some((mut a, _)) = dbw::table_activity(client, table).await? {
+                a.window_seconds = window.map(|w| w.seconds());
+                found.push(a);
+            }
+        }
+        Ok(found)
+    })
+    .await
 }
