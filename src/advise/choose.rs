@@ -284,6 +284,33 @@ mod tests {
     }
 
     #[test]
+    fn a_partial_index_reading_the_same_for_less_size_and_writes_wins() {
+        // The demo's dashboard: the full (status, created_at DESC) and the partial
+        // (created_at DESC) WHERE status = 'pending' read the same pages; the partial one is
+        // half the size and a write outside its slice never reaches it.
+        let full = m(15.2e6, 460e6, 500_000.0);
+        let partial = m(7.5e6, 460e6, 100_000.0);
+        assert!(partial.score() > full.score());
+        let c = choose(vec![full, partial], &Limits::default(), |chosen, open| {
+            assert_eq!((chosen, open), (&[1][..], &[0][..]));
+            // With the partial one in place the planner walks it, not the full one.
+            vec![(0, unused())]
+        });
+        assert_eq!(c.chosen, [(1, partial)]);
+        assert_eq!(c.rejected.len(), 1);
+        assert_eq!(c.rejected[0].candidate, 0);
+        assert_eq!(c.rejected[0].reason, Rejection::Unused);
+        assert_eq!(c.rejected[0].with_chosen, 1);
+        // Same reads, same writes: the smaller one still wins, per byte.
+        let c = choose(
+            vec![full, m(7.5e6, 460e6, 500_000.0)],
+            &Limits::default(),
+            |_, _| vec![(0, unused())],
+        );
+        assert_eq!(c.chosen[0].0, 1);
+    }
+
+    #[test]
     fn limits_on_count_and_size() {
         let all = vec![m(1e4, 1000.0, 0.0), m(1e4, 900.0, 0.0), m(1e6, 5e5, 0.0)];
         let c = choose(
