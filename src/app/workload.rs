@@ -11,7 +11,8 @@ use crate::cli::CompareArgs;
 use crate::compare::workload::statements::{self, Screened, Screening, SkippedStatement};
 use crate::compare::workload::unmeasured;
 use crate::compare::workload::{
-    QueryRuns, SourceQuery, WorkloadQuery, WorkloadReport, judge, source, updates, workload_updates,
+    QueryRuns, SourceQuery, WorkloadMeasurements, WorkloadQuery, WorkloadReport, judge, source,
+    updates, workload_updates,
 };
 use crate::compare::{CandidateSpec, display_name};
 use crate::db::connect::Connection;
@@ -24,6 +25,7 @@ use crate::sql::{IndexCandidate, QueryKind};
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 use super::progress::Progress;
 use super::writers::open_writers;
+use crate::measure::guard::LastingWatch;
 use crate::measure::prepare::prepare_queries;
 use crate::measure::workload::{EngineOptions, measure_workload};
 use crate::measure::writers::Writers;
@@ -546,132 +548,26 @@ pub async fn run_workload(
     file_queries: Vec<SourceQuery>,
     candidates: &[IndexCandidate],
     settings: &WorkloadSettings,
-    mut writers: Option<&mut Writers>,
+    writers: Option<&mut Writers>,
     progress: &Progress,
 ) -> Result<WorkloadReport> {
-    let mut warnings = Vec::new();
-    for c in candidates {
-        if c.concurrently {
-            warnings.push(format!(
-                "{}: CONCURRENTLY cannot run inside a transaction block, so pgplan builds it plainly \
-                 inside the rolled-back transaction (it holds a SHARE lock on {} while it builds: writes \
-                 to the table wait)",
-                c.describe(),
-                c.table
-            ));
-        }
-    }
-    let conn = &mut *conn;
-    let limits = *limits;
+    let mut warnings = concurrently_notes(candidates);
     let mut screening = Screening::default();
-    // A table accepted by a name that resolves to none is an error before any work.
-    let accepted =
-        super::probe_guard::resolve_accepted(conn, &limits, &settings.probe_triggers).await?;
-    // Read before any of the workload's SQL is prepared, planned or run: a function it calls may
-    // make what no rollback undoes.
-    let mut lasting =
-        crate::measure::guard::LastingWatch::start(conn, &limits, settings.allow_writes).await;
-    let queries = match workload_queries(
+    let (queries, measurements) = measured(
         conn,
-        &limits,
-        "compare --workload",
-        settings.statements,
-        file_queries,
-        settings.allow_writes,
-        settings.allow_lasting_effects,
-        &mut warnings,
-        &mut screening,
+        limits,
+        (file_queries, candidates),
+        settings,
+        writers,
         progress,
+        (&mut warnings, &mut screening),
     )
-    .await
-    {
-        Ok(queries) => queries,
-        Err(e) => return Err(lasting.error(conn, &limits, e).await),
-    };
-    // Before any of the workload's writes or a representative write runs: the rows their
-    // tables' triggers may commit outside the rollback.
-    if settings.allow_writes {
-        lasting
-            .watch_rows(conn, &limits, written_tables(&queries, &accepted))
-            .await;
-    }
-    let untracked = conn.facts.superuser;
-    if !untracked {
-        warnings.push(
-            "pgplan's own runs may show in pg_stat_statements (keeping them out needs a superuser \
-         for SET LOCAL pg_stat_statements.track); it never resets it"
-                .into(),
-        );
-    }
-    let engine = EngineOptions {
-        runs: settings.runs,
-        allow_writes: settings.allow_writes,
-        analyze: settings.analyze,
-        deadline: settings.deadline,
-        allow_lasting_effects: settings.allow_lasting_effects,
-        untracked,
-        probe_accepted: accepted.iter().map(|a| a.table.clone()).collect(),
-    };
-    if settings.allow_writes {
-        warnings
-            .extend(super::probe_guard::probe_notes(conn, &limits, candidates, &accepted).await?);
-    }
-    let measurements = match measure_workload(
-        conn,
-        &limits,
-        &queries,
-        candidates,
-        &[],
-        &engine,
-        writers.as_deref_mut(),
-        progress,
-    )
-    .await
-    {
-        Ok(measurements) => measurements,
-        Err(e) => return Err(lasting.error(conn, &limits, e).await),
-    };
-    if let Some(writers) = writers {
-        warnings.extend(writers.take_notes());
-    }
-    warnings.extend(lasting.notes(conn, &limits).await);
-    // Unnamed candidates go by the name PostgreSQL gave them, made unique as it would.
-    let mut names: Vec<String> = Vec::new();
-    for (i, c) in candidates.iter().enumerate() {
-        let plan_name = measurements.candidates[i]
-            .as_ref()
-            .map(|r| r.name.clone())
-            .unwrap_or_default();
-        let taken: Vec<&str> = names.iter().map(String::as_str).collect();
-        let name = display_name(&CandidateSpec::Create(c.clone()), &plan_name, &taken);
-        names.push(name);
-    }
-    let resolved = relation_names(conn, &limits, &queries, candidates).await?;
+    .await?;
+    let names = candidate_names(candidates, &measurements);
+    let resolved = relation_names(conn, limits, &queries, candidates).await?;
     let lookup = |t: &str| lookup_relation(&resolved, t);
     let updates = workload_updates(&queries, lookup);
-    for estimate in &measurements.estimate_changes {
-        warnings.push(format!(
-            "a build updated the planner estimates of {} in place, and that outlives the \
-             rollback: {}; the baseline was measured again before the next candidate",
-            estimate.table,
-            estimate.describe()
-        ));
-    }
-    warnings.extend(measurements.figures_put_back.iter().cloned());
-    warnings.extend(crate::compare::workload::probe_residue::residue_notes(
-        &measurements.probe_residue,
-    ));
-    if !measurements.skipped_for_budget.is_empty() {
-        let skipped: Vec<&str> = measurements
-            .skipped_for_budget
-            .iter()
-            .map(|&i| names[i].as_str())
-            .collect();
-        warnings.push(format!(
-            "--budget ran out before these candidates were measured: {}",
-            skipped.join(", ")
-        ));
-    }
+    warnings.extend(measurement_notes(&measurements, &names));
     let ranking = judge(
         &queries,
         &measurements,
@@ -698,6 +594,170 @@ pub async fn run_workload(
     })
 }
 
+/// What a `CONCURRENTLY` candidate becomes inside the rolled-back transaction.
+fn concurrently_notes(candidates: &[IndexCandidate]) -> Vec<String> {
+    candidates
+        .iter()
+        .filter(|c| c.concurrently)
+        .map(|c| {
+            format!(
+                "{}: CONCURRENTLY cannot run inside a transaction block, so pgplan builds it plainly \
+                 inside the rolled-back transaction (it holds a SHARE lock on {} while it builds: writes \
+                 to the table wait)",
+                c.describe(),
+                c.table
+            )
+        })
+        .collect()
+}
+
+/// The workload read and measured between the two readings of the server's lasting state (an
+/// error names what the run left too); the run's notes and what was screened out are added to
+/// `warnings` and `screening`.
+async fn measured(
+    conn: &mut Connection,
+    limits: &Limits,
+    (file_queries, candidates): (Vec<SourceQuery>, &[IndexCandidate]),
+    settings: &WorkloadSettings,
+    mut writers: Option<&mut Writers>,
+    progress: &Progress,
+    (warnings, screening): (&mut Vec<String>, &mut Screening),
+) -> Result<(Vec<WorkloadQuery>, WorkloadMeasurements)> {
+    // A table accepted by a name that resolves to none is an error before any work.
+    let accepted =
+        super::probe_guard::resolve_accepted(conn, limits, &settings.probe_triggers).await?;
+    // Read before any of the workload's SQL is prepared, planned or run: a function it calls may
+    // make what no rollback undoes.
+    let mut lasting = LastingWatch::start(conn, limits, settings.allow_writes).await;
+    let queries = match workload_queries(
+        conn,
+        limits,
+        "compare --workload",
+        settings.statements,
+        file_queries,
+        settings.allow_writes,
+        settings.allow_lasting_effects,
+        warnings,
+        screening,
+        progress,
+    )
+    .await
+    {
+        Ok(queries) => queries,
+        Err(e) => return Err(lasting.error(conn, limits, e).await),
+    };
+    // Before any of the workload's writes or a representative write runs: the rows their
+    // tables' triggers may commit outside the rollback.
+    if settings.allow_writes {
+        lasting
+            .watch_rows(conn, limits, written_tables(&queries, &accepted))
+            .await;
+    }
+    let engine = engine_options(conn, settings, &accepted, warnings);
+    if settings.allow_writes {
+        let notes = super::probe_guard::probe_notes(conn, limits, candidates, &accepted).await?;
+        warnings.extend(notes);
+    }
+    let writers_now = writers.as_deref_mut();
+    let measured = measure_workload(
+        conn,
+        limits,
+        &queries,
+        candidates,
+        &[],
+        &engine,
+        writers_now,
+        progress,
+    )
+    .await;
+    let measurements = match measured {
+        Ok(measurements) => measurements,
+        Err(e) => return Err(lasting.error(conn, limits, e).await),
+    };
+    if let Some(writers) = writers {
+        warnings.extend(writers.take_notes());
+    }
+    warnings.extend(lasting.notes(conn, limits).await);
+    Ok((queries, measurements))
+}
+
+/// How the engine measures this workload; a note when pgplan's own runs cannot be kept out of
+/// `pg_stat_statements`.
+fn engine_options(
+    conn: &Connection,
+    settings: &WorkloadSettings,
+    accepted: &[crate::compare::workload::probe_guard::Accepted],
+    warnings: &mut Vec<String>,
+) -> EngineOptions {
+    let untracked = conn.facts.superuser;
+    if !untracked {
+        warnings.push(
+            "pgplan's own runs may show in pg_stat_statements (keeping them out needs a superuser \
+         for SET LOCAL pg_stat_statements.track); it never resets it"
+                .into(),
+        );
+    }
+    EngineOptions {
+        runs: settings.runs,
+        allow_writes: settings.allow_writes,
+        analyze: settings.analyze,
+        deadline: settings.deadline,
+        allow_lasting_effects: settings.allow_lasting_effects,
+        untracked,
+        probe_accepted: accepted.iter().map(|a| a.table.clone()).collect(),
+    }
+}
+
+/// Unnamed candidates go by the name PostgreSQL gave them, made unique as it would.
+fn candidate_names(
+    candidates: &[IndexCandidate],
+    measurements: &WorkloadMeasurements,
+) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for (i, c) in candidates.iter().enumerate() {
+        let plan_name = measurements.candidates[i]
+            .as_ref()
+            .map(|r| r.name.clone())
+            .unwrap_or_default();
+        let taken: Vec<&str> = names.iter().map(String::as_str).collect();
+        let name = display_name(&CandidateSpec::Create(c.clone()), &plan_name, &taken);
+        names.push(name);
+    }
+    names
+}
+
+/// What the measuring changed that outlives it, and the candidates the budget left out.
+fn measurement_notes(measurements: &WorkloadMeasurements, names: &[String]) -> Vec<String> {
+    let mut notes: Vec<String> = measurements
+        .estimate_changes
+        .iter()
+        .map(|estimate| {
+            format!(
+                "a build updated the planner estimates of {} in place, and that outlives the \
+                 rollback: {}; the baseline was measured again before the next candidate",
+                estimate.table,
+                estimate.describe()
+            )
+        })
+        .collect();
+    notes.extend(measurements.figures_put_back.iter().cloned());
+    notes.extend(crate::compare::workload::probe_residue::residue_notes(
+        &measurements.probe_residue,
+    ));
+    if !measurements.skipped_for_budget.is_empty() {
+        let skipped: Vec<&str> = measurements
+            .skipped_for_budget
+            .iter()
+            .map(|&i| names[i].as_str())
+            .collect();
+        notes.push(format!(
+            "--budget ran out before these candidates were measured: {}",
+            skipped.join(", ")
+        ));
+    }
+    notes
+}
+
 /// `pgplan compare --workload ...` (or several query files).
 pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> {
     if args.format == Format::Html {
@@ -720,9 +780,42 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
-    let started = Instant::now();
     let progress = Progress::new();
-    let settings = WorkloadSettings {
+    let settings = workload_settings(&args, source_name, Instant::now());
+    let report = runtime()?.block_on(interrupt.run(async {
+        let mut conn = open(&params, &args.session, &interrupt).await?;
+        let builds = !candidates.is_empty();
+        let policy = args.writers.policy();
+        let mut writers =
+            open_writers(policy, &params, &args.session, &interrupt, &conn, builds).await?;
+        let writers = Some(&mut writers);
+        let settings = &settings;
+        run_workload(
+            &mut conn,
+            &limits,
+            file_queries,
+            &candidates,
+            settings,
+            writers,
+            &progress,
+        )
+        .await
+    }))?;
+    progress.clear();
+    if let Some(dir) = &args.save_plans {
+        save_plans(dir, &report)?;
+    }
+    write_report(&args, &report, options)?;
+    Ok(workload_exit(&report, args.fail_unless_pays))
+}
+
+/// The workload's settings from the arguments, its budget counted from `started`.
+fn workload_settings(
+    args: &CompareArgs,
+    source_name: String,
+    started: Instant,
+) -> WorkloadSettings {
+    WorkloadSettings {
         source_name,
         statements: (args.workload.as_deref() == Some("pg_stat_statements"))
             .then_some((args.top, args.min_calls)),
@@ -733,46 +826,22 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
         allow_lasting_effects: args.allow_lasting_effects,
         deadline: args.budget.map(|b| started + b),
         probe_triggers: args.allow_probe_triggers.clone(),
-    };
-    let report = runtime()?.block_on(interrupt.run(async {
-        let mut conn = open(&params, &args.session, &interrupt).await?;
-        let builds = !candidates.is_empty();
-        let mut writers = open_writers(
-            args.writers.policy(),
-            &params,
-            &args.session,
-            &interrupt,
-            &conn,
-            builds,
-        )
-        .await?;
-        run_workload(
-            &mut conn,
-            &limits,
-            file_queries,
-            &candidates,
-            &settings,
-            Some(&mut writers),
-            &progress,
-        )
-        .await
-    }))?;
-    progress.clear();
-    if let Some(dir) = &args.save_plans {
-        save_plans(dir, &report)?;
     }
+}
+
+/// The report in the asked format, then on standard error what failed or was not measured.
+fn write_report(args: &CompareArgs, report: &WorkloadReport, options: &TextOptions) -> Result<()> {
     let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
-        Format::Text => render::write_text(&mut out, &report, &text_options)?,
-        Format::Json => write_json(&mut out, &render::WorkloadDoc::new(&report))?,
-        Format::Markdown => render::write_markdown(&mut out, &report)?,
+        Format::Text => render::write_text(&mut out, report, &text_options)?,
+        Format::Json => write_json(&mut out, &render::WorkloadDoc::new(report))?,
+        Format::Markdown => render::write_markdown(&mut out, report)?,
         Format::Html => bail!("--format html is not available for a workload yet"),
     }
     out.flush()?;
     warn_probe_notes(&report.warnings);
-    let failed: Vec<(usize, &str)> = report.failed().collect();
-    for (i, error) in &failed {
-        eprintln!("pgplan: candidate {} failed: {error}", report.names[*i]);
+    for (i, error) in report.failed() {
+        eprintln!("pgplan: candidate {} failed: {error}", report.names[i]);
     }
     warn_unmeasured(&report.unmeasured);
     if report.ranking.is_empty() {
@@ -781,18 +850,26 @@ pub fn compare_workload(args: CompareArgs, options: &TextOptions) -> Result<u8> 
             report.candidates.len()
         );
     }
-    if !failed.is_empty() || !report.unmeasured.is_empty() || report.ranking.is_empty() {
-        return Ok(exit::ERROR);
-    }
-    Ok(if crate::lasting_state::any_left(&report.warnings) {
+    Ok(())
+}
+
+/// The exit code of a measured workload: an error when anything asked for was not measured.
+fn workload_exit(report: &WorkloadReport, fail_unless_pays: bool) -> u8 {
+    if report.failed().next().is_some()
+        || !report.unmeasured.is_empty()
+        || report.ranking.is_empty()
+    {
+        exit::ERROR
+    } else if crate::lasting_state::any_left(&report.warnings) {
         exit::LEFT_BEHIND
-    } else if args.fail_unless_pays && report.best().is_none() {
+    } else if fail_unless_pays && report.best().is_none() {
         exit::FINDINGS
     } else {
         exit::SUCCESS
-    })
+    }
 }
 
+/// Names on standard error every query that could not be measured, so that a run which exits
 /// non-zero for it says why even when its report went to a file.
 pub(crate) fn warn_unmeasured(unmeasured: &[crate::compare::workload::unmeasured::Unmeasured]) {
     use crate::format::printable;

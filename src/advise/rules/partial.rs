@@ -109,6 +109,7 @@ fn slice_reason(cond: &Condition, share: f64, without_key: bool) -> String {
         (1.0 - share) * 100.0
     )
 }
+
 #[cfg(test)]
 mod tests {
     use super::{Input, MAX_SHARE, propose};
