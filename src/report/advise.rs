@@ -516,88 +516,144 @@ fn note_line(report: &AdviseReport, n: &Note) -> String {
     }
 }
 
+/// `pgplan advise` as text.
 pub fn write_text(
     out: &mut dyn Write,
     report: &AdviseReport,
     options: &TextOptions,
 ) -> io::Result<()> {
-    let paint = Paint::new(options.color);
-    writeln!(out, "{}", paint.bold(&headline(report)))?;
-    if report.shortlist_estimated {
-        writeln!(
-            out,
-            "{}",
-            paint.dim(
-                "shortlist ordered by HypoPG estimates (labelled estimated); every recommendation is measured"
-            )
-        )?;
+    let text = AdviseText {
+        report,
+        options,
+        paint: Paint::new(options.color),
+    };
+    text.headline(out)?;
+    text.recommended(out)?;
+    text.drops(out)?;
+    text.rejected(out)?;
+    text.not_shortlisted(out)?;
+    text.covered(out)?;
+    text.unmeasured(out)?;
+    super::skipped::write_text(out, &text.paint, &report.screening)?;
+    text.notes(out)?;
+    text.footer(out)
+}
+
+/// What every section of the advise text report shares: the report and how text looks.
+struct AdviseText<'a> {
+    report: &'a AdviseReport,
+    options: &'a TextOptions,
+    paint: Paint,
+}
+
+impl AdviseText<'_> {
+    /// The headline, and whether the shortlist was ordered by estimates.
+    fn headline(&self, out: &mut dyn Write) -> io::Result<()> {
+        let paint = &self.paint;
+        writeln!(out, "{}", paint.bold(&headline(self.report)))?;
+        if self.report.shortlist_estimated {
+            writeln!(
+                out,
+                "{}",
+                paint.dim(
+                    "shortlist ordered by HypoPG estimates (labelled estimated); every recommendation is measured"
+                )
+            )?;
+        }
+        writeln!(out)
     }
-    writeln!(out)?;
-    if report.recommended.is_empty() {
-        let line = report.coverage.no_advice_line();
-        writeln!(
-            out,
-            "{}",
-            if report.coverage.nothing_measured() {
-                paint.bad(&line)
-            } else {
-                paint.good(&line)
-            }
-        )?;
-    } else {
+
+    /// The recommended indexes best first, or the line saying why there are none.
+    fn recommended(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        if report.recommended.is_empty() {
+            let line = report.coverage.no_advice_line();
+            return writeln!(
+                out,
+                "{}",
+                if report.coverage.nothing_measured() {
+                    paint.bad(&line)
+                } else {
+                    paint.good(&line)
+                }
+            );
+        }
         writeln!(
             out,
             "{}",
             paint.bold(&format!("Recommended ({})", report.recommended.len()))
         )?;
         for (i, r) in report.recommended.iter().enumerate() {
-            writeln!(
-                out,
-                "{:>2}. {};",
-                i + 1,
-                paint.accent(&r.candidate.create_statement())
-            )?;
-            writeln!(out, "    {}", cost_line(r))?;
-            for reason in &r.candidate.reasons {
-                writeln!(out, "    {}", paint.dim(&format!("why: {reason}")))?;
-            }
-            if let Some(e) = &r.estimate {
-                writeln!(out, "    {}", paint.dim(&estimate_line(e)))?;
-            }
-            for x in &r.replaces {
-                writeln!(out, "    replaces {}", replaced_line(report, x))?;
-                writeln!(out, "      then: {}", paint.accent(&x.statement))?;
-            }
-            let mut table = new_table(&["query", "calls/day", "pages", "change", "time"], options);
-            for q in &r.queries {
-                let calls = report.queries.get(q.query).map_or(0.0, |w| w.calls_per_day);
-                let pages = format!("{} → {}", count(q.pages_before), count(q.pages_after));
-                let verdict = change(Some(q.pages_before), Some(q.pages_after), "fewer", "more");
-                let (pages_worse, time_worse) = regression_in(q);
-                let verdict = if pages_worse {
-                    paint.bad(&format!("{verdict} (regression)"))
-                } else {
-                    verdict
-                };
-                let time = time_cell(q.ms_before, q.ms_after, q.time_within_noise);
-                let time = if time_worse {
-                    paint.bad(&format!("{time} (slower: regression)"))
-                } else {
-                    time
-                };
-                table.add_row(vec![
-                    query_label(report, q.query),
-                    count(calls),
-                    pages,
-                    verdict,
-                    time,
-                ]);
-            }
-            align_numbers(&mut table, 1);
-            write_table(out, &table)?;
+            self.recommendation(out, i, r)?;
         }
+        Ok(())
     }
-    if !report.drops.is_empty() {
+
+    /// One recommendation: its statement, cost, reasons, estimate, what it replaces, and the
+    /// queries it serves.
+    fn recommendation(&self, out: &mut dyn Write, i: usize, r: &Recommendation) -> io::Result<()> {
+        let paint = &self.paint;
+        writeln!(
+            out,
+            "{:>2}. {};",
+            i + 1,
+            paint.accent(&r.candidate.create_statement())
+        )?;
+        writeln!(out, "    {}", cost_line(r))?;
+        for reason in &r.candidate.reasons {
+            writeln!(out, "    {}", paint.dim(&format!("why: {reason}")))?;
+        }
+        if let Some(e) = &r.estimate {
+            writeln!(out, "    {}", paint.dim(&estimate_line(e)))?;
+        }
+        for x in &r.replaces {
+            writeln!(out, "    replaces {}", replaced_line(self.report, x))?;
+            writeln!(out, "      then: {}", paint.accent(&x.statement))?;
+        }
+        self.served_queries(out, r)
+    }
+
+    /// The table of the queries a recommendation serves, before → after, regressions marked.
+    fn served_queries(&self, out: &mut dyn Write, r: &Recommendation) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        let mut table = new_table(
+            &["query", "calls/day", "pages", "change", "time"],
+            self.options,
+        );
+        for q in &r.queries {
+            let calls = report.queries.get(q.query).map_or(0.0, |w| w.calls_per_day);
+            let pages = format!("{} → {}", count(q.pages_before), count(q.pages_after));
+            let verdict = change(Some(q.pages_before), Some(q.pages_after), "fewer", "more");
+            let (pages_worse, time_worse) = regression_in(q);
+            let verdict = if pages_worse {
+                paint.bad(&format!("{verdict} (regression)"))
+            } else {
+                verdict
+            };
+            let time = time_cell(q.ms_before, q.ms_after, q.time_within_noise);
+            let time = if time_worse {
+                paint.bad(&format!("{time} (slower: regression)"))
+            } else {
+                time
+            };
+            table.add_row(vec![
+                query_label(report, q.query),
+                count(calls),
+                pages,
+                verdict,
+                time,
+            ]);
+        }
+        align_numbers(&mut table, 1);
+        write_table(out, &table)
+    }
+
+    /// Existing indexes to drop, each with the audit check that found it.
+    fn drops(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        if report.drops.is_empty() {
+            return Ok(());
+        }
         writeln!(out)?;
         writeln!(
             out,
@@ -615,8 +671,15 @@ pub fn write_text(
                 paint.dim(&printable(&format!("[{}] {}", d.check.as_str(), d.message)))
             )?;
         }
+        Ok(())
     }
-    if !report.rejected.is_empty() {
+
+    /// Candidates measured and rejected, each with the measured reason.
+    fn rejected(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        if report.rejected.is_empty() {
+            return Ok(());
+        }
         writeln!(out)?;
         writeln!(
             out,
@@ -633,8 +696,15 @@ pub fn write_text(
                 writeln!(out, "    {}", paint.dim(&estimate_line(e)))?;
             }
         }
+        Ok(())
     }
-    if !report.not_shortlisted.is_empty() {
+
+    /// Candidates left unmeasured because the planner did not choose them with HypoPG.
+    fn not_shortlisted(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        if report.not_shortlisted.is_empty() {
+            return Ok(());
+        }
         writeln!(out)?;
         writeln!(
             out,
@@ -648,11 +718,21 @@ pub fn write_text(
             writeln!(out, "  {}", printable(&n.candidate.definition()))?;
             writeln!(out, "    {}", paint.dim(&estimate_line(&n.estimate)))?;
         }
+        Ok(())
     }
-    if !report.covered.is_empty() {
+
+    /// Candidates an existing index already is.
+    fn covered(&self, out: &mut dyn Write) -> io::Result<()> {
+        if self.report.covered.is_empty() {
+            return Ok(());
+        }
         writeln!(out)?;
-        writeln!(out, "{}", paint.bold("Already served by an existing index"))?;
-        for c in &report.covered {
+        writeln!(
+            out,
+            "{}",
+            self.paint.bold("Already served by an existing index")
+        )?;
+        for c in &self.report.covered {
             writeln!(
                 out,
                 "  {} — {}",
@@ -660,45 +740,63 @@ pub fn write_text(
                 printable(&c.by_index)
             )?;
         }
+        Ok(())
     }
-    if !report.unmeasured.is_empty() {
+
+    /// The queries that could not be measured, and why.
+    fn unmeasured(&self, out: &mut dyn Write) -> io::Result<()> {
+        let paint = &self.paint;
+        if self.report.unmeasured.is_empty() {
+            return Ok(());
+        }
         writeln!(out)?;
         writeln!(out, "{}", paint.bad("Queries that could not be measured"))?;
-        for u in &report.unmeasured {
+        for u in &self.report.unmeasured {
             writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
             for line in u.error.lines() {
                 writeln!(out, "    {}", crate::format::printable(line))?;
             }
         }
+        Ok(())
     }
-    super::skipped::write_text(out, &paint, &report.screening)?;
-    if !report.notes.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "{}", paint.bold("Notes"))?;
-        for n in &report.notes {
-            writeln!(out, "  {}", note_line(report, n))?;
+
+    /// The notes gathered while advising, each under its query where it has one.
+    fn notes(&self, out: &mut dyn Write) -> io::Result<()> {
+        if self.report.notes.is_empty() {
+            return Ok(());
         }
-    }
-    if !report.not_rolled_back.is_empty() {
         writeln!(out)?;
+        writeln!(out, "{}", self.paint.bold("Notes"))?;
+        for n in &self.report.notes {
+            writeln!(out, "  {}", note_line(self.report, n))?;
+        }
+        Ok(())
+    }
+
+    /// What PostgreSQL did not roll back, then the time taken against the budget.
+    fn footer(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        if !report.not_rolled_back.is_empty() {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "{}",
+                paint.dim(&format!(
+                    "Not rolled back by PostgreSQL: {}",
+                    report.not_rolled_back.join("; ")
+                ))
+            )?;
+        }
         writeln!(
             out,
             "{}",
             paint.dim(&format!(
-                "Not rolled back by PostgreSQL: {}",
-                report.not_rolled_back.join("; ")
+                "advised in {} of a {} budget",
+                duration(report.elapsed_ms),
+                duration(report.budget_ms)
             ))
-        )?;
+        )
     }
-    writeln!(
-        out,
-        "{}",
-        paint.dim(&format!(
-            "advised in {} of a {} budget",
-            duration(report.elapsed_ms),
-            duration(report.budget_ms)
-        ))
-    )
 }
 
 /// "850 ms", "41.3 s", "5 min", "6 min 30 s".

@@ -868,6 +868,18 @@ pub fn write_audit_run_prometheus(
 /// collector. Metric names are stable; every sample is a gauge but the index scan counters.
 pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::Result<()> {
     let mut x = Exposition::new();
+    add_node_metrics(&mut x, report);
+    add_session_metrics(&mut x, report);
+    add_finding_counts(&mut x, report);
+    add_skipped_checks(&mut x, report);
+    add_finding_series(&mut x, report);
+    add_table_metrics(&mut x, report);
+    add_index_metrics(&mut x, report);
+    x.write(out)
+}
+
+/// Whether each node could be read, and how long its statistics have been counting.
+fn add_node_metrics(x: &mut Exposition, report: &AuditReport) {
     for n in &report.nodes {
         let role = n.role.map(|r| r.as_str()).unwrap_or("unknown");
         x.add(
@@ -894,6 +906,10 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             );
         }
     }
+}
+
+/// Each database's sessions: idle in a transaction, advisory locks, lock queues, connection slots.
+fn add_session_metrics(x: &mut Exposition, report: &AuditReport) {
     for s in &report.sessions {
         let labels = [("database", s.database.as_str()), ("node", s.node.as_str())];
         x.add(
@@ -933,6 +949,10 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             s.connection_slots,
         );
     }
+}
+
+/// Findings counted by database, check and severity, zeros included, so every series exists.
+fn add_finding_counts(x: &mut Exposition, report: &AuditReport) {
     let mut counts: HashMap<(&str, Check, Severity), usize> = HashMap::new();
     for f in &report.findings {
         *counts
@@ -959,6 +979,10 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             }
         }
     }
+}
+
+/// Whether each check was skipped in each database.
+fn add_skipped_checks(x: &mut Exposition, report: &AuditReport) {
     for database in &report.databases {
         for check in Check::ALL {
             let skipped = report
@@ -973,6 +997,10 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             );
         }
     }
+}
+
+/// One series per finding, in its check's own metric family.
+fn add_finding_series(x: &mut Exposition, report: &AuditReport) {
     for f in &report.findings {
         let (name, help) = finding_metric(f.check);
         let mut labels = vec![
@@ -996,6 +1024,10 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             x.add(name, help, &labels, 1.0);
         }
     }
+}
+
+/// Each table's size, row counts and maintenance ages.
+fn add_table_metrics(x: &mut Exposition, report: &AuditReport) {
     for t in &report.objects.tables {
         let labels = [
             ("database", t.database.as_str()),
@@ -1060,6 +1092,10 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             );
         }
     }
+}
+
+/// Each index's size and its scans on each node.
+fn add_index_metrics(x: &mut Exposition, report: &AuditReport) {
     for i in &report.objects.indexes {
         let labels = [
             ("database", i.database.as_str()),
@@ -1092,7 +1128,6 @@ pub fn write_audit_prometheus(out: &mut dyn Write, report: &AuditReport) -> io::
             }
         }
     }
-    x.write(out)
 }
 
 #[cfg(test)]

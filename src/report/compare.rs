@@ -7,7 +7,8 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use crate::compare::{
-    CandidateSpec, CompareReport, Figures, IndexUse, Judged, Mode, Verdict, pairs,
+    CandidateOutcome, CandidateRun, CandidateSpec, CompareReport, Figures, IndexUse, Judged, Mode,
+    Verdict, pairs,
 };
 use crate::plan::Pair;
 
@@ -713,84 +714,132 @@ pub fn write_text(
     report: &CompareReport,
     options: &TextOptions,
 ) -> io::Result<()> {
-    let paint = Paint::new(options.color);
-    let r = &report.request;
-    writeln!(
-        out,
-        "{} · PostgreSQL {}",
-        paint.bold("pgplan compare"),
-        report.server_version
-    )?;
-    writeln!(out, "{}", mode_line(report))?;
-    writeln!(out)?;
-    writeln!(
-        out,
-        "{} {}",
-        paint.bold("Query"),
-        printable(&r.query_source)
-    )?;
-    for line in r.query.text.lines() {
-        writeln!(out, "  {}", printable(line))?;
-    }
-    if !r.params.is_empty() {
-        let params: Vec<String> = r
-            .params
-            .iter()
-            .enumerate()
-            .map(|(i, p)| format!("${} = {}", i + 1, printable(p)))
-            .collect();
-        writeln!(out, "  with {}", params.join(", "))?;
-    }
-    writeln!(out)?;
-    writeln!(out, "{}", paint.bold("Baseline (as the database is now)"))?;
-    for line in baseline_lines(report, &report.baseline) {
-        writeln!(out, "  {line}")?;
-    }
-    writeln!(out)?;
-
-    writeln!(out, "{}", paint.bold("Candidates, best first"))?;
-    let figure_header = if r.mode == Mode::Measured {
-        "pages touched (warm)"
-    } else {
-        "estimated cost"
-    };
-    let mut table = new_table(
-        &[
-            "#",
-            "index",
-            "verdict",
-            "used by",
-            figure_header,
-            "time (warm)",
-            "size",
-            "build",
-        ],
+    let text = CompareText {
+        report,
         options,
-    );
+        paint: Paint::new(options.color),
+    };
+    text.headline(out)?;
+    text.baseline(out)?;
+    text.ranking_table(out)?;
+    text.failed_candidates(out)?;
+    text.best_line(out)?;
     for (position, judged) in report.ranking.iter().enumerate() {
         let outcome = &report.outcomes[judged.index];
-        let name = match outcome.spec {
-            CandidateSpec::Drop { .. } => {
-                format!("without {}", printable(report.name(judged.index)))
-            }
-            CandidateSpec::Create(_) => printable(report.name(judged.index)),
-        };
-        let [deciding, time, size, build] = figure_cells(report, judged);
-        table.add_row(vec![
-            (position + 1).to_string(),
-            name,
-            verdict_text(&paint, judged.verdict),
-            uses_text(&judged.uses),
-            deciding,
-            time,
-            size,
-            build,
-        ]);
+        let Ok(run) = &outcome.result else { continue };
+        text.candidate_heading(out, position, judged, outcome, run)?;
+        text.candidate_plans(out, judged, run)?;
     }
-    write_table(out, &table)?;
-    writeln!(out)?;
-    let failed: Vec<(usize, &str)> = report.failed().collect();
-    if !failed.is_empty() {
+    text.notes(out)
+}
+
+/// What every section of the compare text report shares: the report and how text looks.
+struct CompareText<'a> {
+    report: &'a CompareReport,
+    options: &'a TextOptions,
+    paint: Paint,
+}
+
+impl CompareText<'_> {
+    /// The title, how it was measured, and the query with its parameter values.
+    fn headline(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        let r = &report.request;
+        writeln!(
+            out,
+            "{} · PostgreSQL {}",
+            paint.bold("pgplan compare"),
+            report.server_version
+        )?;
+        writeln!(out, "{}", mode_line(report))?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{} {}",
+            paint.bold("Query"),
+            printable(&r.query_source)
+        )?;
+        for line in r.query.text.lines() {
+            writeln!(out, "  {}", printable(line))?;
+        }
+        if !r.params.is_empty() {
+            let params: Vec<String> = r
+                .params
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("${} = {}", i + 1, printable(p)))
+                .collect();
+            writeln!(out, "  with {}", params.join(", "))?;
+        }
+        writeln!(out)
+    }
+
+    /// The baseline's figures, as the database is now.
+    fn baseline(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "{}",
+            self.paint.bold("Baseline (as the database is now)")
+        )?;
+        for line in baseline_lines(self.report, &self.report.baseline) {
+            writeln!(out, "  {line}")?;
+        }
+        writeln!(out)
+    }
+
+    /// The measured candidates best first, one row each.
+    fn ranking_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let report = self.report;
+        writeln!(out, "{}", self.paint.bold("Candidates, best first"))?;
+        let figure_header = if report.request.mode == Mode::Measured {
+            "pages touched (warm)"
+        } else {
+            "estimated cost"
+        };
+        let mut table = new_table(
+            &[
+                "#",
+                "index",
+                "verdict",
+                "used by",
+                figure_header,
+                "time (warm)",
+                "size",
+                "build",
+            ],
+            self.options,
+        );
+        for (position, judged) in report.ranking.iter().enumerate() {
+            let outcome = &report.outcomes[judged.index];
+            let name = match outcome.spec {
+                CandidateSpec::Drop { .. } => {
+                    format!("without {}", printable(report.name(judged.index)))
+                }
+                CandidateSpec::Create(_) => printable(report.name(judged.index)),
+            };
+            let [deciding, time, size, build] = figure_cells(report, judged);
+            table.add_row(vec![
+                (position + 1).to_string(),
+                name,
+                verdict_text(&self.paint, judged.verdict),
+                uses_text(&judged.uses),
+                deciding,
+                time,
+                size,
+                build,
+            ]);
+        }
+        write_table(out, &table)?;
+        writeln!(out)
+    }
+
+    /// The candidates that could not be built or measured, each with its error.
+    fn failed_candidates(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        let failed: Vec<(usize, &str)> = report.failed().collect();
+        if failed.is_empty() {
+            return Ok(());
+        }
         writeln!(out, "{}", paint.bad("Could not be measured"))?;
         for (i, error) in failed {
             writeln!(
@@ -803,35 +852,49 @@ pub fn write_text(
                 writeln!(out, "    {}", printable(line))?;
             }
         }
-        writeln!(out)?;
-    }
-    match report.best() {
-        Some(best) => {
-            let outcome = &report.outcomes[best.index];
-            writeln!(
-                out,
-                "{} {} — {}",
-                paint.bold("Best:"),
-                paint.good(&printable(report.name(best.index))),
-                printable(&outcome.spec.user_sql())
-            )?;
-        }
-        None => writeln!(out, "{} {}", paint.bold("Best:"), no_best(report))?,
-    }
-    for line in rerun_lines(report) {
-        writeln!(out, "{} {line}", paint.warn("Note:"))?;
+        writeln!(out)
     }
 
-    for (position, judged) in report.ranking.iter().enumerate() {
-        let outcome = &report.outcomes[judged.index];
-        let Ok(run) = &outcome.result else { continue };
+    /// The best candidate or why there is none, then what to run again.
+    fn best_line(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        match report.best() {
+            Some(best) => {
+                let outcome = &report.outcomes[best.index];
+                writeln!(
+                    out,
+                    "{} {} — {}",
+                    paint.bold("Best:"),
+                    paint.good(&printable(report.name(best.index))),
+                    printable(&outcome.spec.user_sql())
+                )?;
+            }
+            None => writeln!(out, "{} {}", paint.bold("Best:"), no_best(report))?,
+        }
+        for line in rerun_lines(report) {
+            writeln!(out, "{} {line}", paint.warn("Note:"))?;
+        }
+        Ok(())
+    }
+
+    /// A measured candidate's place, name and verdict, its statement, its build facts, and the
+    /// baseline it was judged against.
+    fn candidate_heading(
+        &self,
+        out: &mut dyn Write,
+        position: usize,
+        judged: &Judged,
+        outcome: &CandidateOutcome,
+        run: &CandidateRun,
+    ) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
         writeln!(out)?;
         writeln!(
             out,
             "{} {}  {}",
             paint.bold(&format!("{}.", position + 1)),
             paint.bold(&printable(report.name(judged.index))),
-            verdict_text(&paint, judged.verdict)
+            verdict_text(paint, judged.verdict)
         )?;
         writeln!(out, "  {}", printable(&outcome.spec.user_sql()))?;
         let mut facts = Vec::new();
@@ -842,7 +905,7 @@ pub fn write_text(
             });
         }
         if let Some(s) = run.size_bytes {
-            facts.push(if r.mode == Mode::Hypothetical {
+            facts.push(if report.request.mode == Mode::Hypothetical {
                 format!("estimated size {}", bytes(s))
             } else {
                 format!("size {}", bytes(s))
@@ -853,24 +916,39 @@ pub fn write_text(
         if judged.baseline.is_some() {
             writeln!(out, "  before: {}", report.baseline_label(judged))?;
         }
-        writeln!(out)?;
+        writeln!(out)
+    }
+
+    /// A candidate's figures against its baseline, the plan's changes, its plan tree and
+    /// findings.
+    fn candidate_plans(
+        &self,
+        out: &mut dyn Write,
+        judged: &Judged,
+        run: &CandidateRun,
+    ) -> io::Result<()> {
+        let (options, r) = (self.options, &self.report.request);
         figures_table(out, judged, options, r.mode, r.cold)?;
         writeln!(out)?;
         write_changes(out, &judged.comparison, options)?;
         writeln!(out)?;
         write_tree(out, run.measurement.representative(), options)?;
         writeln!(out)?;
-        write_findings(out, &run.measurement.representative().findings, options)?;
+        write_findings(out, &run.measurement.representative().findings, options)
     }
 
-    if !report.warnings.is_empty() {
+    /// The warnings gathered while comparing, if any.
+    fn notes(&self, out: &mut dyn Write) -> io::Result<()> {
+        if self.report.warnings.is_empty() {
+            return Ok(());
+        }
         writeln!(out)?;
-        writeln!(out, "{}", paint.bold("Notes"))?;
-        for warning in &report.warnings {
+        writeln!(out, "{}", self.paint.bold("Notes"))?;
+        for warning in &self.report.warnings {
             writeln!(out, "  - {}", printable(warning))?;
         }
+        Ok(())
     }
-    Ok(())
 }
 
 fn first_line(text: &str) -> &str {

@@ -7,7 +7,9 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use crate::compare::workload::{JudgedCandidate, QueryOutcome, Sample, WorkloadReport, WriteCost};
+use crate::compare::workload::{
+    JudgedCandidate, QueryOutcome, Sample, WorkloadCandidateRun, WorkloadReport, WriteCost,
+};
 use crate::compare::{EstimateChange, Spread, Verdict};
 
 use super::compare::{COMPARE_SCHEMA_VERSION, FiguresDoc};
@@ -434,162 +436,226 @@ pub fn write_text(
     report: &WorkloadReport,
     options: &TextOptions,
 ) -> io::Result<()> {
-    // Index names are catalog names: escaped once here for every line that prints one.
-    let names: Vec<String> = report.names.iter().map(|n| printable(n)).collect();
-    let paint = Paint::new(options.color);
-    writeln!(
-        out,
-        "{} · PostgreSQL {}",
-        paint.bold("pgplan compare --workload"),
-        report.server_version
-    )?;
-    writeln!(out, "{}", mode_line(report))?;
-    writeln!(out)?;
-    writeln!(
-        out,
-        "{} {} ({} quer{})",
-        paint.bold("Workload"),
-        report.source,
-        report.queries.len(),
-        if report.queries.len() == 1 {
-            "y"
-        } else {
-            "ies"
-        }
-    )?;
-    let mut table = new_table(&["query", "calls/day", "measured with", "text"], options);
-    for q in &report.queries {
-        let samples = if !q.runnable {
-            "not run (a write: --allow-writes)".to_owned()
-        } else {
-            q.samples
-                .iter()
-                .map(|s| {
-                    if s.generic {
-                        "generic plan (ESTIMATED)".to_owned()
-                    } else if s.params.is_empty() {
-                        s.label.clone()
-                    } else {
-                        format!("{} ({})", s.label, s.params.join(", "))
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        table.add_row(vec![
-            q.source.id.clone(),
-            count(q.source.calls_per_day.round()),
-            samples,
-            one_line(&q.source.query.text),
-        ]);
-    }
-    write_table(out, &table)?;
-    writeln!(out)?;
-
-    writeln!(out, "{}", paint.bold("Candidates, best first (per day)"))?;
-    let mut table = new_table(
-        &[
-            "#",
-            "index",
-            "verdict",
-            "read pages saved",
-            "write pages added",
-            "HOT updates lost",
-            "net pages saved",
-            "regressions",
-            "size",
-            "build",
-        ],
+    let text = WorkloadText {
+        report,
         options,
-    );
+        paint: Paint::new(options.color),
+        // Index names are catalog names: escaped once here for every line that prints one.
+        names: report.names.iter().map(|n| printable(n)).collect(),
+    };
+    text.headline(out)?;
+    text.workload_table(out)?;
+    text.ranking_table(out)?;
+    text.failed_candidates(out)?;
+    text.unmeasured_queries(out)?;
+    text.best_line(out)?;
     for (position, j) in report.ranking.iter().enumerate() {
-        let [read, write, hot, net, regressions, size, build] = ranking_cells(report, j);
-        table.add_row(vec![
-            (position + 1).to_string(),
-            names[j.index].clone(),
-            verdict_word(&paint, j.verdict.verdict),
-            read,
-            write,
-            hot,
-            net,
-            regressions,
-            size,
-            build,
-        ]);
+        let Ok(run) = &report.measurements.candidates[j.index] else {
+            continue;
+        };
+        text.candidate_heading(out, position, j, run)?;
+        text.candidate_queries(out, j)?;
+        text.write_side(out, j)?;
     }
-    for &i in &report.measurements.skipped_for_budget {
-        let mut row = vec![
-            "—".to_owned(),
-            report.names[i].clone(),
-            paint.warn("not measured (budget)"),
-        ];
-        row.extend(std::iter::repeat_n(String::new(), 7));
-        table.add_row(row);
+    text.parameter_values(out)?;
+    super::skipped::write_text(out, &text.paint, &report.screening)?;
+    text.notes(out)
+}
+
+/// What every section of the text report shares: the report, how text looks, and the index
+/// names already escaped.
+struct WorkloadText<'a> {
+    report: &'a WorkloadReport,
+    options: &'a TextOptions,
+    paint: Paint,
+    names: Vec<String>,
+}
+
+impl WorkloadText<'_> {
+    /// The title, how it was measured, and the workload's source.
+    fn headline(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        writeln!(
+            out,
+            "{} · PostgreSQL {}",
+            paint.bold("pgplan compare --workload"),
+            report.server_version
+        )?;
+        writeln!(out, "{}", mode_line(report))?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{} {} ({} quer{})",
+            paint.bold("Workload"),
+            report.source,
+            report.queries.len(),
+            if report.queries.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            }
+        )
     }
-    align_numbers(&mut table, 3);
-    write_table(out, &table)?;
-    writeln!(out)?;
-    let failed: Vec<(usize, &str)> = report.failed().collect();
-    if !failed.is_empty() {
-        writeln!(out, "{}", paint.bad("Could not be measured"))?;
+
+    /// One row per query: calls per day, the parameter values it was measured with, its text.
+    fn workload_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let mut table = new_table(
+            &["query", "calls/day", "measured with", "text"],
+            self.options,
+        );
+        for q in &self.report.queries {
+            let samples = if !q.runnable {
+                "not run (a write: --allow-writes)".to_owned()
+            } else {
+                q.samples
+                    .iter()
+                    .map(sample_label)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            table.add_row(vec![
+                q.source.id.clone(),
+                count(q.source.calls_per_day.round()),
+                samples,
+                one_line(&q.source.query.text),
+            ]);
+        }
+        write_table(out, &table)?;
+        writeln!(out)
+    }
+
+    /// The measured candidates best first, then those the budget left unmeasured.
+    fn ranking_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        writeln!(out, "{}", paint.bold("Candidates, best first (per day)"))?;
+        let mut table = new_table(
+            &[
+                "#",
+                "index",
+                "verdict",
+                "read pages saved",
+                "write pages added",
+                "HOT updates lost",
+                "net pages saved",
+                "regressions",
+                "size",
+                "build",
+            ],
+            self.options,
+        );
+        for (position, j) in report.ranking.iter().enumerate() {
+            let [read, write, hot, net, regressions, size, build] = ranking_cells(report, j);
+            table.add_row(vec![
+                (position + 1).to_string(),
+                self.names[j.index].clone(),
+                verdict_word(paint, j.verdict.verdict),
+                read,
+                write,
+                hot,
+                net,
+                regressions,
+                size,
+                build,
+            ]);
+        }
+        for &i in &report.measurements.skipped_for_budget {
+            let mut row = vec![
+                "—".to_owned(),
+                report.names[i].clone(),
+                paint.warn("not measured (budget)"),
+            ];
+            row.extend(std::iter::repeat_n(String::new(), 7));
+            table.add_row(row);
+        }
+        align_numbers(&mut table, 3);
+        write_table(out, &table)?;
+        writeln!(out)
+    }
+
+    /// The candidates that could not be built or measured, each with its error.
+    fn failed_candidates(&self, out: &mut dyn Write) -> io::Result<()> {
+        let failed: Vec<(usize, &str)> = self.report.failed().collect();
+        if failed.is_empty() {
+            return Ok(());
+        }
+        writeln!(out, "{}", self.paint.bad("Could not be measured"))?;
         for (i, error) in failed {
             writeln!(
                 out,
                 "  {}: {}",
-                paint.bold(&names[i]),
-                report.candidates[i].original
+                self.paint.bold(&self.names[i]),
+                self.report.candidates[i].original
             )?;
             for line in error.lines() {
                 writeln!(out, "    {line}")?;
             }
         }
-        writeln!(out)?;
+        writeln!(out)
     }
-    if !report.unmeasured.is_empty() {
-        writeln!(out, "{}", paint.bad("Queries that could not be measured"))?;
-        for u in &report.unmeasured {
-            writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
+
+    /// The queries that could not be measured, in the baseline or with a candidate, and why.
+    fn unmeasured_queries(&self, out: &mut dyn Write) -> io::Result<()> {
+        if self.report.unmeasured.is_empty() {
+            return Ok(());
+        }
+        writeln!(
+            out,
+            "{}",
+            self.paint.bad("Queries that could not be measured")
+        )?;
+        for u in &self.report.unmeasured {
+            writeln!(out, "  {} ({}):", self.paint.bold(&u.query), u.during)?;
             for line in u.error.lines() {
                 writeln!(out, "    {}", crate::format::printable(line))?;
             }
         }
-        writeln!(out)?;
-    }
-    match report.best() {
-        Some(best) => writeln!(
-            out,
-            "{} {} — {}",
-            paint.bold("Best:"),
-            paint.good(&names[best.index]),
-            report.candidates[best.index].original
-        )?,
-        None if report.ranking.is_empty() => writeln!(
-            out,
-            "{} nothing was measured: none of the {} candidate(s) could be measured; this is no verdict on them",
-            paint.bold("Best:"),
-            report.candidates.len()
-        )?,
-        None => writeln!(
-            out,
-            "{} no measured candidate ({} of {}) saves more pages per day than it writes, by {}% of what its queries read",
-            paint.bold("Best:"),
-            report.ranking.len(),
-            report.candidates.len(),
-            count(report.min_gain_percent)
-        )?,
+        writeln!(out)
     }
 
-    for (position, j) in report.ranking.iter().enumerate() {
-        let Ok(run) = &report.measurements.candidates[j.index] else {
-            continue;
-        };
+    /// The best candidate, or why there is none.
+    fn best_line(&self, out: &mut dyn Write) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
+        match report.best() {
+            Some(best) => writeln!(
+                out,
+                "{} {} — {}",
+                paint.bold("Best:"),
+                paint.good(&self.names[best.index]),
+                report.candidates[best.index].original
+            ),
+            None if report.ranking.is_empty() => writeln!(
+                out,
+                "{} nothing was measured: none of the {} candidate(s) could be measured; this is no verdict on them",
+                paint.bold("Best:"),
+                report.candidates.len()
+            ),
+            None => writeln!(
+                out,
+                "{} no measured candidate ({} of {}) saves more pages per day than it writes, by {}% of what its queries read",
+                paint.bold("Best:"),
+                report.ranking.len(),
+                report.candidates.len(),
+                count(report.min_gain_percent)
+            ),
+        }
+    }
+
+    /// A measured candidate's place, name and verdict, its definition, and its build facts.
+    fn candidate_heading(
+        &self,
+        out: &mut dyn Write,
+        position: usize,
+        j: &JudgedCandidate,
+        run: &WorkloadCandidateRun,
+    ) -> io::Result<()> {
+        let (report, paint) = (self.report, &self.paint);
         writeln!(out)?;
         writeln!(
             out,
             "{} {}  {}",
             paint.bold(&format!("{}.", position + 1)),
-            paint.bold(&names[j.index]),
-            verdict_word(&paint, j.verdict.verdict)
+            paint.bold(&self.names[j.index]),
+            verdict_word(paint, j.verdict.verdict)
         )?;
         writeln!(out, "  {}", printable(&report.candidates[j.index].original))?;
         let mut facts = Vec::new();
@@ -606,12 +672,17 @@ pub fn write_text(
                 "judged against the baseline measured again after {} changed the planner's estimates",
                 report.measurements.baselines[run.baseline]
                     .after
-                    .map(|i| names[i].as_str())
+                    .map(|i| self.names[i].as_str())
                     .unwrap_or("a build")
             )
         });
         writeln!(out, "  {}", facts.join(" · "))?;
-        writeln!(out)?;
+        writeln!(out)
+    }
+
+    /// A candidate's per-query table, then a line for each query it makes worse.
+    fn candidate_queries(&self, out: &mut dyn Write, j: &JudgedCandidate) -> io::Result<()> {
+        let paint = &self.paint;
         let mut table = new_table(
             &[
                 "query",
@@ -621,10 +692,10 @@ pub fn write_text(
                 "time (warm)",
                 "pages saved/day",
             ],
-            options,
+            self.options,
         );
         for q in &j.queries {
-            if let Some(error) = report.query_error(&q.figures.id, j.index) {
+            if let Some(error) = self.report.query_error(&q.figures.id, j.index) {
                 table.add_row(vec![
                     q.figures.id.clone(),
                     count(q.figures.calls_per_day.round()),
@@ -662,6 +733,11 @@ pub fn write_text(
                 query_time(q)
             )?;
         }
+        Ok(())
+    }
+
+    /// What a candidate costs on each table it is written through.
+    fn write_side(&self, out: &mut dyn Write, j: &JudgedCandidate) -> io::Result<()> {
         writeln!(out)?;
         writeln!(out, "  Write side")?;
         for w in &j.writes {
@@ -690,33 +766,53 @@ pub fn write_text(
         if j.writes.is_empty() {
             writeln!(out, "    no write counters for the table")?;
         }
+        Ok(())
     }
 
-    writeln!(out)?;
-    writeln!(out, "{}", paint.bold("Parameter values"))?;
-    for q in &report.queries {
-        for s in &q.samples {
-            if s.why.is_empty() {
-                continue;
-            }
-            writeln!(
-                out,
-                "  {} · {}: {}",
-                q.source.id,
-                printable(&s.label),
-                printable(&s.why.join("; "))
-            )?;
-        }
-    }
-    super::skipped::write_text(out, &paint, &report.screening)?;
-    if !report.warnings.is_empty() {
+    /// Why each sample's parameter values were chosen.
+    fn parameter_values(&self, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out)?;
-        writeln!(out, "{}", paint.bold("Notes"))?;
-        for w in &report.warnings {
+        writeln!(out, "{}", self.paint.bold("Parameter values"))?;
+        for q in &self.report.queries {
+            for s in &q.samples {
+                if s.why.is_empty() {
+                    continue;
+                }
+                writeln!(
+                    out,
+                    "  {} · {}: {}",
+                    q.source.id,
+                    printable(&s.label),
+                    printable(&s.why.join("; "))
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The warnings gathered while measuring, if any.
+    fn notes(&self, out: &mut dyn Write) -> io::Result<()> {
+        if self.report.warnings.is_empty() {
+            return Ok(());
+        }
+        writeln!(out)?;
+        writeln!(out, "{}", self.paint.bold("Notes"))?;
+        for w in &self.report.warnings {
             writeln!(out, "  - {}", printable(w))?;
         }
+        Ok(())
     }
-    Ok(())
+}
+
+/// How one sample was measured: a generic plan, or its label with the parameter values.
+fn sample_label(s: &Sample) -> String {
+    if s.generic {
+        "generic plan (ESTIMATED)".to_owned()
+    } else if s.params.is_empty() {
+        s.label.clone()
+    } else {
+        format!("{} ({})", s.label, s.params.join(", "))
+    }
 }
 
 /// `pgplan compare --workload --format markdown`.
