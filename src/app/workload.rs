@@ -195,7 +195,10 @@ fn read_candidates(args: &CompareArgs) -> Result<Vec<IndexCandidate>> {
     Ok(candidates)
 }
 
-/// Refuses early, with the fix, when pg_stat_statements cannot be read.
+/// The workload's statements from `pg_stat_statements`: the `top` by execution time with at
+/// least `min_calls` calls, pgplan's own and transaction-control statements left out, what cannot
+/// be run skipped with its reason (in `screening`), and notes on what the view covers. Refuses
+/// early, with the fix, when the view cannot be read.
 pub(crate) async fn statements_workload(
     conn: &mut Connection,
     limits: &Limits,
@@ -203,7 +206,37 @@ pub(crate) async fn statements_workload(
     min_calls: u64,
     screening: &mut Screening,
 ) -> Result<(Vec<SourceQuery>, Vec<String>)> {
+    require_statements(conn, limits).await?;
     let major = conn.facts.major();
+    // pgplan's own statements (its catalog reads, its EXPLAIN runs) may fill the top of the
+    // view after any earlier pgplan command: read past them, and leave them out.
+    let fetch = i64::from(top).saturating_add(OWN_STATEMENTS_MARGIN);
+    let (statements, window) = conn
+        .read_only(limits, async |client| {
+            dbw::top_statements(client, major, fetch, min_calls.min(i64::MAX as u64) as i64).await
+        })
+        .await?;
+    let mut notes = Vec::new();
+    let window_seconds = window.map(|(seconds, source)| {
+        if source == "server_start" {
+            notes.push(
+                "pg_stat_statements on PostgreSQL 13 records no reset time: calls per day count from the server's start, too few if it was reset since".into(),
+            );
+        }
+        seconds
+    });
+    let all_exec_ms = statements.first().map(|s| s.all_exec_ms);
+    let (queries, own_exec_ms) =
+        select_statements(statements, top, window_seconds, screening, &mut notes);
+    notes.extend(screening_notes(
+        screening,
+        all_exec_ms.map(|a| a - own_exec_ms),
+    ));
+    Ok((queries, notes))
+}
+
+/// Refuses, with the fix, when `pg_stat_statements` is not both loaded and created.
+async fn require_statements(conn: &mut Connection, limits: &Limits) -> Result<()> {
     let target = conn.target.clone();
     let database = conn.facts.database.clone();
     let (created, preloaded) = conn
@@ -212,7 +245,7 @@ pub(crate) async fn statements_workload(
         })
         .await?;
     match (created, preloaded) {
-        (true, true) => {}
+        (true, true) => Ok(()),
         (false, true) => bail!(
             "pg_stat_statements is loaded on {target} but not created in database {database}.\n\
              hint: CREATE EXTENSION pg_stat_statements; in that database (it reads nothing until then)"
@@ -229,49 +262,40 @@ pub(crate) async fn statements_workload(
              pg_stat_statements; or give the workload as files (--workload FILE|DIR)"
         ),
     }
-    // pgplan's own statements (its catalog reads, its EXPLAIN runs) may fill the top of the
-    // view after any earlier pgplan command: read past them, and leave them out.
-    let fetch = i64::from(top).saturating_add(OWN_STATEMENTS_MARGIN);
-    let (statements, window) = conn
-        .read_only(limits, async |client| {
-            dbw::top_statements(client, major, fetch, min_calls.min(i64::MAX as u64) as i64).await
-        })
-        .await?;
-    let mut notes = Vec::new();
-    let window_seconds = match &window {
-        Some((seconds, source)) => {
-            if source == "server_start" {
-                notes.push(
-                    "pg_stat_statements on PostgreSQL 13 records no reset time: calls per day count from the server's start, too few if it was reset since".into(),
-                );
-            }
-            Some(*seconds)
-        }
-        None => None,
-    };
-    let all_exec_ms = statements.first().map(|s| s.all_exec_ms);
+}
+
+/// The `top` statements the workload keeps, screened, with calls per day over `window_seconds`;
+/// returns them and the execution time of pgplan's own statements left out.
+fn select_statements(
+    statements: Vec<dbw::Statement>,
+    top: u32,
+    window_seconds: Option<f64>,
+    screening: &mut Screening,
+    notes: &mut Vec<String>,
+) -> (Vec<SourceQuery>, f64) {
     let mut own_exec_ms = 0.0;
     let mut queries = Vec::new();
     let mut taken = 0;
     for s in statements {
-        let screened = statements::screen(&s.query);
-        if screened == Screened::Own {
-            screening.own_left_out += 1;
-            own_exec_ms += s.total_exec_ms;
-            continue;
-        }
-        if screened == Screened::Control {
-            screening.control_left_out += 1;
-            continue;
-        }
-        if taken == top {
-            break;
-        }
-        taken += 1;
-        screening.read.push((s.queryid.clone(), s.total_exec_ms));
-        let (query, rewrites) = match screened {
-            Screened::Query { query, rewrites } => (query, rewrites),
+        let (query, rewrites) = match statements::screen(&s.query) {
+            Screened::Own => {
+                screening.own_left_out += 1;
+                own_exec_ms += s.total_exec_ms;
+                continue;
+            }
+            Screened::Control => {
+                screening.control_left_out += 1;
+                continue;
+            }
+            _ if taken == top => break,
+            Screened::Query { query, rewrites } => {
+                taken += 1;
+                screening.read.push((s.queryid.clone(), s.total_exec_ms));
+                (query, rewrites)
+            }
             Screened::Skip(reason) => {
+                taken += 1;
+                screening.read.push((s.queryid.clone(), s.total_exec_ms));
                 screening.skipped.push(SkippedStatement {
                     id: s.queryid.clone(),
                     text: s.query.clone(),
@@ -281,7 +305,6 @@ pub(crate) async fn statements_workload(
                 });
                 continue;
             }
-            Screened::Own | Screened::Control => unreachable!("left out above"),
         };
         for rewrite in rewrites {
             notes.push(format!("{}: {rewrite}", s.queryid));
@@ -300,6 +323,13 @@ pub(crate) async fn statements_workload(
             params: None,
         });
     }
+    (queries, own_exec_ms)
+}
+
+/// What the screening left out, and the share of the database's execution time the statements
+/// read account for (`others_exec_ms`: all of it but pgplan's own).
+fn screening_notes(screening: &Screening, others_exec_ms: Option<f64>) -> Vec<String> {
+    let mut notes = Vec::new();
     if screening.own_left_out > 0 {
         notes.push(format!(
             "{} of pgplan's own statements (its catalog reads and EXPLAIN runs) are in pg_stat_statements and were left out of the workload",
@@ -313,14 +343,14 @@ pub(crate) async fn statements_workload(
         ));
     }
     let read_ms: f64 = screening.read.iter().map(|(_, ms)| ms).sum();
-    if let Some(all) = all_exec_ms.map(|a| a - own_exec_ms).filter(|a| *a > 0.0) {
+    if let Some(all) = others_exec_ms.filter(|a| *a > 0.0) {
         notes.push(format!(
             "the {} statements read account for {:.0}% of the execution time pg_stat_statements counts in this database",
             screening.read.len(),
             (read_ms / all * 100.0).clamp(0.0, 100.0)
         ));
     }
-    Ok((queries, notes))
+    notes
 }
 
 /// How many of pgplan's own statements the top of the view may hold beyond the `--top` asked
