@@ -26,6 +26,16 @@ pub struct Call {
     pub name: String,
 }
 
+/// A user trigger that a write of the query fires, with its function as a call: what the
+/// function reaches is judged as if the query called it, since it runs inside the measured run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FiredTrigger {
+    /// The table written, `schema.name` quoted as needed.
+    pub table: String,
+    pub trigger: String,
+    pub function: Call,
+}
+
 /// A `pg_proc` row for a function of a called name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FunctionRow {
@@ -453,6 +463,27 @@ impl Verdict {
         Some(text)
     }
 
+    /// Names the trigger behind each refused function that only a trigger runs (the query
+    /// never calls it, so its name alone would not say why it runs): `public.relay() (run by
+    /// trigger relay_on_write on public.t, which the query writes)`. `called`: the functions
+    /// the query itself calls.
+    pub fn name_triggers(&mut self, fired: &[FiredTrigger], called: &[Call]) {
+        for (name, _) in &mut self.lasting {
+            let by: Vec<String> = fired
+                .iter()
+                .filter(|t| !called.contains(&t.function))
+                .filter(|t| {
+                    let schema = t.function.schema.as_deref().unwrap_or_default();
+                    *name == format!("{schema}.{}()", t.function.name)
+                })
+                .map(|t| format!("trigger {} on {}", t.trigger, t.table))
+                .collect();
+            if !by.is_empty() {
+                *name = format!("{name} (run by {}, which the query writes)", by.join(", "));
+            }
+        }
+    }
+
     /// The refusal on one line, for a statement of a workload that is set aside for it.
     pub fn refusal_line(&self, flag: &str) -> Option<String> {
         self.reasons().map(|reasons| {
@@ -630,6 +661,42 @@ pub fn sequence_advances(before: &[SequenceValue], after: &[SequenceValue]) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_function_only_a_trigger_runs_is_named_with_its_trigger() {
+        let relay = Call {
+            schema: Some("public".into()),
+            name: "relay".into(),
+        };
+        let fired = [FiredTrigger {
+            table: "public.t".into(),
+            trigger: "relay_on_write".into(),
+            function: relay.clone(),
+        }];
+        let mut verdict = Verdict {
+            lasting: vec![
+                (
+                    "public.relay()".into(),
+                    "calls public.dblink_exec(): it ...".into(),
+                ),
+                ("public.make_slot()".into(), "calls ...".into()),
+            ],
+            ..Verdict::default()
+        };
+        verdict.name_triggers(&fired, &[]);
+        assert_eq!(
+            verdict.lasting[0].0,
+            "public.relay() (run by trigger relay_on_write on public.t, which the query writes)"
+        );
+        assert_eq!(verdict.lasting[1].0, "public.make_slot()");
+        // Called by the query itself as well: its own name says why it runs.
+        let mut verdict = Verdict {
+            lasting: vec![("public.relay()".into(), "calls ...".into())],
+            ..Verdict::default()
+        };
+        verdict.name_triggers(&fired, &[relay]);
+        assert_eq!(verdict.lasting[0].0, "public.relay()");
+    }
 
     fn row(schema: &str, name: &str, volatility: char, extension: Option<&str>) -> FunctionRow {
         FunctionRow {

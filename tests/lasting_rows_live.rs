@@ -1,7 +1,9 @@
 //! The rows a trigger commits outside pgplan's rollback, on real servers 13–18: a trigger that
 //! writes through dblink commits on its own connection, so a read-write run (`explain -d`,
-//! `compare`, `compare --workload`, and `advise`'s accepted representative write) reports the
-//! rows that appeared in the table it writes as left behind, with the remedy, and exits 4; a
+//! `compare`, `compare --workload`) refuses to run a write that fires it, naming the trigger;
+//! accepted with `--allow-lasting-effects` (and for `advise`'s accepted representative write)
+//! it reports the rows that appeared in the table it writes as left behind, with the remedy,
+//! and exits 4; a
 //! trigger that writes in pgplan's own transaction is rolled back with it and reports nothing,
 //! and a concurrent writer to a watched table shows the same as a trigger would (the caveat the
 //! note gives).
@@ -141,11 +143,32 @@ async fn rows_a_trigger_commits_through_dblink_are_left_behind() {
         }
         assert_eq!(rows(&db, "local_log").await, 0);
 
-        // Through dblink: committed on the other connection, reported with the remedy, exit 4.
+        // Through dblink: the trigger's function is judged as if the query called it, and the
+        // run is refused before it runs, with the trigger named; nothing is committed.
         let update = "UPDATE t_remote SET v = v WHERE id = 1";
         for args in [&explain[..], &compare[..], &workload[..]] {
             let before = rows(&db, "remote_log").await;
             let args = with_table(args, "t_remote");
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = pgplan(&db, dir.path(), &args, update);
+            let text = printed(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+            assert!(
+                text.contains(
+                    "public.log_remote() (run by trigger remote_changes on public.t_remote, \
+                     which the query writes) calls public.dblink_exec(): it runs SQL over \
+                     another connection"
+                ),
+                "{args:?}: {text}"
+            );
+            assert!(text.contains("--allow-lasting-effects"), "{args:?}: {text}");
+            assert_eq!(rows(&db, "remote_log").await, before, "{args:?}");
+        }
+        // Accepted: committed on the other connection, reported with the remedy, exit 4.
+        for args in [&explain[..], &compare[..], &workload[..]] {
+            let before = rows(&db, "remote_log").await;
+            let mut args = with_table(args, "t_remote");
+            args.push("--allow-lasting-effects".into());
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             settle(&db).await;
             let out = pgplan(&db, dir.path(), &args, update);

@@ -6,7 +6,7 @@ use tokio_postgres::Client;
 use tokio_postgres::types::Type;
 
 use super::session::SessionError;
-use crate::effects::{AnalyzeCounters, FunctionRow, reach};
+use crate::effects::{AnalyzeCounters, Call, FiredTrigger, FunctionRow, reach};
 
 const FUNCTION_BODIES_SQL: &str = include_str!("../../queries/function_bodies.sql");
 const ANALYZE_COUNTERS_SQL: &str = include_str!("../../queries/analyze_counters.sql");
@@ -133,6 +133,31 @@ pub async fn trigger_sources(
             name: r.get(1),
             function: r.get(2),
             source: r.get(3),
+        })
+        .collect())
+}
+
+const TRIGGER_FUNCTIONS_SQL: &str = include_str!("../../queries/trigger_functions.sql");
+
+/// The user triggers a write to `tables` (names as regclass input) fires, with their functions
+/// as calls (see `queries/trigger_functions.sql`).
+pub async fn trigger_functions(
+    client: &Client,
+    tables: &[String],
+) -> Result<Vec<FiredTrigger>, SessionError> {
+    let rows = client
+        .query_typed(TRIGGER_FUNCTIONS_SQL, &[(&tables, Type::TEXT_ARRAY)])
+        .await
+        .map_err(|e| SessionError::from_pg("reading the triggers the query's writes fire", &e))?;
+    Ok(rows
+        .iter()
+        .map(|r| FiredTrigger {
+            table: r.get(0),
+            trigger: r.get(1),
+            function: Call {
+                schema: Some(r.get(2)),
+                name: r.get(3),
+            },
         })
         .collect())
 }

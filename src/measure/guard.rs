@@ -1,7 +1,8 @@
 //! What every command that plans or runs a user's query does before and while doing it, so no
 //! effect escapes the rollback: the functions the query calls are judged from its text before
 //! anything plans it ([`check_text`]) and from its estimate-only plan before it runs
-//! ([`check_calls`]), through the bodies of the user's own functions, and the measured runs
+//! ([`check_calls`]), through the bodies of the user's own functions and the functions of the
+//! triggers its writes fire, and the measured runs
 //! happen in a read-only transaction unless writes were allowed ([`read_only_from_here`]). Call
 //! them inside the transaction that plans or runs the query. Around the runs, [`LastingWatch`]
 //! reads what no rollback undoes (slots, prepared transactions, advisory locks, sequences, rows a
@@ -11,7 +12,7 @@ use tokio_postgres::Client;
 
 use crate::db::explain::{explain, explain_sql, run};
 use crate::db::session::SessionError;
-use crate::effects::{Call, Run, Verdict, calls_in_plan, calls_in_text, judge_run};
+use crate::effects::{Call, FiredTrigger, Run, Verdict, calls_in_plan, calls_in_text, judge_run};
 
 /// The flag that accepts functions whose effects outlive the rollback.
 pub const ACCEPT_FLAG: &str = "--allow-lasting-effects";
@@ -43,7 +44,9 @@ pub async fn check_text(
 /// anything plans it), then those of its estimate-only `EXPLAIN (VERBOSE)` plan, which also
 /// shows what views and rules call (planning runs nothing volatile, and every built-in the
 /// refusal covers is volatile), with the functions the user's functions among them call, from
-/// `pg_proc`. Refuses (an error naming each function and what it does) unless `accept`;
+/// `pg_proc`; with `writable`, also the functions of the user triggers on the tables the query
+/// writes, which fire inside the run. Refuses (an error naming each function and what it does,
+/// and the trigger that runs it) unless `accept`;
 /// returns the notes for the report: volatile functions, what could not be seen, and accepted
 /// lasting effects. A query that cannot be planned is judged by its text alone.
 pub async fn check_calls(
@@ -79,10 +82,30 @@ pub async fn check_calls(
         sqlstate: None,
     })?;
     calls.extend(text_calls);
+    // A write fires the triggers of the table it writes inside the measured run: their
+    // functions are judged as if the query called them (one that calls dblink_exec commits on
+    // another connection, whatever the rollback does).
+    let fired = if writable {
+        fired_triggers(client, text).await?
+    } else {
+        Vec::new()
+    };
+    let called = calls.clone();
+    calls.extend(fired.iter().map(|t| t.function.clone()));
     calls.sort();
     calls.dedup();
-    let verdict = judge(client, &calls, writable, Run::Executes).await?;
+    let mut verdict = judge(client, &calls, writable, Run::Executes).await?;
+    verdict.name_triggers(&fired, &called);
     notes_of(&verdict, accept)
+}
+
+/// The user triggers that the writes of `text` (the query as written) fire.
+async fn fired_triggers(client: &Client, text: &str) -> Result<Vec<FiredTrigger>, SessionError> {
+    let tables = crate::lasting_rows::written_tables(text);
+    if tables.is_empty() {
+        return Ok(Vec::new());
+    }
+    crate::db::effects::trigger_functions(client, &tables).await
 }
 
 /// The verdict on the functions `text` calls, and on what the user's functions among them call
