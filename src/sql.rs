@@ -1117,76 +1117,8 @@ fn candidate_from_tokens(
         i: 0,
         end: last.end_position(),
     };
-
-    let is_create = c.eat_keyword("create").is_some();
-    let unique = is_create && c.eat_keyword("unique").is_some();
-    if !is_create || c.eat_keyword("index").is_none() {
-        return Err(SqlError::new(
-            SqlErrorKind::NotAnIndex {
-                found: describe_statement_kind(toks),
-            },
-            first.position,
-        ));
-    }
-    let concurrently = c.eat_keyword("concurrently");
-
-    // CREATE INDEX if ON t (a) names the index "if": IF is an unreserved keyword, and only IF
-    // NOT starts the IF NOT EXISTS clause.
-    let mut user_name = None;
-    let mut if_not_exists = None;
-    if c.peek().is_some_and(|t| t.is_keyword("if"))
-        && c.peek_at(1).is_some_and(|t| t.is_keyword("not"))
-    {
-        let if_token = c.peek().copied();
-        c.i += 2;
-        let exists = c.expect_keyword("exists", "EXISTS after IF NOT")?;
-        if_not_exists = if_token.map(|t| (t.offset, exists.end()));
-        if c.peek().is_none_or(|t| t.is_keyword("on")) {
-            return Err(SqlError::new(
-                SqlErrorKind::IfNotExistsWithoutName,
-                if_token.map_or(c.here(), |t| t.position),
-            ));
-        }
-        user_name = Some(c.index_name("an index name after IF NOT EXISTS")?);
-    } else if !c.peek().is_some_and(|t| t.is_keyword("on")) {
-        user_name = Some(c.index_name("an index name or ON after CREATE INDEX")?);
-    }
-    let on = c.expect_keyword(
-        "on",
-        if user_name.is_some() {
-            "ON after the index name"
-        } else {
-            "ON after CREATE INDEX"
-        },
-    )?;
-
-    // ON ONLY parent, ON ONLY (parent) and ON t * are all relation_expr in the grammar.
-    let only = c.eat_keyword("only").is_some();
-    let parenthesized = only && c.eat_punct("(");
-    let table = c.table_name()?;
-    if parenthesized && !c.eat_punct(")") {
-        return Err(c.syntax_error("`)` after ONLY (table"));
-    }
-    if c.peek()
-        .is_some_and(|t| t.kind == TokenKind::Operator && t.text == "*")
-    {
-        c.i += 1;
-    }
-    let method = if c.eat_keyword("using").is_some() {
-        match c.identifier()? {
-            Some(ident) => Some(ident.value),
-            None => return Err(c.syntax_error("an index method after USING")),
-        }
-    } else {
-        None
-    };
-    if !c.peek().is_some_and(|t| t.is_punct("(")) {
-        return Err(c.syntax_error(if method.is_some() {
-            "`(` and the indexed columns after the index method"
-        } else {
-            "`(` and the indexed columns after the table name"
-        }));
-    }
+    let header = c.index_header(first)?;
+    let (table, method) = c.index_target()?;
     check_parentheses(toks.get(c.i..).unwrap_or_default())?;
     if let Some(t) = toks.iter().find(|t| t.kind == TokenKind::Parameter) {
         return Err(SqlError::new(
@@ -1197,7 +1129,7 @@ fn candidate_from_tokens(
         ));
     }
 
-    let (name, name_position, name_generated) = match user_name {
+    let (name, name_position, name_generated) = match &header.user_name {
         Some(ident) => (truncate_identifier(&ident.value), ident.position, false),
         None if generated_name.is_empty() => {
             return Err(SqlError::new(
@@ -1208,45 +1140,18 @@ fn candidate_from_tokens(
         None => (truncate_identifier(generated_name), first.position, true),
     };
 
-    // Rebuild the text from the original, touching only the CONCURRENTLY token and the gap
-    // before ON; every other byte (comments, spacing, the column list) is kept as written.
     let base = first.offset;
     let original = statement_text(sql, toks);
-    let piece = |from: usize, to: usize| original.get(from..to).unwrap_or_default();
-    let mut rebuilt = String::with_capacity(original.len() + name.len() + 3);
-    let mut copied = 0;
-    if let Some(token) = concurrently {
-        let (from, to, replacement) = removal(
-            original,
-            token.offset.saturating_sub(base),
-            token.end().saturating_sub(base),
-        );
-        rebuilt.push_str(piece(copied, from));
-        rebuilt.push_str(replacement);
-        copied = to;
-    }
-    // IF NOT EXISTS would turn a clash with an existing index into a silent no-op, and pgplan
-    // would then measure the existing index as if it were the candidate: without it, the clash
-    // is PostgreSQL's error (42P07) and the candidate fails, saying so.
-    if let Some((start, end)) = if_not_exists {
-        let (from, to, replacement) = removal(
-            original,
-            start.saturating_sub(base),
-            end.saturating_sub(base),
-        );
-        rebuilt.push_str(piece(copied, from));
-        rebuilt.push_str(replacement);
-        copied = to;
-    }
-    if name_generated {
-        let at = on.offset.saturating_sub(base);
-        rebuilt.push_str(piece(copied, at));
-        rebuilt.push_str(&quote_ident(&name));
-        rebuilt.push(' ');
-        copied = at;
-    }
-    rebuilt.push_str(piece(copied, original.len()));
-    let definition = piece(on.offset.saturating_sub(base), original.len()).to_owned();
+    let rebuilt = rebuild_statement(
+        original,
+        base,
+        &header,
+        name_generated.then_some(name.as_str()),
+    );
+    let definition = original
+        .get(header.on.offset.saturating_sub(base)..)
+        .unwrap_or_default()
+        .to_owned();
 
     let description = if name_generated {
         format!("unnamed index {}", shorten(&definition))
@@ -1259,13 +1164,159 @@ fn candidate_from_tokens(
         name,
         name_generated,
         description,
-        concurrently: concurrently.is_some(),
-        unique,
+        concurrently: header.concurrently.is_some(),
+        unique: header.unique,
         table,
         method,
         definition,
     };
     Ok((candidate, name_position))
+}
+
+/// What a CREATE INDEX says before its table, with the tokens its text is rebuilt around.
+struct IndexHeader<'t, 'a> {
+    unique: bool,
+    /// The CONCURRENTLY token, which the rebuilt text leaves out.
+    concurrently: Option<&'t Token<'a>>,
+    /// The byte range of IF NOT EXISTS in the source, which the rebuilt text leaves out.
+    if_not_exists: Option<(usize, usize)>,
+    user_name: Option<Ident<'a>>,
+    /// The ON token: a generated name goes before it, and the definition starts at it.
+    on: &'t Token<'a>,
+}
+
+impl<'t, 'a> Cursor<'t, 'a> {
+    /// `CREATE [UNIQUE] INDEX [CONCURRENTLY] [IF NOT EXISTS] [name] ON`, the statement starting
+    /// at `first`.
+    fn index_header(&mut self, first: &Token<'_>) -> Result<IndexHeader<'t, 'a>, SqlError> {
+        let is_create = self.eat_keyword("create").is_some();
+        let unique = is_create && self.eat_keyword("unique").is_some();
+        if !is_create || self.eat_keyword("index").is_none() {
+            return Err(SqlError::new(
+                SqlErrorKind::NotAnIndex {
+                    found: describe_statement_kind(self.toks),
+                },
+                first.position,
+            ));
+        }
+        let concurrently = self.eat_keyword("concurrently");
+
+        // CREATE INDEX if ON t (a) names the index "if": IF is an unreserved keyword, and only IF
+        // NOT starts the IF NOT EXISTS clause.
+        let mut user_name = None;
+        let mut if_not_exists = None;
+        if self.peek().is_some_and(|t| t.is_keyword("if"))
+            && self.peek_at(1).is_some_and(|t| t.is_keyword("not"))
+        {
+            let if_token = self.peek().copied();
+            self.i += 2;
+            let exists = self.expect_keyword("exists", "EXISTS after IF NOT")?;
+            if_not_exists = if_token.map(|t| (t.offset, exists.end()));
+            if self.peek().is_none_or(|t| t.is_keyword("on")) {
+                return Err(SqlError::new(
+                    SqlErrorKind::IfNotExistsWithoutName,
+                    if_token.map_or(self.here(), |t| t.position),
+                ));
+            }
+            user_name = Some(self.index_name("an index name after IF NOT EXISTS")?);
+        } else if !self.peek().is_some_and(|t| t.is_keyword("on")) {
+            user_name = Some(self.index_name("an index name or ON after CREATE INDEX")?);
+        }
+        let on = self.expect_keyword(
+            "on",
+            if user_name.is_some() {
+                "ON after the index name"
+            } else {
+                "ON after CREATE INDEX"
+            },
+        )?;
+        Ok(IndexHeader {
+            unique,
+            concurrently,
+            if_not_exists,
+            user_name,
+            on,
+        })
+    }
+
+    /// `[ONLY] table [*] [USING method]` up to the `(` of the indexed columns: the table and
+    /// the index method.
+    fn index_target(&mut self) -> Result<(String, Option<String>), SqlError> {
+        // ON ONLY parent, ON ONLY (parent) and ON t * are all relation_expr in the grammar.
+        let only = self.eat_keyword("only").is_some();
+        let parenthesized = only && self.eat_punct("(");
+        let table = self.table_name()?;
+        if parenthesized && !self.eat_punct(")") {
+            return Err(self.syntax_error("`)` after ONLY (table"));
+        }
+        if self
+            .peek()
+            .is_some_and(|t| t.kind == TokenKind::Operator && t.text == "*")
+        {
+            self.i += 1;
+        }
+        let method = if self.eat_keyword("using").is_some() {
+            match self.identifier()? {
+                Some(ident) => Some(ident.value),
+                None => return Err(self.syntax_error("an index method after USING")),
+            }
+        } else {
+            None
+        };
+        if !self.peek().is_some_and(|t| t.is_punct("(")) {
+            return Err(self.syntax_error(if method.is_some() {
+                "`(` and the indexed columns after the index method"
+            } else {
+                "`(` and the indexed columns after the table name"
+            }));
+        }
+        Ok((table, method))
+    }
+}
+
+/// The statement's text as the candidate runs it, rebuilt from `original` (which starts at byte
+/// `base` of the source): without CONCURRENTLY and IF NOT EXISTS, and with `generated_name`
+/// before ON when the user gave none.
+fn rebuild_statement(
+    original: &str,
+    base: usize,
+    header: &IndexHeader<'_, '_>,
+    generated_name: Option<&str>,
+) -> String {
+    // Only the CONCURRENTLY token, IF NOT EXISTS and the gap before ON are touched; every other
+    // byte (comments, spacing, the column list) is kept as written.
+    let piece = |from: usize, to: usize| original.get(from..to).unwrap_or_default();
+    let extra = generated_name.map_or(0, str::len);
+    let mut rebuilt = String::with_capacity(original.len() + extra + 3);
+    let mut copied = 0;
+    let mut cut = |start: usize, end: usize, rebuilt: &mut String| {
+        let (from, to, replacement) = removal(
+            original,
+            start.saturating_sub(base),
+            end.saturating_sub(base),
+        );
+        rebuilt.push_str(piece(copied, from));
+        rebuilt.push_str(replacement);
+        copied = to;
+    };
+    if let Some(token) = header.concurrently {
+        cut(token.offset, token.end(), &mut rebuilt);
+    }
+    // IF NOT EXISTS would turn a clash with an existing index into a silent no-op, and pgplan
+    // would then measure the existing index as if it were the candidate: without it, the clash
+    // is PostgreSQL's error (42P07) and the candidate fails, saying so.
+    if let Some((start, end)) = header.if_not_exists {
+        cut(start, end, &mut rebuilt);
+    }
+    if let Some(name) = generated_name {
+        let at = header.on.offset.saturating_sub(base);
+        rebuilt.push_str(piece(copied, at));
+        rebuilt.push_str(&quote_ident(name));
+        rebuilt.push(' ');
+        copied = at;
+    }
+    rebuilt.push_str(piece(copied, original.len()));
+    rebuilt
 }
 
 /// The bytes to cut to remove the token at `from..to` from `text`, and what to put in their

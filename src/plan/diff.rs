@@ -11,7 +11,7 @@ use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 use serde::Serialize;
 
 use super::findings::{node_label, significant_misestimate, spills};
-use super::metrics::PlanMetrics;
+use super::metrics::{NodeMetrics, PlanMetrics, PlanTotals};
 use super::model::{Node, NodeId, Plan};
 
 /// A figure before and after.
@@ -354,149 +354,19 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
             });
             continue;
         };
-        let b = &before.nodes[b_id];
-        let (b_m, a_m) = (&bm.nodes[b_id], &am.nodes[a_id]);
-        // Most matched pairs change nothing: the relation is named only for a change.
-        let mut push = |kind, message: String, figure: Option<Pair>| {
-            changes.push(Change {
-                kind,
-                before_node: Some(b_id),
-                after_node: Some(a_id),
-                relation: a.qualified_relation(),
-                message,
-                figure,
-            })
+        let mut pair = MatchedPair {
+            b_id,
+            a_id,
+            b: &before.nodes[b_id],
+            a,
+            b_m: &bm.nodes[b_id],
+            a_m: &am.nodes[a_id],
+            changes: &mut changes,
         };
-
-        let same_type = same_display_type(b, a);
-        match after_keys[a_id].0 {
-            Category::Scan if !same_type => push(
-                ChangeKind::AccessMethodChanged,
-                format!("{} → {}", node_label(b), node_label(a)),
-                None,
-            ),
-            Category::Scan if b.index_name != a.index_name => push(
-                ChangeKind::IndexChanged,
-                format!(
-                    "{}: index {} → {}",
-                    a.qualified_relation().unwrap_or_default(),
-                    b.index_name.as_deref().unwrap_or("none"),
-                    a.index_name.as_deref().unwrap_or("none")
-                ),
-                None,
-            ),
-            Category::Join if !same_type => push(
-                ChangeKind::JoinStrategyChanged,
-                format!("join strategy {} → {}", b.display_type(), a.display_type()),
-                None,
-            ),
-            _ if !same_type => push(
-                ChangeKind::NodeTypeChanged,
-                format!("{} → {}", b.display_type(), a.display_type()),
-                None,
-            ),
-            _ => {}
-        }
-
-        match (significant_misestimate(b_m), significant_misestimate(a_m)) {
-            (false, true) => {
-                let e = a_m.misestimate.map(|e| e.factor).unwrap_or(0.0);
-                push(
-                    ChangeKind::EstimateErrorAppeared,
-                    format!(
-                        "{}: estimate now off by {e:.0}× ({} estimated, {} actual per loop)",
-                        node_label(a),
-                        count(a.plan_rows.unwrap_or(0.0)),
-                        count(a.actual.map(|x| x.rows).unwrap_or(0.0))
-                    ),
-                    Some(Pair::new(
-                        b_m.misestimate.map(|e| e.factor),
-                        a_m.misestimate.map(|e| e.factor),
-                    )),
-                );
-            }
-            (true, false) => {
-                let e = b_m.misestimate.map(|e| e.factor).unwrap_or(0.0);
-                push(
-                    ChangeKind::EstimateErrorVanished,
-                    format!("{}: the {e:.0}× estimate error is gone", node_label(a)),
-                    Some(Pair::new(
-                        b_m.misestimate.map(|e| e.factor),
-                        a_m.misestimate.map(|e| e.factor),
-                    )),
-                );
-            }
-            _ => {}
-        }
-
-        let pages = Pair::new(
-            b_m.exclusive_buffers.map(|x| x.pages_touched()),
-            a_m.exclusive_buffers.map(|x| x.pages_touched()),
-        );
-        if pages.before.is_some()
-            && pages.after.is_some()
-            && changed_enough(pages, PAGES_CHANGE_MIN)
-        {
-            push(
-                ChangeKind::PagesChanged,
-                format!(
-                    "{}: own pages {} → {}",
-                    node_label(a),
-                    count_or_absent(pages.before),
-                    count_or_absent(pages.after)
-                ),
-                Some(pages),
-            );
-        }
-
-        let removed = Pair::new(
-            b_m.rows_removed_by_filter_total,
-            a_m.rows_removed_by_filter_total,
-        );
-        if (removed.before.is_some() || removed.after.is_some())
-            && changed_enough(removed, ROWS_CHANGE_MIN)
-        {
-            push(
-                ChangeKind::RowsRemovedChanged,
-                format!(
-                    "{}: rows removed by filter {} → {}",
-                    node_label(a),
-                    count_or_absent(removed.before),
-                    count_or_absent(removed.after)
-                ),
-                Some(removed),
-            );
-        }
-
-        let fetches = Pair::new(b.heap_fetches, a.heap_fetches);
-        if (fetches.before.is_some() || fetches.after.is_some())
-            && changed_enough(fetches, ROWS_CHANGE_MIN)
-        {
-            push(
-                ChangeKind::HeapFetchesChanged,
-                format!(
-                    "{}: heap fetches {} → {}",
-                    node_label(a),
-                    count_or_absent(fetches.before),
-                    count_or_absent(fetches.after)
-                ),
-                Some(fetches),
-            );
-        }
-
-        match (spills(b, b_m), spills(a, a_m)) {
-            (false, true) => push(
-                ChangeKind::SpillAppeared,
-                format!("{}: now spills to disk", node_label(a)),
-                None,
-            ),
-            (true, false) => push(
-                ChangeKind::SpillVanished,
-                format!("{}: no longer spills to disk", node_label(a)),
-                None,
-            ),
-            _ => {}
-        }
+        pair.node_type_change(after_keys[a_id].0);
+        pair.estimate_change();
+        pair.figure_changes();
+        pair.spill_change();
     }
 
     for (b_id, b) in before.nodes.iter().enumerate() {
@@ -512,22 +382,185 @@ pub fn diff(before: &Plan, bm: &PlanMetrics, after: &Plan, am: &PlanMetrics) -> 
         }
     }
 
-    let (bt, at) = (&bm.totals, &am.totals);
     PlanDiff {
         after_to_before,
         before_to_after,
-        totals: TotalsDiff {
-            planning_ms: Pair::new(bt.planning_ms, at.planning_ms),
-            execution_ms: Pair::new(bt.execution_ms, at.execution_ms),
-            shared_hit_blocks: Pair::new(bt.shared_hit_blocks, at.shared_hit_blocks),
-            shared_read_blocks: Pair::new(bt.shared_read_blocks, at.shared_read_blocks),
-            pages_touched: Pair::new(bt.pages_touched, at.pages_touched),
-            temp_blocks: Pair::new(bt.temp_blocks, at.temp_blocks),
-            io_ms: Pair::new(bt.io_ms, at.io_ms),
-            total_cost: Pair::new(bt.total_cost, at.total_cost),
-            estimated_rows: Pair::new(bt.estimated_rows, at.estimated_rows),
-        },
+        totals: totals_diff(&bm.totals, &am.totals),
         changes,
+    }
+}
+
+/// The plan totals, before and after.
+fn totals_diff(bt: &PlanTotals, at: &PlanTotals) -> TotalsDiff {
+    TotalsDiff {
+        planning_ms: Pair::new(bt.planning_ms, at.planning_ms),
+        execution_ms: Pair::new(bt.execution_ms, at.execution_ms),
+        shared_hit_blocks: Pair::new(bt.shared_hit_blocks, at.shared_hit_blocks),
+        shared_read_blocks: Pair::new(bt.shared_read_blocks, at.shared_read_blocks),
+        pages_touched: Pair::new(bt.pages_touched, at.pages_touched),
+        temp_blocks: Pair::new(bt.temp_blocks, at.temp_blocks),
+        io_ms: Pair::new(bt.io_ms, at.io_ms),
+        total_cost: Pair::new(bt.total_cost, at.total_cost),
+        estimated_rows: Pair::new(bt.estimated_rows, at.estimated_rows),
+    }
+}
+
+/// A before node and the after node matched to it, with their figures, and the list their
+/// changes go to.
+struct MatchedPair<'a> {
+    b_id: NodeId,
+    a_id: NodeId,
+    b: &'a Node,
+    a: &'a Node,
+    b_m: &'a NodeMetrics,
+    a_m: &'a NodeMetrics,
+    changes: &'a mut Vec<Change>,
+}
+
+impl MatchedPair<'_> {
+    /// Records one change of this pair. Most matched pairs change nothing: the relation is
+    /// named only for a change.
+    fn push(&mut self, kind: ChangeKind, message: String, figure: Option<Pair>) {
+        self.changes.push(Change {
+            kind,
+            before_node: Some(self.b_id),
+            after_node: Some(self.a_id),
+            relation: self.a.qualified_relation(),
+            message,
+            figure,
+        })
+    }
+
+    /// Another access method, index, join strategy or node type, by the node's category.
+    fn node_type_change(&mut self, category: Category) {
+        let (b, a) = (self.b, self.a);
+        let same_type = same_display_type(b, a);
+        match category {
+            Category::Scan if !same_type => self.push(
+                ChangeKind::AccessMethodChanged,
+                format!("{} → {}", node_label(b), node_label(a)),
+                None,
+            ),
+            Category::Scan if b.index_name != a.index_name => self.push(
+                ChangeKind::IndexChanged,
+                format!(
+                    "{}: index {} → {}",
+                    a.qualified_relation().unwrap_or_default(),
+                    b.index_name.as_deref().unwrap_or("none"),
+                    a.index_name.as_deref().unwrap_or("none")
+                ),
+                None,
+            ),
+            Category::Join if !same_type => self.push(
+                ChangeKind::JoinStrategyChanged,
+                format!("join strategy {} → {}", b.display_type(), a.display_type()),
+                None,
+            ),
+            _ if !same_type => self.push(
+                ChangeKind::NodeTypeChanged,
+                format!("{} → {}", b.display_type(), a.display_type()),
+                None,
+            ),
+            _ => {}
+        }
+    }
+
+    /// An estimate error of 10× or more that appeared or vanished.
+    fn estimate_change(&mut self) {
+        let (a, b_m, a_m) = (self.a, self.b_m, self.a_m);
+        let factors = Pair::new(
+            b_m.misestimate.map(|e| e.factor),
+            a_m.misestimate.map(|e| e.factor),
+        );
+        match (significant_misestimate(b_m), significant_misestimate(a_m)) {
+            (false, true) => {
+                let e = factors.after.unwrap_or(0.0);
+                self.push(
+                    ChangeKind::EstimateErrorAppeared,
+                    format!(
+                        "{}: estimate now off by {e:.0}× ({} estimated, {} actual per loop)",
+                        node_label(a),
+                        count(a.plan_rows.unwrap_or(0.0)),
+                        count(a.actual.map(|x| x.rows).unwrap_or(0.0))
+                    ),
+                    Some(factors),
+                );
+            }
+            (true, false) => {
+                let e = factors.before.unwrap_or(0.0);
+                self.push(
+                    ChangeKind::EstimateErrorVanished,
+                    format!("{}: the {e:.0}× estimate error is gone", node_label(a)),
+                    Some(factors),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// The node's own pages, rows removed by its filter and heap fetches, when one moved enough.
+    fn figure_changes(&mut self) {
+        let (b, a, b_m, a_m) = (self.b, self.a, self.b_m, self.a_m);
+        let pages = Pair::new(
+            b_m.exclusive_buffers.map(|x| x.pages_touched()),
+            a_m.exclusive_buffers.map(|x| x.pages_touched()),
+        );
+        if pages.before.is_some()
+            && pages.after.is_some()
+            && changed_enough(pages, PAGES_CHANGE_MIN)
+        {
+            self.push_figure(ChangeKind::PagesChanged, "own pages", pages);
+        }
+
+        let removed = Pair::new(
+            b_m.rows_removed_by_filter_total,
+            a_m.rows_removed_by_filter_total,
+        );
+        if (removed.before.is_some() || removed.after.is_some())
+            && changed_enough(removed, ROWS_CHANGE_MIN)
+        {
+            self.push_figure(
+                ChangeKind::RowsRemovedChanged,
+                "rows removed by filter",
+                removed,
+            );
+        }
+
+        let fetches = Pair::new(b.heap_fetches, a.heap_fetches);
+        if (fetches.before.is_some() || fetches.after.is_some())
+            && changed_enough(fetches, ROWS_CHANGE_MIN)
+        {
+            self.push_figure(ChangeKind::HeapFetchesChanged, "heap fetches", fetches);
+        }
+    }
+
+    /// Records a figure that moved, as "<node>: <what> <before> → <after>".
+    fn push_figure(&mut self, kind: ChangeKind, what: &str, figure: Pair) {
+        let message = format!(
+            "{}: {what} {} → {}",
+            node_label(self.a),
+            count_or_absent(figure.before),
+            count_or_absent(figure.after)
+        );
+        self.push(kind, message, Some(figure));
+    }
+
+    /// A sort or hash that started or stopped spilling to disk.
+    fn spill_change(&mut self) {
+        let (b, a) = (self.b, self.a);
+        match (spills(b, self.b_m), spills(a, self.a_m)) {
+            (false, true) => self.push(
+                ChangeKind::SpillAppeared,
+                format!("{}: now spills to disk", node_label(a)),
+                None,
+            ),
+            (true, false) => self.push(
+                ChangeKind::SpillVanished,
+                format!("{}: no longer spills to disk", node_label(a)),
+                None,
+            ),
+            _ => {}
+        }
     }
 }
 

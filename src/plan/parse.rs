@@ -10,7 +10,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use super::extra::{Extra, Extras, known_name};
+use super::extra::{Extra, Extras, Name, known_name};
 use super::model::{Actual, Buffers, IoTimes, Node, NodeId, Plan, Trigger, Wal};
 
 /// The deepest plan pgplan reads. Each level costs stack; real plans stay far below this.
@@ -927,184 +927,306 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
         let id = self.arena.len();
         // Reserve the slot; filled when the node's own keys are read.
         self.arena.push(Node::default());
-        let mut node = Node {
-            parent: self.parent,
-            depth: self.depth,
-            ..Node::default()
-        };
-        let mut actual = Actual::default();
-        let mut has_actual = false;
-        let mut buffers = Buffers::default();
-        let mut has_buffers = false;
-        let mut wal = Wal::default();
-        let mut has_wal = false;
-        let mut io = IoTimes::default();
-        let mut saw_node_type = false;
-        // The unmodelled keys, in their order.
-        let mut extra = Vec::new();
+        let mut fields = NodeFields::new(id, self.parent, self.depth);
 
         while let Some(Key(key)) = map.next_key::<Key>()? {
-            // A figure the server measured or counted: checked, so that every sum and product
-            // of them stays a finite number ≥ 0.
-            macro_rules! counter {
-                () => {
-                    counter!(MAX_COUNTER)
-                };
-                ($limit:expr) => {{
-                    let label = NodeLabel {
-                        id: Some(id),
-                        node_type: &node.node_type,
-                    };
-                    check_figure(map.next_value::<f64>()?, &key, $limit, label)?
-                }};
+            if key == "Plans" {
+                fields.node.children = map.next_value_seed(ChildrenSeed {
+                    arena: self.arena,
+                    parent: id,
+                    depth: self.depth + 1,
+                    nesting,
+                })?;
+                continue;
             }
-            macro_rules! num {
-                () => {
-                    Some(counter!())
-                };
-            }
-            macro_rules! text {
-                () => {
-                    Some(map.next_value::<String>()?)
-                };
-            }
-            macro_rules! buf {
-                ($field:ident) => {{
-                    buffers.$field = counter!();
-                    has_buffers = true;
-                }};
-            }
-            match key.as_ref() {
-                "Node Type" => {
-                    node.node_type = map.next_value()?;
-                    saw_node_type = true;
-                }
-                "Parent Relationship" => node.parent_relationship = text!(),
-                "Subplan Name" => node.subplan_name = text!(),
-                "Parallel Aware" => node.parallel_aware = map.next_value()?,
-                "Async Capable" => node.async_capable = Some(map.next_value()?),
-                "Relation Name" => node.relation_name = text!(),
-                "Schema" => node.schema = text!(),
-                "Alias" => node.alias = text!(),
-                "Index Name" => node.index_name = text!(),
-                "CTE Name" => node.cte_name = text!(),
-                "Function Name" => node.function_name = text!(),
-                "Join Type" => node.join_type = text!(),
-                "Strategy" => node.strategy = text!(),
-                "Partial Mode" => node.partial_mode = text!(),
-                "Scan Direction" => node.scan_direction = text!(),
-                "Operation" => node.operation = text!(),
-                // Costs are the planner's arbitrary units, never summed or multiplied: as given.
-                "Startup Cost" => node.startup_cost = Some(map.next_value()?),
-                "Total Cost" => node.total_cost = Some(map.next_value()?),
-                "Plan Rows" => node.plan_rows = Some(counter!(MAX_ESTIMATE)),
-                "Plan Width" => node.plan_width = num!(),
-                "Disabled" => node.disabled = Some(map.next_value()?),
-                "Actual Startup Time" => {
-                    actual.startup_ms = Some(counter!());
-                    has_actual = true;
-                }
-                "Actual Total Time" => {
-                    actual.total_ms = Some(counter!());
-                    has_actual = true;
-                }
-                "Actual Rows" => {
-                    let ReportedNumber { value, decimal } = map.next_value()?;
-                    let label = NodeLabel {
-                        id: Some(id),
-                        node_type: &node.node_type,
-                    };
-                    actual.rows = check_figure(value, &key, MAX_COUNTER, label)?;
-                    actual.rows_decimal = decimal;
-                    has_actual = true;
-                }
-                "Actual Loops" => {
-                    actual.loops = counter!();
-                    has_actual = true;
-                }
-                "Rows Removed by Filter" => node.rows_removed_by_filter = num!(),
-                "Rows Removed by Join Filter" => node.rows_removed_by_join_filter = num!(),
-                "Rows Removed by Index Recheck" => node.rows_removed_by_index_recheck = num!(),
-                "Heap Fetches" => node.heap_fetches = num!(),
-                "Exact Heap Blocks" => node.exact_heap_blocks = num!(),
-                "Lossy Heap Blocks" => node.lossy_heap_blocks = num!(),
-                "Index Searches" => node.index_searches = num!(),
-                "Shared Hit Blocks" => buf!(shared_hit_blocks),
-                "Shared Read Blocks" => buf!(shared_read_blocks),
-                "Shared Dirtied Blocks" => buf!(shared_dirtied_blocks),
-                "Shared Written Blocks" => buf!(shared_written_blocks),
-                "Local Hit Blocks" => buf!(local_hit_blocks),
-                "Local Read Blocks" => buf!(local_read_blocks),
-                "Local Dirtied Blocks" => buf!(local_dirtied_blocks),
-                "Local Written Blocks" => buf!(local_written_blocks),
-                "Temp Read Blocks" => buf!(temp_read_blocks),
-                "Temp Written Blocks" => buf!(temp_written_blocks),
-                // PostgreSQL 17 renamed "I/O Read Time" to "Shared I/O Read Time".
-                "I/O Read Time" | "Shared I/O Read Time" => io.shared_read_ms = num!(),
-                "I/O Write Time" | "Shared I/O Write Time" => io.shared_write_ms = num!(),
-                "Local I/O Read Time" => io.local_read_ms = num!(),
-                "Local I/O Write Time" => io.local_write_ms = num!(),
-                "Temp I/O Read Time" => io.temp_read_ms = num!(),
-                "Temp I/O Write Time" => io.temp_write_ms = num!(),
-                "WAL Records" => {
-                    wal.records = num!();
-                    has_wal = true;
-                }
-                "WAL FPI" => {
-                    wal.full_page_images = num!();
-                    has_wal = true;
-                }
-                "WAL Bytes" => {
-                    wal.bytes = num!();
-                    has_wal = true;
-                }
-                "Sort Method" => node.sort_method = text!(),
-                "Sort Space Used" => node.sort_space_used_kb = num!(),
-                "Sort Space Type" => node.sort_space_type = text!(),
-                "Hash Buckets" => node.hash_buckets = num!(),
-                "Original Hash Buckets" => node.original_hash_buckets = num!(),
-                "Hash Batches" => node.hash_batches = num!(),
-                "Original Hash Batches" => node.original_hash_batches = num!(),
-                "Peak Memory Usage" => node.peak_memory_usage_kb = num!(),
-                "HashAgg Batches" => node.hashagg_batches = num!(),
-                "Disk Usage" => node.disk_usage_kb = num!(),
-                "Workers Planned" => node.workers_planned = num!(),
-                "Workers Launched" => node.workers_launched = num!(),
-                "Filter" => node.filter = text!(),
-                "Join Filter" => node.join_filter = text!(),
-                "Index Cond" => node.index_cond = text!(),
-                "Recheck Cond" => node.recheck_cond = text!(),
-                "Hash Cond" => node.hash_cond = text!(),
-                "Merge Cond" => node.merge_cond = text!(),
-                "Output" => node.output = map.next_value()?,
-                "Plans" => {
-                    node.children = map.next_value_seed(ChildrenSeed {
-                        arena: self.arena,
-                        parent: id,
-                        depth: self.depth + 1,
-                        nesting,
-                    })?;
-                }
-                other => {
-                    let value = map.next_value_seed(ExtraSeed(nesting))?;
-                    extra.push((known_name(other), value));
-                }
+            let modelled = fields.read_description(&key, &mut map)?
+                || fields.read_actual(&key, &mut map)?
+                || fields.read_node_figure(&key, &mut map)?
+                || fields.read_buffers(&key, &mut map)?
+                || fields.read_io_and_wal(&key, &mut map)?;
+            if !modelled {
+                let value = map.next_value_seed(ExtraSeed(nesting))?;
+                fields.extra.push((known_name(&key), value));
             }
         }
-        if !saw_node_type {
+        self.arena[id] = fields.finish()?;
+        Ok(())
+    }
+}
+
+/// A node's fields while its object is read: the node itself, and the groups of figures
+/// (actual, buffers, WAL) that a node has only when one of their keys appeared.
+struct NodeFields {
+    id: NodeId,
+    node: Node,
+    actual: Actual,
+    has_actual: bool,
+    buffers: Buffers,
+    has_buffers: bool,
+    wal: Wal,
+    has_wal: bool,
+    io: IoTimes,
+    saw_node_type: bool,
+    /// The unmodelled keys, in their order.
+    extra: Vec<(Name, Extra)>,
+}
+
+/// The next value as text.
+fn text<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Option<String>, A::Error> {
+    Ok(Some(map.next_value::<String>()?))
+}
+
+impl NodeFields {
+    fn new(id: NodeId, parent: Option<NodeId>, depth: usize) -> Self {
+        NodeFields {
+            id,
+            node: Node {
+                parent,
+                depth,
+                ..Node::default()
+            },
+            actual: Actual::default(),
+            has_actual: false,
+            buffers: Buffers::default(),
+            has_buffers: false,
+            wal: Wal::default(),
+            has_wal: false,
+            io: IoTimes::default(),
+            saw_node_type: false,
+            extra: Vec::new(),
+        }
+    }
+
+    /// A figure the server measured or counted: checked, so that every sum and product of them
+    /// stays a finite number ≥ 0.
+    fn counter<'de, A: MapAccess<'de>>(
+        &self,
+        map: &mut A,
+        key: &str,
+        limit: f64,
+    ) -> Result<f64, A::Error> {
+        check_figure(map.next_value::<f64>()?, key, limit, self.label())
+    }
+
+    /// A counter of at most [`MAX_COUNTER`], as a field the node may not have.
+    fn figure<'de, A: MapAccess<'de>>(
+        &self,
+        map: &mut A,
+        key: &str,
+    ) -> Result<Option<f64>, A::Error> {
+        Ok(Some(self.counter(map, key, MAX_COUNTER)?))
+    }
+
+    /// The node as an error message names it, by what has been read of it so far.
+    fn label(&self) -> NodeLabel<'_> {
+        NodeLabel {
+            id: Some(self.id),
+            node_type: &self.node.node_type,
+        }
+    }
+
+    /// What the node is: its type, relation, strategy, estimates and conditions. Whether `key`
+    /// was one of them.
+    fn read_description<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        let node = &mut self.node;
+        match key {
+            "Node Type" => {
+                node.node_type = map.next_value()?;
+                self.saw_node_type = true;
+            }
+            "Parent Relationship" => node.parent_relationship = text(map)?,
+            "Subplan Name" => node.subplan_name = text(map)?,
+            "Parallel Aware" => node.parallel_aware = map.next_value()?,
+            "Async Capable" => node.async_capable = Some(map.next_value()?),
+            "Relation Name" => node.relation_name = text(map)?,
+            "Schema" => node.schema = text(map)?,
+            "Alias" => node.alias = text(map)?,
+            "Index Name" => node.index_name = text(map)?,
+            "CTE Name" => node.cte_name = text(map)?,
+            "Function Name" => node.function_name = text(map)?,
+            "Join Type" => node.join_type = text(map)?,
+            "Strategy" => node.strategy = text(map)?,
+            "Partial Mode" => node.partial_mode = text(map)?,
+            "Scan Direction" => node.scan_direction = text(map)?,
+            "Operation" => node.operation = text(map)?,
+            // Costs are the planner's arbitrary units, never summed or multiplied: as given.
+            "Startup Cost" => node.startup_cost = Some(map.next_value()?),
+            "Total Cost" => node.total_cost = Some(map.next_value()?),
+            "Plan Rows" => self.node.plan_rows = Some(self.counter(map, key, MAX_ESTIMATE)?),
+            "Plan Width" => self.node.plan_width = self.figure(map, key)?,
+            "Disabled" => node.disabled = Some(map.next_value()?),
+            "Sort Method" => node.sort_method = text(map)?,
+            "Sort Space Type" => node.sort_space_type = text(map)?,
+            "Filter" => node.filter = text(map)?,
+            "Join Filter" => node.join_filter = text(map)?,
+            "Index Cond" => node.index_cond = text(map)?,
+            "Recheck Cond" => node.recheck_cond = text(map)?,
+            "Hash Cond" => node.hash_cond = text(map)?,
+            "Merge Cond" => node.merge_cond = text(map)?,
+            "Output" => node.output = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The actual times, rows and loops of an ANALYZE. Whether `key` was one of them.
+    fn read_actual<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "Actual Startup Time" => {
+                self.actual.startup_ms = Some(self.counter(map, key, MAX_COUNTER)?)
+            }
+            "Actual Total Time" => {
+                self.actual.total_ms = Some(self.counter(map, key, MAX_COUNTER)?)
+            }
+            "Actual Rows" => {
+                let ReportedNumber { value, decimal } = map.next_value()?;
+                self.actual.rows = check_figure(value, key, MAX_COUNTER, self.label())?;
+                self.actual.rows_decimal = decimal;
+            }
+            "Actual Loops" => self.actual.loops = self.counter(map, key, MAX_COUNTER)?,
+            _ => return Ok(false),
+        }
+        self.has_actual = true;
+        Ok(true)
+    }
+
+    /// The node's own counters: rows removed, heap blocks, sort and hash figures, workers.
+    /// Whether `key` was one of them.
+    fn read_node_figure<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "Rows Removed by Filter" => self.node.rows_removed_by_filter = self.figure(map, key)?,
+            "Rows Removed by Join Filter" => {
+                self.node.rows_removed_by_join_filter = self.figure(map, key)?
+            }
+            "Rows Removed by Index Recheck" => {
+                self.node.rows_removed_by_index_recheck = self.figure(map, key)?
+            }
+            "Heap Fetches" => self.node.heap_fetches = self.figure(map, key)?,
+            "Exact Heap Blocks" => self.node.exact_heap_blocks = self.figure(map, key)?,
+            "Lossy Heap Blocks" => self.node.lossy_heap_blocks = self.figure(map, key)?,
+            "Index Searches" => self.node.index_searches = self.figure(map, key)?,
+            "Sort Space Used" => self.node.sort_space_used_kb = self.figure(map, key)?,
+            "Hash Buckets" => self.node.hash_buckets = self.figure(map, key)?,
+            "Original Hash Buckets" => self.node.original_hash_buckets = self.figure(map, key)?,
+            "Hash Batches" => self.node.hash_batches = self.figure(map, key)?,
+            "Original Hash Batches" => self.node.original_hash_batches = self.figure(map, key)?,
+            "Peak Memory Usage" => self.node.peak_memory_usage_kb = self.figure(map, key)?,
+            "HashAgg Batches" => self.node.hashagg_batches = self.figure(map, key)?,
+            "Disk Usage" => self.node.disk_usage_kb = self.figure(map, key)?,
+            "Workers Planned" => self.node.workers_planned = self.figure(map, key)?,
+            "Workers Launched" => self.node.workers_launched = self.figure(map, key)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The buffer counts of BUFFERS. Whether `key` was one of them.
+    fn read_buffers<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "Shared Hit Blocks" => {
+                self.buffers.shared_hit_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            "Shared Read Blocks" => {
+                self.buffers.shared_read_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            "Shared Dirtied Blocks" => {
+                self.buffers.shared_dirtied_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            "Shared Written Blocks" => {
+                self.buffers.shared_written_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            "Local Hit Blocks" => {
+                self.buffers.local_hit_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            "Local Read Blocks" => {
+                self.buffers.local_read_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            "Local Dirtied Blocks" => {
+                self.buffers.local_dirtied_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            "Local Written Blocks" => {
+                self.buffers.local_written_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            "Temp Read Blocks" => {
+                self.buffers.temp_read_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            "Temp Written Blocks" => {
+                self.buffers.temp_written_blocks = self.counter(map, key, MAX_COUNTER)?
+            }
+            _ => return Ok(false),
+        }
+        self.has_buffers = true;
+        Ok(true)
+    }
+
+    /// The I/O timings of TRACK_IO_TIMING and the WAL figures of WAL. Whether `key` was one of
+    /// them.
+    fn read_io_and_wal<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            // PostgreSQL 17 renamed "I/O Read Time" to "Shared I/O Read Time".
+            "I/O Read Time" | "Shared I/O Read Time" => {
+                self.io.shared_read_ms = self.figure(map, key)?
+            }
+            "I/O Write Time" | "Shared I/O Write Time" => {
+                self.io.shared_write_ms = self.figure(map, key)?
+            }
+            "Local I/O Read Time" => self.io.local_read_ms = self.figure(map, key)?,
+            "Local I/O Write Time" => self.io.local_write_ms = self.figure(map, key)?,
+            "Temp I/O Read Time" => self.io.temp_read_ms = self.figure(map, key)?,
+            "Temp I/O Write Time" => self.io.temp_write_ms = self.figure(map, key)?,
+            "WAL Records" => {
+                self.wal.records = self.figure(map, key)?;
+                self.has_wal = true;
+            }
+            "WAL FPI" => {
+                self.wal.full_page_images = self.figure(map, key)?;
+                self.has_wal = true;
+            }
+            "WAL Bytes" => {
+                self.wal.bytes = self.figure(map, key)?;
+                self.has_wal = true;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The node as read, once its object has ended: an error if it never said its type.
+    fn finish<E: de::Error>(self) -> Result<Node, E> {
+        if !self.saw_node_type {
             return Err(de::Error::custom(format!(
                 "{NOT_A_PLAN}a node without \"Node Type\""
             )));
         }
-        node.actual = has_actual.then_some(actual);
-        node.buffers = has_buffers.then_some(buffers);
-        node.wal = has_wal.then_some(wal);
-        node.io = io;
-        if !extra.is_empty() {
-            node.extra = Extras::from_entries(extra);
+        let mut node = self.node;
+        node.actual = self.has_actual.then_some(self.actual);
+        node.buffers = self.has_buffers.then_some(self.buffers);
+        node.wal = self.has_wal.then_some(self.wal);
+        node.io = self.io;
+        if !self.extra.is_empty() {
+            node.extra = Extras::from_entries(self.extra);
         }
-        self.arena[id] = node;
-        Ok(())
+        Ok(node)
     }
 }
 

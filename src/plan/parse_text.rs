@@ -1618,64 +1618,63 @@ fn name_ends(rest: &str) -> bool {
         || rest.starts_with(" Backward ")
 }
 
-fn head_of(name: &str) -> Option<Head<'_>> {
-    let mut rest = name;
-    let mut parallel = false;
-    let mut is_async = false;
-    loop {
-        if let Some(r) = rest.strip_prefix("Parallel ") {
-            parallel = true;
-            rest = r;
-        } else if let Some(r) = rest.strip_prefix("Async ") {
-            is_async = true;
-            rest = r;
-        } else {
-            break;
+/// The JSON keys a node name implies, as `(key, value)` pairs.
+type ImpliedKeys = &'static [(&'static str, &'static str)];
+
+/// What a node name says before its node type: "Parallel " and "Async ", in either order.
+#[derive(Debug, Clone, Copy)]
+struct NameModifiers {
+    parallel: bool,
+    is_async: bool,
+}
+
+impl NameModifiers {
+    /// The modifiers at the start of `name`, and the name after them.
+    fn strip(name: &str) -> (NameModifiers, &str) {
+        let mut rest = name;
+        let mut modifiers = NameModifiers {
+            parallel: false,
+            is_async: false,
+        };
+        loop {
+            if let Some(r) = rest.strip_prefix("Parallel ") {
+                modifiers.parallel = true;
+                rest = r;
+            } else if let Some(r) = rest.strip_prefix("Async ") {
+                modifiers.is_async = true;
+                rest = r;
+            } else {
+                break;
+            }
         }
+        (modifiers, rest)
     }
-    let head = |node_type, keys, rest| {
-        Some(Head {
+
+    /// The head of a node of `node_type` with these modifiers, `rest` following its name.
+    fn head<'a>(self, node_type: &'static str, keys: ImpliedKeys, rest: &'a str) -> Head<'a> {
+        Head {
             node_type,
             keys,
-            parallel,
-            is_async,
+            parallel: self.parallel,
+            is_async: self.is_async,
             command: None,
             provider: None,
             rest,
-        })
-    };
+        }
+    }
+}
+
+/// The node type, the keys it implies and what follows, of a node's name as explain.c's text
+/// format prints it; `None` when the name is not one PostgreSQL prints.
+fn head_of(name: &str) -> Option<Head<'_>> {
+    let (modifiers, rest) = NameModifiers::strip(name);
     // Joins: "Nested Loop[ <type> Join]", "Hash[ <type>] Join", "Merge[ <type>] Join".
     if let Some(r) = rest.strip_prefix("Nested Loop") {
-        if name_ends(r) {
-            return head("Nested Loop", &[], r);
-        }
-        for (word, keys) in JOIN_TYPES {
-            if let Some(after) = r
-                .strip_prefix(' ')
-                .and_then(|r| r.strip_prefix(word))
-                .and_then(|r| r.strip_prefix(" Join"))
-                && name_ends(after)
-            {
-                return head("Nested Loop", keys, after);
-            }
-        }
-        return None;
+        let (keys, after) = nested_loop_join(r)?;
+        return Some(modifiers.head("Nested Loop", keys, after));
     }
-    for (prefix, node_type) in [("Hash ", "Hash Join"), ("Merge ", "Merge Join")] {
-        if let Some(r) = rest.strip_prefix(prefix) {
-            if let Some(after) = r.strip_prefix("Join")
-                && name_ends(after)
-            {
-                return head(node_type, &[], after);
-            }
-            for (word, keys) in JOIN_TYPES {
-                if let Some(after) = r.strip_prefix(word).and_then(|r| r.strip_prefix(" Join"))
-                    && name_ends(after)
-                {
-                    return head(node_type, keys, after);
-                }
-            }
-        }
+    if let Some((node_type, keys, after)) = hash_or_merge_join(rest) {
+        return Some(modifiers.head(node_type, keys, after));
     }
     // Aggregates: "[Partial |Finalize ]{Aggregate,GroupAggregate,HashAggregate,MixedAggregate}".
     let (partial, agg) = if let Some(r) = rest.strip_prefix("Partial ") {
@@ -1685,6 +1684,77 @@ fn head_of(name: &str) -> Option<Head<'_>> {
     } else {
         (None, rest)
     };
+    if let Some((keys, after)) = aggregate(partial, agg) {
+        return Some(modifiers.head("Aggregate", keys, after));
+    }
+    if partial.is_some() {
+        return None;
+    }
+    if let Some((keys, command, after)) = set_op(rest) {
+        let mut h = modifiers.head("SetOp", keys, after);
+        h.command = Some(command);
+        return Some(h);
+    }
+    if let Some((node_type, keys, after)) = modify_table(rest) {
+        return Some(modifiers.head(node_type, keys, after));
+    }
+    if let Some(after) = rest.strip_prefix("Custom Scan (") {
+        let close = after.find(')')?;
+        let r = &after[close + 1..];
+        if !name_ends(r) {
+            return None;
+        }
+        let mut h = modifiers.head("Custom Scan", &[], r);
+        h.provider = Some(&after[..close]);
+        return Some(h);
+    }
+    if let Some((node_type, keys, after)) = simple_node(rest) {
+        return Some(modifiers.head(node_type, keys, after));
+    }
+    if rest == "Hash" {
+        return Some(modifiers.head("Hash", &[], ""));
+    }
+    None
+}
+
+/// What follows "Nested Loop": nothing or " <type> Join", then the name's end.
+fn nested_loop_join(r: &str) -> Option<(ImpliedKeys, &str)> {
+    if name_ends(r) {
+        return Some((&[], r));
+    }
+    JOIN_TYPES.into_iter().find_map(|(word, keys)| {
+        r.strip_prefix(' ')
+            .and_then(|r| r.strip_prefix(word))
+            .and_then(|r| r.strip_prefix(" Join"))
+            .filter(|after| name_ends(after))
+            .map(|after| (keys, after))
+    })
+}
+
+/// "Hash[ <type>] Join" and "Merge[ <type>] Join".
+fn hash_or_merge_join(rest: &str) -> Option<(&'static str, ImpliedKeys, &str)> {
+    for (prefix, node_type) in [("Hash ", "Hash Join"), ("Merge ", "Merge Join")] {
+        if let Some(r) = rest.strip_prefix(prefix) {
+            if let Some(after) = r.strip_prefix("Join")
+                && name_ends(after)
+            {
+                return Some((node_type, &[], after));
+            }
+            for (word, keys) in JOIN_TYPES {
+                if let Some(after) = r.strip_prefix(word).and_then(|r| r.strip_prefix(" Join"))
+                    && name_ends(after)
+                {
+                    return Some((node_type, keys, after));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// An aggregate's name after its partial mode (`partial`, when the name had one): the
+/// strategy and partial mode it implies.
+fn aggregate<'a>(partial: Option<&str>, agg: &'a str) -> Option<(ImpliedKeys, &'a str)> {
     const AGGREGATES: [(&str, &str); 4] = [
         ("GroupAggregate", "Sorted"),
         ("HashAggregate", "Hashed"),
@@ -1695,7 +1765,7 @@ fn head_of(name: &str) -> Option<Head<'_>> {
         if let Some(after) = agg.strip_prefix(word)
             && name_ends(after)
         {
-            let keys: &'static [(&str, &str)] = match (strategy, partial) {
+            let keys: ImpliedKeys = match (strategy, partial) {
                 ("Sorted", None) => &[("Strategy", "Sorted")],
                 ("Sorted", Some("Partial")) => {
                     &[("Strategy", "Sorted"), ("Partial Mode", "Partial")]
@@ -1713,15 +1783,16 @@ fn head_of(name: &str) -> Option<Head<'_>> {
                 (_, Some("Partial")) => &[("Strategy", "Plain"), ("Partial Mode", "Partial")],
                 (_, Some(_)) => &[("Strategy", "Plain"), ("Partial Mode", "Finalize")],
             };
-            return head("Aggregate", keys, after);
+            return Some((keys, after));
         }
     }
-    if partial.is_some() {
-        return None;
-    }
-    // SetOp: "[Hash]SetOp <command>".
+    None
+}
+
+/// "[Hash]SetOp <command>": the strategy it implies, the command and what follows.
+fn set_op(rest: &str) -> Option<(ImpliedKeys, &'static str, &str)> {
     for (word, keys) in [
-        ("HashSetOp", &[("Strategy", "Hashed")] as &[(&str, &str)]),
+        ("HashSetOp", &[("Strategy", "Hashed")] as ImpliedKeys),
         ("SetOp", &[("Strategy", "Sorted")]),
     ] {
         if let Some(after) = rest.strip_prefix(word) {
@@ -1731,19 +1802,21 @@ fn head_of(name: &str) -> Option<Head<'_>> {
                     .and_then(|r| r.strip_prefix(command))
                     && name_ends(r)
                 {
-                    let mut h = head("SetOp", keys, r)?;
-                    h.command = Some(command);
-                    return Some(h);
+                    return Some((keys, command, r));
                 }
             }
         }
     }
-    // ModifyTable: "Insert on t", and postgres_fdw's direct modifications "Foreign Update on t".
+    None
+}
+
+/// ModifyTable: "Insert on t", and postgres_fdw's direct modifications "Foreign Update on t".
+fn modify_table(rest: &str) -> Option<(&'static str, ImpliedKeys, &str)> {
     for (word, node_type, keys) in [
         (
             "Insert",
             "ModifyTable",
-            &[("Operation", "Insert")] as &[(&str, &str)],
+            &[("Operation", "Insert")] as ImpliedKeys,
         ),
         ("Update", "ModifyTable", &[("Operation", "Update")]),
         ("Delete", "ModifyTable", &[("Operation", "Delete")]),
@@ -1755,33 +1828,25 @@ fn head_of(name: &str) -> Option<Head<'_>> {
         if let Some(after) = rest.strip_prefix(word)
             && (after.starts_with(" on ") || (after.is_empty() && node_type == "Foreign Scan"))
         {
-            return head(node_type, keys, after);
+            return Some((node_type, keys, after));
         }
     }
-    if let Some(after) = rest.strip_prefix("Custom Scan (") {
-        let close = after.find(')')?;
-        let r = &after[close + 1..];
-        if !name_ends(r) {
-            return None;
-        }
-        let mut h = head("Custom Scan", &[], r)?;
-        h.provider = Some(&after[..close]);
-        return Some(h);
-    }
+    None
+}
+
+/// One of [`SIMPLE_NODES`], whose name implies no key but a Foreign Scan's operation.
+fn simple_node(rest: &str) -> Option<(&'static str, ImpliedKeys, &str)> {
     for simple in SIMPLE_NODES {
         if let Some(after) = rest.strip_prefix(simple)
             && (name_ends(after) || (simple == "Subquery Scan" && is_bare_alias(after)))
         {
-            let keys: &'static [(&str, &str)] = if simple == "Foreign Scan" {
+            let keys: ImpliedKeys = if simple == "Foreign Scan" {
                 &[("Operation", "Select")]
             } else {
                 &[]
             };
-            return head(simple, keys, after);
+            return Some((simple, keys, after));
         }
-    }
-    if rest == "Hash" {
-        return head("Hash", &[], "");
     }
     None
 }
