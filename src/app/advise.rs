@@ -9,15 +9,20 @@ use std::time::Instant;
 use anyhow::{Result, anyhow, bail};
 
 use crate::advise::choose::{self, Chooser, Limits as ChoiceLimits};
+use crate::advise::coverage::Coverage;
+use crate::advise::drops::DropSuggestion;
 use crate::advise::report::{
-    AdviseReport, NotShortlisted, Recommendation, Replaced, ServedQuery, WorkloadQuery, sort_out,
+    AdviseReport, NotShortlisted, Recommendation, RejectedCandidate, Replaced, ServedQuery,
+    WorkloadQuery, sort_out,
 };
 use crate::advise::rules::replaces;
 use crate::advise::shortlist::Estimate;
-use crate::advise::{Candidate, Note, TableRef, drops, propose, shortlist};
+use crate::advise::{Candidate, Note, Proposals, TableRef, drops, propose, shortlist};
 use crate::audit::{AuditOptions, NodeResult, Scope, audit};
 use crate::cli::AdviseArgs;
 use crate::compare::workload::probe_residue;
+use crate::compare::workload::statements::Screening;
+use crate::compare::workload::unmeasured::Unmeasured;
 use crate::compare::workload::verdict::QueryFigures;
 use crate::compare::workload::{self as wl, WorkloadMeasurements, judge, workload_updates};
 use crate::db::advise::{TableName, publish_own_counters, read_facts};
@@ -62,6 +67,20 @@ impl Measured {
             e.figures.used
                 || e.figures.pages_before != e.figures.pages_after && e.saved_per_day != 0.0
         })
+    }
+
+    /// Takes `new`'s effects on the `touched` queries (measured again with the chosen indexes
+    /// in place) in place of its own, and the pages saved and use that follow from them.
+    fn take_effects(&mut self, new: &Measured, touched: &[usize], total_queries: usize) {
+        let mut saved = self.measurement.read_pages_saved_per_day;
+        for &q in touched {
+            saved -= self.effects[q].as_ref().map_or(0.0, |e| e.saved_per_day);
+            saved += new.effects[q].as_ref().map_or(0.0, |e| e.saved_per_day);
+            self.effects[q] = new.effects[q].clone();
+        }
+        self.measurement.read_pages_saved_per_day = saved;
+        self.measurement.used =
+            (0..total_queries).any(|q| self.effects[q].as_ref().is_some_and(|e| e.figures.used));
     }
 }
 
@@ -251,10 +270,8 @@ fn supersede(
     }
 }
 
-/// `pgplan advise`.
-pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
-    let (source_name, file_queries) = read_workload_sources(Some(&args.workload), &[])?;
-    let settings = AdviseSettings::of(&args, source_name);
+/// Refuses, before anything connects, the options advise cannot run with.
+fn check_args(args: &AdviseArgs) -> Result<()> {
     if args.runs == 0 {
         bail!(
             "--runs must be at least 1 (got 0): the warm figures are the median of the counted runs"
@@ -272,6 +289,14 @@ pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
     if args.max_indexes == Some(0) {
         bail!("--max-indexes must be at least 1 (got 0)");
     }
+    Ok(())
+}
+
+/// `pgplan advise`.
+pub fn advise(args: AdviseArgs, options: &TextOptions) -> Result<u8> {
+    let (source_name, file_queries) = read_workload_sources(Some(&args.workload), &[])?;
+    let settings = AdviseSettings::of(&args, source_name);
+    check_args(&args)?;
     let params = resolve(&args.conn)?;
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
@@ -430,15 +455,9 @@ async fn advise_on(
     args: &AdviseSettings,
     work: Work<'_>,
     lasting: &mut crate::measure::guard::LastingWatch,
-    mut writers: Option<&mut Writers>,
+    writers: Option<&mut Writers>,
     progress: &Progress,
 ) -> Result<AdviseReport> {
-    let Work {
-        file_queries,
-        started,
-        accepted,
-    } = work;
-    let source_name = args.source_name.clone();
     if args.hypothetical
         && let Some((problem, fix)) = conn.facts.hypopg_missing()
     {
@@ -448,100 +467,332 @@ async fn advise_on(
             conn.target
         );
     }
-    let deadline = started + args.budget;
-    let mut notes_text: Vec<String> = Vec::new();
-    let mut screening = crate::compare::workload::statements::Screening::default();
-    let queries = workload_queries(
-        conn,
-        limits,
-        "advise",
-        args.statements,
-        file_queries,
-        args.allow_writes,
-        args.allow_lasting_effects,
-        &mut notes_text,
-        &mut screening,
-        progress,
-    )
-    .await?;
-    if args.allow_writes {
-        lasting
-            .watch_rows(
-                conn,
-                limits,
-                super::workload::written_tables(&queries, accepted),
-            )
-            .await;
-    }
-    let engine = EngineOptions {
-        runs: args.runs,
-        allow_writes: args.allow_writes,
-        analyze: false,
-        deadline: Some(deadline),
-        allow_lasting_effects: args.allow_lasting_effects,
-        untracked: conn.facts.superuser,
-        probe_accepted: accepted.iter().map(|a| a.table.clone()).collect(),
-    };
-
+    let mut run = AdviseRun::start(conn, limits, args, work, lasting, writers, progress).await?;
     // 1. The baseline plans, measured.
-    let pass_started = Instant::now();
-    let baseline = measure_workload(
-        conn,
-        limits,
-        &queries,
-        &[],
-        &[],
-        &engine,
-        writers.as_deref_mut(),
-        progress,
-    )
-    .await?;
-    let pass_ms = pass_started.elapsed().as_secs_f64() * 1000.0;
-    let mut residue = baseline.probe_residue.clone();
-    let mut unmeasured = crate::compare::workload::unmeasured::unmeasured(&queries, &baseline, &[]);
-    let plans: Vec<Plan> = (0..queries.len())
-        .map(|q| plan_of(&baseline, q).unwrap_or_default())
-        .collect();
-    let plan_refs: Vec<&Plan> = plans.iter().collect();
-
+    let baseline = run.measure_baseline().await?;
     // 2. Proposals from the plans and the catalog.
-    let mut tables: Vec<TableName> = Vec::new();
-    for plan in &plans {
-        for a in crate::advise::access::accesses(plan) {
-            let t = TableName {
-                schema: a.schema,
-                name: a.table,
-            };
-            if !tables.contains(&t) {
-                tables.push(t);
+    let (facts, proposals) = run.proposals(&baseline.plans).await?;
+    // 3. The shortlist: what fits in the budget, most promising first.
+    let short = run.shortlist(&proposals, &baseline).await?;
+    // 4. Measure the shortlist: each built once, rolled back, every query measured.
+    let mut pool = run
+        .measure_shortlist(&short, proposals.candidates.len())
+        .await?;
+    // 5. The greedy choice, re-measuring what each chosen index touched with it in place.
+    let picked = run.choose(&mut pool).await?;
+    run.report(Outcome {
+        facts,
+        proposals,
+        baseline,
+        short,
+        pool,
+        picked,
+    })
+    .await
+}
+
+/// One [`advise_on`] run: the connection side every measuring pass is given, the workload and
+/// how the engine measures it, and what the phases gather for the report as they go.
+struct AdviseRun<'a> {
+    conn: &'a mut Connection,
+    limits: &'a Limits,
+    writers: Option<&'a mut Writers>,
+    progress: &'a Progress,
+    args: &'a AdviseSettings,
+    /// The tables the representative write is accepted on.
+    accepted: &'a [crate::compare::workload::probe_guard::Accepted],
+    /// When the run began (the budget counts from it).
+    started: Instant,
+    /// When the budget runs out.
+    deadline: Instant,
+    queries: Vec<wl::WorkloadQuery>,
+    engine: EngineOptions,
+    /// Notes on the whole workload: its reading's, the write probe's, the writers'.
+    notes_text: Vec<String>,
+    /// Notes on one query or table, the proposals' first.
+    notes: Vec<Note>,
+    /// Notes on one candidate, worded once the names to print are settled.
+    candidate_notes: Vec<CandidateNote>,
+    screening: Screening,
+    unmeasured: Vec<Unmeasured>,
+    residue: Vec<probe_residue::Residue>,
+    not_rolled_back: Vec<String>,
+}
+
+/// Phase 1's answer: each query's representative baseline plan, and what one pass took.
+struct Baseline {
+    plans: Vec<Plan>,
+    pass_ms: f64,
+}
+
+/// Phase 3's answer: the shortlist in the order it is measured, and what was left out of it.
+struct Shortlisted {
+    candidates: Vec<Candidate>,
+    estimates: Vec<Option<Estimate>>,
+    specs: Vec<IndexCandidate>,
+    /// Left out because the planner would not use them (HypoPG's estimate).
+    not_shortlisted: Vec<NotShortlisted>,
+    /// How many the budget left no room for.
+    over_budget: usize,
+    /// Whether any HypoPG estimate ordered the shortlist.
+    estimated_any: bool,
+}
+
+/// Phase 4's answer: the shortlisted candidates that were measured, in the choice's numbering.
+struct Pool {
+    candidates: Vec<Candidate>,
+    estimates: Vec<Option<Estimate>>,
+    /// The plans of the first pass, per candidate and query: which existing indexes they scan.
+    first_pass_plans: Vec<Vec<Option<Plan>>>,
+    specs: Vec<IndexCandidate>,
+    /// Each candidate's measurement, updated as the choice measures again.
+    current: Vec<Measured>,
+    coverage: Coverage,
+}
+
+/// Phase 5's answer: the choice, and the measurement each chosen index is reported with.
+struct Picked {
+    choice: choose::Choice,
+    chosen_at: Vec<Measured>,
+    /// Each candidate's measurement against the baseline.
+    initial: Vec<Measured>,
+}
+
+/// Everything the phases handed on, for the report.
+struct Outcome {
+    facts: crate::advise::Facts,
+    proposals: Proposals,
+    baseline: Baseline,
+    short: Shortlisted,
+    pool: Pool,
+    picked: Picked,
+}
+
+impl<'a> AdviseRun<'a> {
+    /// Reads the workload (with --allow-writes, watching the rows its writes' triggers may
+    /// commit), ready for the baseline.
+    async fn start(
+        conn: &'a mut Connection,
+        limits: &'a Limits,
+        args: &'a AdviseSettings,
+        work: Work<'a>,
+        lasting: &mut crate::measure::guard::LastingWatch,
+        writers: Option<&'a mut Writers>,
+        progress: &'a Progress,
+    ) -> Result<Self> {
+        let Work {
+            file_queries,
+            started,
+            accepted,
+        } = work;
+        let deadline = started + args.budget;
+        let mut notes_text: Vec<String> = Vec::new();
+        let mut screening = Screening::default();
+        let queries = workload_queries(
+            conn,
+            limits,
+            "advise",
+            args.statements,
+            file_queries,
+            args.allow_writes,
+            args.allow_lasting_effects,
+            &mut notes_text,
+            &mut screening,
+            progress,
+        )
+        .await?;
+        if args.allow_writes {
+            lasting
+                .watch_rows(
+                    conn,
+                    limits,
+                    super::workload::written_tables(&queries, accepted),
+                )
+                .await;
+        }
+        let engine = EngineOptions {
+            runs: args.runs,
+            allow_writes: args.allow_writes,
+            analyze: false,
+            deadline: Some(deadline),
+            allow_lasting_effects: args.allow_lasting_effects,
+            untracked: conn.facts.superuser,
+            probe_accepted: accepted.iter().map(|a| a.table.clone()).collect(),
+        };
+        let not_rolled_back = own_runs_counted(conn.facts.superuser);
+        Ok(AdviseRun {
+            conn,
+            limits,
+            writers,
+            progress,
+            args,
+            accepted,
+            started,
+            deadline,
+            queries,
+            engine,
+            notes_text,
+            notes: Vec::new(),
+            candidate_notes: Vec::new(),
+            screening,
+            unmeasured: Vec::new(),
+            residue: Vec::new(),
+            not_rolled_back,
+        })
+    }
+
+    /// Step 1: Every query measured as the database is: its representative plan, and how long the
+    /// pass took (what the shortlist's budget is counted in).
+    async fn measure_baseline(&mut self) -> Result<Baseline> {
+        let pass_started = Instant::now();
+        let baseline = measure_workload(
+            self.conn,
+            self.limits,
+            &self.queries,
+            &[],
+            &[],
+            &self.engine,
+            self.writers.as_deref_mut(),
+            self.progress,
+        )
+        .await?;
+        let pass_ms = pass_started.elapsed().as_secs_f64() * 1000.0;
+        self.residue = baseline.probe_residue.clone();
+        self.unmeasured =
+            crate::compare::workload::unmeasured::unmeasured(&self.queries, &baseline, &[]);
+        let plans = (0..self.queries.len())
+            .map(|q| plan_of(&baseline, q).unwrap_or_default())
+            .collect();
+        Ok(Baseline { plans, pass_ms })
+    }
+
+    /// Step 2: The catalog's facts on the tables the baseline plans read, and the proposals from
+    /// both.
+    async fn proposals(&mut self, plans: &[Plan]) -> Result<(crate::advise::Facts, Proposals)> {
+        let mut tables: Vec<TableName> = Vec::new();
+        for plan in plans {
+            for a in crate::advise::access::accesses(plan) {
+                let t = TableName {
+                    schema: a.schema,
+                    name: a.table,
+                };
+                if !tables.contains(&t) {
+                    tables.push(t);
+                }
             }
         }
-    }
-    let server = conn.facts.clone();
-    let facts = conn
-        .read_only(limits, async |client| {
-            read_facts(client, &server, &tables).await.map_err(|e| {
-                crate::db::session::SessionError {
-                    context: "reading the catalog".into(),
-                    message: e.to_string(),
-                    sqlstate: None,
-                }
+        let server = self.conn.facts.clone();
+        let facts = self
+            .conn
+            .read_only(self.limits, async |client| {
+                read_facts(client, &server, &tables).await.map_err(|e| {
+                    crate::db::session::SessionError {
+                        context: "reading the catalog".into(),
+                        message: e.to_string(),
+                        sqlstate: None,
+                    }
+                })
             })
-        })
-        .await?;
-    let proposals = propose(&plan_refs, &facts);
-    let mut notes = proposals.notes.clone();
-    let mut candidate_notes: Vec<CandidateNote> = Vec::new();
+            .await?;
+        let plan_refs: Vec<&Plan> = plans.iter().collect();
+        let proposals = propose(&plan_refs, &facts);
+        self.notes = proposals.notes.clone();
+        Ok((facts, proposals))
+    }
 
-    // 3. The shortlist: what fits in the budget, most promising first. With --hypothetical,
-    // HypoPG's estimates order it and leave out what the planner would not choose; no
-    // estimate decides a recommendation.
-    let all_specs: Vec<IndexCandidate> = proposals
-        .candidates
-        .iter()
-        .map(index_candidate)
-        .collect::<Result<_>>()?;
-    let estimates: Vec<Option<Estimate>> = if args.hypothetical {
+    /// Step 3: What fits in the budget, most promising first. With --hypothetical, HypoPG's
+    /// estimates order it and leave out what the planner would not choose; no estimate decides
+    /// a recommendation.
+    async fn shortlist(
+        &mut self,
+        proposals: &Proposals,
+        baseline: &Baseline,
+    ) -> Result<Shortlisted> {
+        let all_specs: Vec<IndexCandidate> = proposals
+            .candidates
+            .iter()
+            .map(index_candidate)
+            .collect::<Result<_>>()?;
+        let estimates = self
+            .estimates(proposals, &baseline.plans, &all_specs)
+            .await?;
+        let estimated_any = estimates.iter().any(Option::is_some);
+        let plan_refs: Vec<&Plan> = baseline.plans.iter().collect();
+        let calls: Vec<f64> = self
+            .queries
+            .iter()
+            .map(|q| q.source.calls_per_day)
+            .collect();
+        let prospects: Vec<shortlist::Prospect> = proposals
+            .candidates
+            .iter()
+            .zip(&estimates)
+            .map(|(c, e)| shortlist::prospect(c, &plan_refs, &calls, e.as_ref()))
+            .collect();
+        let cap = self.candidates_within_budget(baseline.pass_ms);
+        let short = shortlist::shortlist(&prospects, cap);
+        for &i in &short.over_budget {
+            self.candidate_notes.push(CandidateNote::new(
+                &proposals.candidates[i],
+                format!(
+                    " was proposed but not measured: the --budget leaves room for {cap} candidate(s)"
+                ),
+            ));
+        }
+        let not_shortlisted: Vec<NotShortlisted> = short
+            .unused_by_planner
+            .iter()
+            .filter_map(|&i| {
+                Some(NotShortlisted {
+                    candidate: proposals.candidates[i].clone(),
+                    estimate: estimates[i]?,
+                })
+            })
+            .collect();
+        let order = short.measure;
+        let specs: Vec<IndexCandidate> = order.iter().map(|&i| all_specs[i].clone()).collect();
+        // Which shortlisted tables' representative write is not run (their triggers), or runs
+        // because accepted.
+        if self.args.allow_writes {
+            self.notes_text.extend(
+                super::probe_guard::probe_notes(self.conn, self.limits, &specs, self.accepted)
+                    .await?,
+            );
+        }
+        Ok(Shortlisted {
+            candidates: order
+                .iter()
+                .map(|&i| proposals.candidates[i].clone())
+                .collect(),
+            estimates: order.iter().map(|&i| estimates[i]).collect(),
+            specs,
+            not_shortlisted,
+            over_budget: short.over_budget.len(),
+            estimated_any,
+        })
+    }
+
+    /// How many candidates the budget left has room for, a pass taking `pass_ms`.
+    fn candidates_within_budget(&self, pass_ms: f64) -> usize {
+        let remaining_ms = self
+            .deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+            * 1000.0;
+        shortlist::measurable_within(remaining_ms, pass_ms, pass_ms)
+    }
+
+    /// With --hypothetical, HypoPG's estimate of each proposal (a note on each it could not
+    /// estimate); without it, none.
+    async fn estimates(
+        &mut self,
+        proposals: &Proposals,
+        plans: &[Plan],
+        all_specs: &[IndexCandidate],
+    ) -> Result<Vec<Option<Estimate>>> {
+        if !self.args.hypothetical {
+            return Ok(vec![None; proposals.candidates.len()]);
+        }
         // Every query that reads the candidate's table, not only those it was proposed for:
         // a merged index may serve others.
         let serves: Vec<Vec<usize>> = proposals
@@ -557,15 +808,22 @@ async fn advise_on(
                     .collect()
             })
             .collect();
-        let found =
-            estimate_hypothetical(conn, limits, &queries, &all_specs, &serves, progress).await?;
-        found
+        let found = estimate_hypothetical(
+            self.conn,
+            self.limits,
+            &self.queries,
+            all_specs,
+            &serves,
+            self.progress,
+        )
+        .await?;
+        Ok(found
             .into_iter()
             .zip(&proposals.candidates)
             .map(|(r, c)| match r {
                 Ok(e) => Some(e),
                 Err(e) => {
-                    candidate_notes.push(CandidateNote::new(
+                    self.candidate_notes.push(CandidateNote::new(
                         c,
                         format!(
                             ": no HypoPG estimate ({e}); shortlisted by the pages its scans read today"
@@ -574,261 +832,258 @@ async fn advise_on(
                     None
                 }
             })
-            .collect()
-    } else {
-        vec![None; proposals.candidates.len()]
-    };
-    let estimated_any = estimates.iter().any(Option::is_some);
-    let calls: Vec<f64> = queries.iter().map(|q| q.source.calls_per_day).collect();
-    let prospects: Vec<shortlist::Prospect> = proposals
-        .candidates
-        .iter()
-        .zip(&estimates)
-        .map(|(c, e)| shortlist::prospect(c, &plan_refs, &calls, e.as_ref()))
-        .collect();
-    let remaining_ms = deadline
-        .saturating_duration_since(Instant::now())
-        .as_secs_f64()
-        * 1000.0;
-    let cap = shortlist::measurable_within(remaining_ms, pass_ms, pass_ms);
-    let short = shortlist::shortlist(&prospects, cap);
-    for &i in &short.over_budget {
-        candidate_notes.push(CandidateNote::new(
-            &proposals.candidates[i],
-            format!(
-                " was proposed but not measured: the --budget leaves room for {cap} candidate(s)"
-            ),
-        ));
-    }
-    let mut not_shortlisted: Vec<NotShortlisted> = short
-        .unused_by_planner
-        .iter()
-        .filter_map(|&i| {
-            Some(NotShortlisted {
-                candidate: proposals.candidates[i].clone(),
-                estimate: estimates[i]?,
-            })
-        })
-        .collect();
-    let order = short.measure;
-    let shortlisted: Vec<Candidate> = order
-        .iter()
-        .map(|&i| proposals.candidates[i].clone())
-        .collect();
-    let shortlisted_estimates: Vec<Option<Estimate>> =
-        order.iter().map(|&i| estimates[i]).collect();
-    let specs: Vec<IndexCandidate> = order.iter().map(|&i| all_specs[i].clone()).collect();
-
-    // Which shortlisted tables' representative write is not run (their triggers), or runs
-    // because accepted.
-    if args.allow_writes {
-        notes_text.extend(super::probe_guard::probe_notes(conn, limits, &specs, accepted).await?);
+            .collect())
     }
 
-    // 4. Measure the shortlist: each built once, rolled back, every query measured.
-    let measurements = measure_workload(
-        conn,
-        limits,
-        &queries,
-        &specs,
-        &[],
-        &engine,
-        writers.as_deref_mut(),
-        progress,
-    )
-    .await?;
-    let shortlisted_names: Vec<String> = shortlisted.iter().map(|c| c.name.clone()).collect();
-    for u in crate::compare::workload::unmeasured::unmeasured(
-        &queries,
-        &measurements,
-        &shortlisted_names,
-    ) {
-        if !unmeasured
-            .iter()
-            .any(|k| k.query == u.query && k.error == u.error)
-        {
-            unmeasured.push(u);
+    /// Step 4: Every shortlisted candidate built once, rolled back, and every query measured with
+    /// it, judged against the baseline; `proposed` is how many candidates were proposed.
+    async fn measure_shortlist(&mut self, short: &Shortlisted, proposed: usize) -> Result<Pool> {
+        let measurements = measure_workload(
+            self.conn,
+            self.limits,
+            &self.queries,
+            &short.specs,
+            &[],
+            &self.engine,
+            self.writers.as_deref_mut(),
+            self.progress,
+        )
+        .await?;
+        let shortlisted_names: Vec<String> =
+            short.candidates.iter().map(|c| c.name.clone()).collect();
+        for u in crate::compare::workload::unmeasured::unmeasured(
+            &self.queries,
+            &measurements,
+            &shortlisted_names,
+        ) {
+            if !self
+                .unmeasured
+                .iter()
+                .any(|k| k.query == u.query && k.error == u.error)
+            {
+                self.unmeasured.push(u);
+            }
         }
-    }
-    let resolved = relation_names(conn, limits, &queries, &specs).await?;
-    let lookup = |t: &str| lookup_relation(&resolved, t);
-    let updates = workload_updates(&queries, lookup);
-    let positions: Vec<usize> = (0..queries.len()).collect();
-    let first = measured_of(
-        &queries,
-        &positions,
-        queries.len(),
-        &measurements,
-        &specs,
-        &updates,
-        |c| lookup(&c.table),
-        args.min_gain,
-    );
-    let mut not_rolled_back = vec![
-        "statistics counters (pg_stat_user_tables, pg_statio_*, pg_stat_user_indexes) count pgplan's own runs"
-            .to_owned(),
-    ];
-    if !conn.facts.superuser {
-        not_rolled_back.push(
-            "pgplan's own runs may show in pg_stat_statements (keeping them out needs a superuser)"
-                .into(),
+        let resolved = relation_names(self.conn, self.limits, &self.queries, &short.specs).await?;
+        let lookup = |t: &str| lookup_relation(&resolved, t);
+        let updates = workload_updates(&self.queries, lookup);
+        let positions: Vec<usize> = (0..self.queries.len()).collect();
+        let first = measured_of(
+            &self.queries,
+            &positions,
+            self.queries.len(),
+            &measurements,
+            &short.specs,
+            &updates,
+            |c| lookup(&c.table),
+            self.args.min_gain,
         );
-    }
-    for e in &measurements.estimate_changes {
-        not_rolled_back.push(format!(
-            "a build updated the planner estimates of {} ({}); the baseline was measured again",
-            e.table,
-            e.describe()
-        ));
-    }
-    push_new(&mut not_rolled_back, &measurements.figures_put_back);
-    probe_residue::merge(&mut residue, &measurements.probe_residue);
-    // Only what was measured enters the choice; a failed candidate is named with its error.
-    let mut current: Vec<Measured> = Vec::new();
-    let mut measured_ids: Vec<usize> = Vec::new();
-    let mut coverage = crate::advise::coverage::Coverage {
-        proposed: proposals.candidates.len(),
-        over_budget: short.over_budget.len(),
-        ..Default::default()
-    };
-    for (i, r) in first.into_iter().enumerate() {
-        match r {
-            Ok(m) => {
-                measured_ids.push(i);
-                current.push(m);
-            }
-            Err(_) if measurements.skipped_for_budget.contains(&i) => {
-                coverage.over_budget += 1;
-                candidate_notes.push(CandidateNote::new(
-                    &shortlisted[i],
-                    " was proposed but not measured (budget): --budget ran out before it".into(),
-                ));
-            }
-            Err(e) => candidate_notes.push(CandidateNote::new(
-                &shortlisted[i],
-                format!(" could not be measured: {e}"),
-            )),
+        for e in &measurements.estimate_changes {
+            self.not_rolled_back.push(format!(
+                "a build updated the planner estimates of {} ({}); the baseline was measured again",
+                e.table,
+                e.describe()
+            ));
         }
+        push_new(&mut self.not_rolled_back, &measurements.figures_put_back);
+        probe_residue::merge(&mut self.residue, &measurements.probe_residue);
+        Ok(self.pool(first, &measurements, short, proposed))
     }
-    coverage.measured = measured_ids.len();
-    coverage.failed = coverage
-        .proposed
-        .saturating_sub(coverage.measured + coverage.over_budget + not_shortlisted.len());
-    let mut candidates: Vec<Candidate> = measured_ids
-        .iter()
-        .map(|&i| shortlisted[i].clone())
-        .collect();
-    let candidate_estimates: Vec<Option<Estimate>> = measured_ids
-        .iter()
-        .map(|&i| shortlisted_estimates[i])
-        .collect();
-    // The plans of the first pass, per candidate and query: which existing indexes they scan.
-    let first_pass_plans: Vec<Vec<Option<Plan>>> = measured_ids
-        .iter()
-        .map(|&i| {
-            (0..queries.len())
-                .map(|q| candidate_plan(&measurements, i, q))
-                .collect()
-        })
-        .collect();
-    let specs: Vec<IndexCandidate> = measured_ids.iter().map(|&i| specs[i].clone()).collect();
 
-    // 5. The greedy choice, re-measuring what each chosen index touched with it in place.
-    let choice_limits = ChoiceLimits {
-        max_indexes: args.max_indexes,
-        max_size_bytes: args.max_size.map(|s| s as f64),
-    };
-    let mut chooser = Chooser::new(
-        current.iter().map(|m| m.measurement).collect(),
-        &choice_limits,
-    );
-    let initial = current.clone();
-    let mut chosen_at: Vec<Measured> = Vec::new();
-    while let Some(best) = chooser.choose_next() {
-        chosen_at.push(current[best].clone());
-        if chooser.open().is_empty() || Instant::now() >= deadline {
-            break;
+    /// Only what was measured enters the choice; a failed candidate is named with its error.
+    fn pool(
+        &mut self,
+        first: Vec<Result<Measured, String>>,
+        measurements: &WorkloadMeasurements,
+        short: &Shortlisted,
+        proposed: usize,
+    ) -> Pool {
+        let mut current: Vec<Measured> = Vec::new();
+        let mut measured_ids: Vec<usize> = Vec::new();
+        let mut coverage = Coverage {
+            proposed,
+            over_budget: short.over_budget,
+            ..Default::default()
+        };
+        for (i, r) in first.into_iter().enumerate() {
+            match r {
+                Ok(m) => {
+                    measured_ids.push(i);
+                    current.push(m);
+                }
+                Err(_) if measurements.skipped_for_budget.contains(&i) => {
+                    coverage.over_budget += 1;
+                    self.candidate_notes.push(CandidateNote::new(
+                        &short.candidates[i],
+                        " was proposed but not measured (budget): --budget ran out before it"
+                            .into(),
+                    ));
+                }
+                Err(e) => self.candidate_notes.push(CandidateNote::new(
+                    &short.candidates[i],
+                    format!(" could not be measured: {e}"),
+                )),
+            }
         }
-        let touched: Vec<usize> = (0..queries.len())
-            .filter(|&q| current[best].touches(q))
-            .collect();
-        let affected: Vec<usize> = chooser
-            .open()
-            .iter()
-            .copied()
-            .filter(|&i| touched.iter().any(|&q| current[i].touches(q)))
-            .collect();
-        if affected.is_empty() {
-            continue;
+        coverage.measured = measured_ids.len();
+        coverage.failed = coverage
+            .proposed
+            .saturating_sub(coverage.measured + coverage.over_budget + short.not_shortlisted.len());
+        Pool {
+            candidates: measured_ids
+                .iter()
+                .map(|&i| short.candidates[i].clone())
+                .collect(),
+            estimates: measured_ids.iter().map(|&i| short.estimates[i]).collect(),
+            first_pass_plans: measured_ids
+                .iter()
+                .map(|&i| {
+                    (0..self.queries.len())
+                        .map(|q| candidate_plan(measurements, i, q))
+                        .collect()
+                })
+                .collect(),
+            specs: measured_ids
+                .iter()
+                .map(|&i| short.specs[i].clone())
+                .collect(),
+            current,
+            coverage,
         }
+    }
+
+    /// Step 5: The greedy choice: after each index chosen, the open candidates that read a query it
+    /// touched are measured again with it in place; then what later choices made redundant is
+    /// taken out.
+    async fn choose(&mut self, pool: &mut Pool) -> Result<Picked> {
+        let choice_limits = ChoiceLimits {
+            max_indexes: self.args.max_indexes,
+            max_size_bytes: self.args.max_size.map(|s| s as f64),
+        };
+        let mut chooser = Chooser::new(
+            pool.current.iter().map(|m| m.measurement).collect(),
+            &choice_limits,
+        );
+        let initial = pool.current.clone();
+        let mut chosen_at: Vec<Measured> = Vec::new();
+        while let Some(best) = chooser.choose_next() {
+            chosen_at.push(pool.current[best].clone());
+            if chooser.open().is_empty() || Instant::now() >= self.deadline {
+                break;
+            }
+            let touched: Vec<usize> = (0..self.queries.len())
+                .filter(|&q| pool.current[best].touches(q))
+                .collect();
+            let affected: Vec<usize> = chooser
+                .open()
+                .iter()
+                .copied()
+                .filter(|&i| touched.iter().any(|&q| pool.current[i].touches(q)))
+                .collect();
+            if affected.is_empty() {
+                continue;
+            }
+            let updates = self
+                .remeasure(pool, &chooser.chosen(), &touched, &affected)
+                .await?;
+            chooser.remeasured(updates);
+        }
+        let mut picked = Picked {
+            choice: chooser.finish(),
+            chosen_at,
+            initial,
+        };
+        supersede(
+            &mut picked.choice,
+            &mut picked.chosen_at,
+            &pool.candidates,
+            &picked.initial,
+        );
+        // A last pass with every chosen index in place: one no plan uses any more was made
+        // redundant by later choices (a covering index over the partial one it was chosen after).
+        if picked.choice.chosen.len() > 1 {
+            let used = self
+                .used_with_all_chosen(&picked.choice, &pool.specs)
+                .await?;
+            picked.drop_unused(&used, &pool.specs, self.queries.len());
+        }
+        Ok(picked)
+    }
+
+    /// Measures the `affected` open candidates again over the `touched` queries with every
+    /// `chosen` index in place, and takes in their new effects: what the chooser is handed.
+    async fn remeasure(
+        &mut self,
+        pool: &mut Pool,
+        chosen: &[usize],
+        touched: &[usize],
+        affected: &[usize],
+    ) -> Result<Vec<(usize, choose::Measurement)>> {
         let chosen_specs: Vec<IndexCandidate> =
-            chooser.chosen().iter().map(|&i| specs[i].clone()).collect();
-        let subset: Vec<wl::WorkloadQuery> = touched.iter().map(|&q| queries[q].clone()).collect();
-        let again_specs: Vec<IndexCandidate> = affected.iter().map(|&i| specs[i].clone()).collect();
+            chosen.iter().map(|&i| pool.specs[i].clone()).collect();
+        let subset: Vec<wl::WorkloadQuery> =
+            touched.iter().map(|&q| self.queries[q].clone()).collect();
+        let again_specs: Vec<IndexCandidate> =
+            affected.iter().map(|&i| pool.specs[i].clone()).collect();
         let again = measure_workload(
-            conn,
-            limits,
+            self.conn,
+            self.limits,
             &subset,
             &again_specs,
             &chosen_specs,
-            &engine,
-            writers.as_deref_mut(),
-            progress,
+            &self.engine,
+            self.writers.as_deref_mut(),
+            self.progress,
         )
         .await?;
-        push_new(&mut not_rolled_back, &again.figures_put_back);
-        probe_residue::merge(&mut residue, &again.probe_residue);
+        push_new(&mut self.not_rolled_back, &again.figures_put_back);
+        probe_residue::merge(&mut self.residue, &again.probe_residue);
         let judged = measured_of(
             &subset,
-            &touched,
-            queries.len(),
+            touched,
+            self.queries.len(),
             &again,
             &again_specs,
             &[],
             |_| None,
-            args.min_gain,
+            self.args.min_gain,
         );
         let mut updates_for_chooser = Vec::new();
         for (k, r) in judged.into_iter().enumerate() {
             let i = affected[k];
             let Ok(new) = r else { continue };
-            let old = &mut current[i];
-            let mut saved = old.measurement.read_pages_saved_per_day;
-            for &q in &touched {
-                saved -= old.effects[q].as_ref().map_or(0.0, |e| e.saved_per_day);
-                saved += new.effects[q].as_ref().map_or(0.0, |e| e.saved_per_day);
-                old.effects[q] = new.effects[q].clone();
-            }
-            old.measurement.read_pages_saved_per_day = saved;
-            old.measurement.used =
-                (0..queries.len()).any(|q| old.effects[q].as_ref().is_some_and(|e| e.figures.used));
+            let old = &mut pool.current[i];
+            old.take_effects(&new, touched, self.queries.len());
             updates_for_chooser.push((i, old.measurement));
         }
-        chooser.remeasured(updates_for_chooser);
+        Ok(updates_for_chooser)
     }
-    let mut choice = chooser.finish();
-    supersede(&mut choice, &mut chosen_at, &candidates, &initial);
-    // A last pass with every chosen index in place: one no plan uses any more was made
-    // redundant by later choices (a covering index over the partial one it was chosen after).
-    if choice.chosen.len() > 1 {
+
+    /// The chosen indexes some plan scans when every query is measured with all of them in
+    /// place.
+    async fn used_with_all_chosen(
+        &mut self,
+        choice: &choose::Choice,
+        specs: &[IndexCandidate],
+    ) -> Result<Vec<String>> {
         let chosen_specs: Vec<IndexCandidate> = choice
             .chosen
             .iter()
             .map(|(i, _)| specs[*i].clone())
             .collect();
         let all_in = measure_workload(
-            conn,
-            limits,
-            &queries,
+            self.conn,
+            self.limits,
+            &self.queries,
             &[],
             &chosen_specs,
-            &engine,
-            writers.as_deref_mut(),
-            progress,
+            &self.engine,
+            self.writers.as_deref_mut(),
+            self.progress,
         )
         .await?;
-        push_new(&mut not_rolled_back, &all_in.figures_put_back);
-        probe_residue::merge(&mut residue, &all_in.probe_residue);
+        push_new(&mut self.not_rolled_back, &all_in.figures_put_back);
+        probe_residue::merge(&mut self.residue, &all_in.probe_residue);
         let plans: Vec<&crate::plan::Analysis> = all_in.baselines[0]
             .queries
             .iter()
@@ -836,7 +1091,7 @@ async fn advise_on(
             .filter_map(|r| r.as_ref().ok())
             .map(|m| m.representative())
             .collect();
-        let used: Vec<String> = chosen_specs
+        Ok(chosen_specs
             .iter()
             .filter(|s| {
                 let names = [s.name.clone()];
@@ -845,7 +1100,207 @@ async fn advise_on(
                     .any(|p| !crate::compare::index_uses(p, &names).is_empty())
             })
             .map(|s| s.name.clone())
+            .collect())
+    }
+
+    /// The report: the names to print settled, the recommendations with their evidence, the
+    /// existing indexes to drop, and the notes in their order.
+    async fn report(mut self, mut outcome: Outcome) -> Result<AdviseReport> {
+        self.settle_names(&mut outcome);
+        let (recommended, rejected) = outcome.sorted_out(self.queries.len());
+        let drops = self.drops(&outcome.facts).await;
+        let notes = self.notes_in_order(&recommended);
+        self.not_rolled_back
+            .extend(probe_residue::residue_notes(&self.residue));
+        Ok(AdviseReport {
+            server_version: self.conn.facts.version.clone(),
+            database: self.conn.facts.database.clone(),
+            workload_source: self.args.source_name.clone(),
+            queries: self
+                .queries
+                .iter()
+                .map(|q| WorkloadQuery {
+                    id: q.source.id.clone(),
+                    text: q.source.query.text.clone(),
+                    calls_per_day: q.source.calls_per_day,
+                    estimated: !q.runnable || q.samples.iter().any(|s| s.generic),
+                })
+                .collect(),
+            shortlist_estimated: outcome.short.estimated_any,
+            recommended,
+            drops,
+            rejected,
+            not_shortlisted: outcome.short.not_shortlisted,
+            covered: outcome.proposals.covered,
+            notes,
+            not_rolled_back: self.not_rolled_back,
+            screening: self.screening,
+            unmeasured: self.unmeasured,
+            coverage: outcome.pool.coverage,
+            elapsed_ms: self.started.elapsed().as_secs_f64() * 1000.0,
+            budget_ms: self.args.budget.as_secs_f64() * 1000.0,
+        })
+    }
+
+    /// The names to print: each as PostgreSQL gives it when the report's statements run unnamed
+    /// from the top, the recommendations in their order, then the rejected candidates, then
+    /// those not measured. Measuring named every candidate in the order proposed, so a
+    /// recommendation proposed after a rejected candidate of the same columns would otherwise
+    /// read `..._idx1` where no `..._idx` is to be built.
+    fn settle_names(&mut self, outcome: &mut Outcome) {
+        let (chosen_ids, rejected_ids) = outcome.picked.ids();
+        let candidates = &mut outcome.pool.candidates;
+        let not_shortlisted = &mut outcome.short.not_shortlisted;
+        let mut in_order: Vec<&Candidate> = chosen_ids
+            .iter()
+            .chain(&rejected_ids)
+            .map(|&i| &candidates[i])
+            .chain(not_shortlisted.iter().map(|n| &n.candidate))
             .collect();
+        for c in &outcome.proposals.candidates {
+            if !in_order.iter().any(|o| o.name == c.name) {
+                in_order.push(c);
+            }
+        }
+        let provisional: Vec<String> = in_order.iter().map(|c| c.name.clone()).collect();
+        let mut renamed: Vec<Candidate> = in_order.into_iter().cloned().collect();
+        crate::advise::assign_names(&mut renamed, &outcome.facts);
+        let final_name = |name: &str| -> String {
+            provisional
+                .iter()
+                .position(|p| p == name)
+                .map_or_else(|| name.to_owned(), |k| renamed[k].name.clone())
+        };
+        for c in candidates.iter_mut() {
+            c.name = final_name(&c.name);
+        }
+        for n in not_shortlisted.iter_mut() {
+            n.candidate.name = final_name(&n.candidate.name);
+        }
+        for u in &mut self.unmeasured {
+            if u.during != "baseline" {
+                u.during = final_name(&u.during);
+            }
+        }
+        let candidate_notes = std::mem::take(&mut self.candidate_notes);
+        self.notes
+            .extend(candidate_notes.into_iter().map(|n| n.note(&final_name)));
+    }
+
+    /// Existing indexes to drop: audit's unused, duplicate and redundant findings on the
+    /// workload's tables.
+    async fn drops(&mut self, facts: &crate::advise::Facts) -> Vec<DropSuggestion> {
+        let table_refs: Vec<TableRef> = facts
+            .tables
+            .iter()
+            .map(|t| TableRef {
+                schema: t.schema.clone(),
+                name: t.name.clone(),
+            })
+            .collect();
+        if table_refs.is_empty() {
+            return Vec::new();
+        }
+        let scope = Scope {
+            tables: table_refs
+                .iter()
+                .map(|t| format!("{}.{}", quote_ident(&t.schema), quote_ident(&t.name)))
+                .collect(),
+            ..Scope::default()
+        };
+        // The scans of this run's last measurements, counted by the same counters audit
+        // reads: published first, or a duplicate the workload scanned would read as unscanned.
+        let snapshot = match publish_own_counters(self.conn, self.limits).await {
+            Ok(()) => read_audit_snapshot(self.conn, self.limits, &scope, None).await,
+            Err(e) => Err(e.to_string()),
+        };
+        let audited = audit(
+            &[NodeResult {
+                name: self.conn.target.clone(),
+                outcome: snapshot,
+            }],
+            &AuditOptions::default(),
+        );
+        drops::drops(&audited, &table_refs)
+    }
+
+    /// What concerns the workload as a whole comes first, then what concerns one query; a
+    /// query's note a recommendation contradicts (it serves the query) is left out.
+    fn notes_in_order(&mut self, recommended: &[Recommendation]) -> Vec<Note> {
+        if let Some(writers) = self.writers.as_deref_mut() {
+            self.notes_text.extend(writers.take_notes());
+        }
+        let mut all_notes: Vec<Note> = std::mem::take(&mut self.notes_text)
+            .into_iter()
+            .map(|message| Note {
+                query: None,
+                table: None,
+                message,
+            })
+            .collect();
+        let served: Vec<usize> = recommended
+            .iter()
+            .flat_map(|r| r.queries.iter().map(|q| q.query))
+            .collect();
+        all_notes.extend(
+            std::mem::take(&mut self.notes)
+                .into_iter()
+                .filter(|n| !n.contradicted_by(&served)),
+        );
+        all_notes.sort_by_key(|n| n.query.is_some());
+        all_notes
+    }
+}
+
+impl Outcome {
+    /// The recommendations with their evidence, and the rejected candidates, in the choice's
+    /// order.
+    fn sorted_out(&self, total_queries: usize) -> (Vec<Recommendation>, Vec<RejectedCandidate>) {
+        let (pool, picked) = (&self.pool, &self.picked);
+        let (chosen_ids, rejected_ids) = picked.ids();
+        let (chosen, mut rejected) = sort_out(&pool.candidates, &picked.choice);
+        for (r, &i) in rejected.iter_mut().zip(&rejected_ids) {
+            r.estimate = pool.estimates[i];
+            r.hot_updates_lost_per_day = pool.current[i].hot_updates_lost_per_day;
+        }
+        let recommended = chosen
+            .into_iter()
+            .zip(&picked.chosen_at)
+            .zip(&chosen_ids)
+            .map(|(((candidate, measurement), m), &i)| Recommendation {
+                replaces: replaced_by(
+                    &candidate,
+                    &self.facts,
+                    &self.baseline.plans,
+                    &pool.first_pass_plans[i],
+                ),
+                estimate: pool.estimates[i],
+                candidate,
+                measurement,
+                build_ms: m.build_ms,
+                queries: served_queries(m, total_queries),
+                wal_bytes_added_per_day: m.wal_bytes_added_per_day,
+                hot_updates_lost_per_day: m.hot_updates_lost_per_day,
+                write_estimated: m.write_estimated,
+            })
+            .collect();
+        (recommended, rejected)
+    }
+}
+
+impl Picked {
+    /// The candidates chosen, in their order, and those rejected.
+    fn ids(&self) -> (Vec<usize>, Vec<usize>) {
+        (
+            self.choice.chosen.iter().map(|(i, _)| *i).collect(),
+            self.choice.rejected.iter().map(|r| r.candidate).collect(),
+        )
+    }
+
+    /// Takes out of the choice each chosen index no plan scans with all of them in place
+    /// (`used` names those some plan scans), as superseded.
+    fn drop_unused(&mut self, used: &[String], specs: &[IndexCandidate], total_queries: usize) {
+        let (choice, chosen_at) = (&mut self.choice, &mut self.chosen_at);
         let mut k = 0;
         let mut removed: Vec<Measured> = Vec::new();
         while k < choice.chosen.len() {
@@ -857,10 +1312,10 @@ async fn advise_on(
                 // query from 3,563 to 46). Reported with its measurement against the baseline.
                 if removed
                     .iter()
-                    .any(|r| (0..queries.len()).any(|q| r.touches(q) && chosen_at[k].touches(q)))
+                    .any(|r| (0..total_queries).any(|q| r.touches(q) && chosen_at[k].touches(q)))
                 {
-                    chosen_at[k] = initial[i].clone();
-                    choice.chosen[k].1 = initial[i].measurement;
+                    chosen_at[k] = self.initial[i].clone();
+                    choice.chosen[k].1 = self.initial[i].measurement;
                 }
                 k += 1;
                 continue;
@@ -879,164 +1334,41 @@ async fn advise_on(
             r.with_chosen = r.with_chosen.min(total);
         }
     }
-    let chosen_ids: Vec<usize> = choice.chosen.iter().map(|(i, _)| *i).collect();
-    let rejected_ids: Vec<usize> = choice.rejected.iter().map(|r| r.candidate).collect();
+}
 
-    // The names to print: each as PostgreSQL gives it when the report's statements run unnamed
-    // from the top, the recommendations in their order, then the rejected candidates, then
-    // those not measured. Measuring named every candidate in the order proposed, so a
-    // recommendation proposed after a rejected candidate of the same columns would otherwise
-    // read `..._idx1` where no `..._idx` is to be built.
-    let mut in_order: Vec<&Candidate> = chosen_ids
-        .iter()
-        .chain(&rejected_ids)
-        .map(|&i| &candidates[i])
-        .chain(not_shortlisted.iter().map(|n| &n.candidate))
-        .collect();
-    for c in &proposals.candidates {
-        if !in_order.iter().any(|o| o.name == c.name) {
-            in_order.push(c);
-        }
-    }
-    let provisional: Vec<String> = in_order.iter().map(|c| c.name.clone()).collect();
-    let mut renamed: Vec<Candidate> = in_order.into_iter().cloned().collect();
-    crate::advise::assign_names(&mut renamed, &facts);
-    let final_name = |name: &str| -> String {
-        provisional
-            .iter()
-            .position(|p| p == name)
-            .map_or_else(|| name.to_owned(), |k| renamed[k].name.clone())
-    };
-    for c in &mut candidates {
-        c.name = final_name(&c.name);
-    }
-    for n in &mut not_shortlisted {
-        n.candidate.name = final_name(&n.candidate.name);
-    }
-    for u in &mut unmeasured {
-        if u.during != "baseline" {
-            u.during = final_name(&u.during);
-        }
-    }
-    notes.extend(candidate_notes.into_iter().map(|n| n.note(&final_name)));
-
-    let (chosen, mut rejected) = sort_out(&candidates, &choice);
-    for (r, &i) in rejected.iter_mut().zip(&rejected_ids) {
-        r.estimate = candidate_estimates[i];
-        r.hot_updates_lost_per_day = current[i].hot_updates_lost_per_day;
-    }
-    let recommended: Vec<Recommendation> = chosen
-        .into_iter()
-        .zip(&chosen_at)
-        .zip(&chosen_ids)
-        .map(|(((candidate, measurement), m), &i)| Recommendation {
-            replaces: replaced_by(&candidate, &facts, &plans, &first_pass_plans[i]),
-            estimate: candidate_estimates[i],
-            candidate,
-            measurement,
-            build_ms: m.build_ms,
-            queries: (0..queries.len())
-                .filter(|&q| m.touches(q))
-                .filter_map(|q| {
-                    let e = m.effects[q].as_ref()?;
-                    Some(ServedQuery {
-                        query: q,
-                        pages_before: e.figures.pages_before?,
-                        pages_after: e.figures.pages_after?,
-                        ms_before: e.figures.ms_before,
-                        ms_after: e.figures.ms_after,
-                        time_within_noise: e.figures.time_within_noise,
-                        regression: e.regression,
-                    })
-                })
-                .collect(),
-            wal_bytes_added_per_day: m.wal_bytes_added_per_day,
-            hot_updates_lost_per_day: m.hot_updates_lost_per_day,
-            write_estimated: m.write_estimated,
-        })
-        .collect();
-
-    // Existing indexes to drop: audit's unused, duplicate and redundant findings on its tables.
-    let table_refs: Vec<TableRef> = facts
-        .tables
-        .iter()
-        .map(|t| TableRef {
-            schema: t.schema.clone(),
-            name: t.name.clone(),
-        })
-        .collect();
-    let drops = if table_refs.is_empty() {
-        Vec::new()
-    } else {
-        let scope = Scope {
-            tables: table_refs
-                .iter()
-                .map(|t| format!("{}.{}", quote_ident(&t.schema), quote_ident(&t.name)))
-                .collect(),
-            ..Scope::default()
-        };
-        // The scans of this run's last measurements, counted by the same counters audit
-        // reads: published first, or a duplicate the workload scanned would read as unscanned.
-        let snapshot = match publish_own_counters(conn, limits).await {
-            Ok(()) => read_audit_snapshot(conn, limits, &scope, None).await,
-            Err(e) => Err(e.to_string()),
-        };
-        let audited = audit(
-            &[NodeResult {
-                name: conn.target.clone(),
-                outcome: snapshot,
-            }],
-            &AuditOptions::default(),
+/// What no rollback undoes of any run: the statistics counters count pgplan's own runs, and
+/// without a superuser pg_stat_statements may too.
+fn own_runs_counted(superuser: bool) -> Vec<String> {
+    let mut not_rolled_back = vec![
+        "statistics counters (pg_stat_user_tables, pg_statio_*, pg_stat_user_indexes) count pgplan's own runs"
+            .to_owned(),
+    ];
+    if !superuser {
+        not_rolled_back.push(
+            "pgplan's own runs may show in pg_stat_statements (keeping them out needs a superuser)"
+                .into(),
         );
-        drops::drops(&audited, &table_refs)
-    };
-    // What concerns the workload as a whole comes first, then what concerns one query.
-    if let Some(writers) = writers {
-        notes_text.extend(writers.take_notes());
     }
-    let mut all_notes: Vec<Note> = notes_text
-        .into_iter()
-        .map(|message| Note {
-            query: None,
-            table: None,
-            message,
-        })
-        .collect();
-    let served: Vec<usize> = recommended
-        .iter()
-        .flat_map(|r| r.queries.iter().map(|q| q.query))
-        .collect();
-    all_notes.extend(notes.into_iter().filter(|n| !n.contradicted_by(&served)));
-    all_notes.sort_by_key(|n| n.query.is_some());
-    let notes = all_notes;
-    not_rolled_back.extend(probe_residue::residue_notes(&residue));
-    Ok(AdviseReport {
-        server_version: conn.facts.version.clone(),
-        database: conn.facts.database.clone(),
-        workload_source: source_name,
-        queries: queries
-            .iter()
-            .map(|q| WorkloadQuery {
-                id: q.source.id.clone(),
-                text: q.source.query.text.clone(),
-                calls_per_day: q.source.calls_per_day,
-                estimated: !q.runnable || q.samples.iter().any(|s| s.generic),
+    not_rolled_back
+}
+
+/// The queries a chosen index serves, with their figures before and after it.
+fn served_queries(m: &Measured, total_queries: usize) -> Vec<ServedQuery> {
+    (0..total_queries)
+        .filter(|&q| m.touches(q))
+        .filter_map(|q| {
+            let e = m.effects[q].as_ref()?;
+            Some(ServedQuery {
+                query: q,
+                pages_before: e.figures.pages_before?,
+                pages_after: e.figures.pages_after?,
+                ms_before: e.figures.ms_before,
+                ms_after: e.figures.ms_after,
+                time_within_noise: e.figures.time_within_noise,
+                regression: e.regression,
             })
-            .collect(),
-        shortlist_estimated: estimated_any,
-        recommended,
-        drops,
-        rejected,
-        not_shortlisted,
-        covered: proposals.covered,
-        notes,
-        not_rolled_back,
-        screening,
-        unmeasured,
-        coverage,
-        elapsed_ms: started.elapsed().as_secs_f64() * 1000.0,
-        budget_ms: args.budget.as_secs_f64() * 1000.0,
-    })
+        })
+        .collect()
 }
 
 /// Adds the notes `list` does not hold yet: each measuring pass reports the figures it put back.

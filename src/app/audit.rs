@@ -10,8 +10,10 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use crate::audit::{AuditOptions, DatabaseNodes, NodeResult, Scope, Severity, audit_databases};
-use crate::cli::{AuditArgs, AuditFormat, ConnArgs, ConnectionsArg};
+use crate::audit::{
+    AuditOptions, AuditReport, DatabaseNodes, NodeResult, Scope, Severity, audit_databases,
+};
+use crate::cli::{AuditArgs, AuditFormat, ConnArgs, ConnectionsArg, SessionArgs};
 use crate::db::catalog::Helper;
 use crate::db::conninfo::{ConnParams, redact};
 use crate::db::session::Limits;
@@ -87,6 +89,7 @@ fn short_name(params: &ConnParams) -> String {
     )
 }
 
+/// `pgplan audit`: every node read, the audit run over what was read, the report written.
 pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     let started = std::time::Instant::now();
     let targets = targets(&args)?;
@@ -95,90 +98,35 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
         exclude_schemas: args.exclude_schemas.clone(),
         tables: args.tables.clone(),
     };
-    let audit_options = AuditOptions {
-        min_size_bytes: args.min_size,
-        min_stats_age: args.min_stats_age,
-        horizon_min_age: args.horizon_min_age,
-        idle_in_transaction_min_age: args.idle_in_transaction_min_age,
-        lock_wait_min_age: args.lock_wait_min_age,
-        object_figures: matches!(args.format, AuditFormat::Prometheus),
-    };
     let limits = Limits::read_only_defaults()
         .with(args.session.statement_timeout, args.session.lock_timeout);
     // Checked (and for a file, its temporary created) before any node is read.
     let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     let interrupt = Interrupt::new();
-    let session = &args.session;
-    let connections = args.connections;
+    let reader = NodeReader {
+        scope: &scope,
+        session: &args.session,
+        connections: args.connections,
+        limits,
+        interrupt: &interrupt,
+    };
     let results = runtime()?.block_on(interrupt.run(async {
         // Nodes are read concurrently: the slowest node, not their sum, sets the time.
-        let reads = targets.iter().map(|target| {
-            let (scope, interrupt) = (&scope, &interrupt);
-            async move {
-                let outcome = async {
-                    let mut conn = open(&target.params, session, interrupt)
-                        .await
-                        .map_err(|e| super::render_error(&e))?;
-                    let first = conn.facts.clone();
-                    let helper = wants_helper(connections, &first).then(|| Helper {
-                        // A helper that cannot connect is done without: one connection reads
-                        // everything, as it would with `--connections 1`. So is one that reached
-                        // another server (a host list, a load balancer): it could not import
-                        // the snapshot there anyway.
-                        connection: Box::pin(async move {
-                            let helper = open(&target.params, session, interrupt).await.ok()?;
-                            same_node(&first, &helper.facts).then_some(helper)
-                        }),
-                        limits,
-                    });
-                    read_audit_snapshot(&mut conn, &limits, scope, helper).await
-                }
-                .await;
-                NodeResult {
-                    name: target.name.clone(),
-                    outcome,
-                }
-            }
-        });
+        let reads = targets.iter().map(|target| reader.read(target));
         Ok(futures_util::future::join_all(reads).await)
     }))?;
-
     for result in &results {
         if let Err(error) = &result.outcome {
             eprintln!("pgplan: node {} failed: {}", result.name, first_line(error));
         }
     }
-    // A --schema or --table that matched no table on any node it was read from.
-    let read: Vec<&crate::audit::snapshot::NodeSnapshot> = results
-        .iter()
-        .filter_map(|r| r.outcome.as_ref().ok())
-        .collect();
-    let unmatched: Vec<String> = if read.is_empty() {
-        Vec::new()
-    } else {
-        let all: Vec<crate::audit::snapshot::Table> =
-            read.iter().flat_map(|s| s.tables.iter().cloned()).collect();
-        crate::audit::scope_match::unmatched(&scope, &all)
-    };
+    let unmatched = unmatched_scope(&scope, &results);
     // The pure audit runs once every read is done, so its CPU time never delays a read.
     let groups = by_database(&targets, results);
-    let report = audit_databases(&groups, &audit_options);
+    let report = audit_databases(&groups, &audit_options(&args));
     // The snapshots are done with: their memory serves the output instead of adding to it.
     drop(groups);
-    let min_severity: Severity = args.min_severity.into();
-    match args.format {
-        AuditFormat::Text => write_audit_text_from(&mut out, &report, &text_options, min_severity)?,
-        AuditFormat::Json => write_audit_json(&mut out, &report)?,
-        AuditFormat::Markdown => write_audit_markdown_from(&mut out, &report, min_severity)?,
-        AuditFormat::Html => crate::report::html::write_audit(&mut out, &report)?,
-        AuditFormat::Prometheus => {
-            write_audit_prometheus(&mut out, &report)?;
-            let finished = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64());
-            write_audit_run_prometheus(&mut out, finished, started.elapsed().as_secs_f64())?;
-        }
-    }
+    write_report(&mut out, &args, &report, &text_options, started)?;
     out.flush()?;
     let fail_on: Severity = args.fail_on.into();
     let mut code = report.exit_code(fail_on);
@@ -194,6 +142,97 @@ pub fn audit_command(args: AuditArgs, options: &TextOptions) -> Result<u8> {
     // thousands at 50,000 findings) would only delay the exit.
     std::mem::forget(report);
     Ok(code)
+}
+
+/// The audit's thresholds from the arguments.
+fn audit_options(args: &AuditArgs) -> AuditOptions {
+    AuditOptions {
+        min_size_bytes: args.min_size,
+        min_stats_age: args.min_stats_age,
+        horizon_min_age: args.horizon_min_age,
+        idle_in_transaction_min_age: args.idle_in_transaction_min_age,
+        lock_wait_min_age: args.lock_wait_min_age,
+        object_figures: matches!(args.format, AuditFormat::Prometheus),
+    }
+}
+
+/// What reading one node takes besides the node: the same for every node.
+struct NodeReader<'a> {
+    scope: &'a Scope,
+    session: &'a SessionArgs,
+    connections: ConnectionsArg,
+    limits: Limits,
+    interrupt: &'a Interrupt,
+}
+
+impl NodeReader<'_> {
+    /// Reads `target`'s snapshot in one read-only transaction, or why it could not be read.
+    async fn read(&self, target: &Target) -> NodeResult {
+        let (session, interrupt) = (self.session, self.interrupt);
+        let outcome = async {
+            let mut conn = open(&target.params, session, interrupt)
+                .await
+                .map_err(|e| super::render_error(&e))?;
+            let first = conn.facts.clone();
+            let helper = wants_helper(self.connections, &first).then(|| Helper {
+                // A helper that cannot connect is done without: one connection reads
+                // everything, as it would with `--connections 1`. So is one that reached
+                // another server (a host list, a load balancer): it could not import
+                // the snapshot there anyway.
+                connection: Box::pin(async move {
+                    let helper = open(&target.params, session, interrupt).await.ok()?;
+                    same_node(&first, &helper.facts).then_some(helper)
+                }),
+                limits: self.limits,
+            });
+            read_audit_snapshot(&mut conn, &self.limits, self.scope, helper).await
+        }
+        .await;
+        NodeResult {
+            name: target.name.clone(),
+            outcome,
+        }
+    }
+}
+
+/// A --schema or --table that matched no table on any node it was read from.
+fn unmatched_scope(scope: &Scope, results: &[NodeResult]) -> Vec<String> {
+    let read: Vec<&crate::audit::snapshot::NodeSnapshot> = results
+        .iter()
+        .filter_map(|r| r.outcome.as_ref().ok())
+        .collect();
+    if read.is_empty() {
+        return Vec::new();
+    }
+    let all: Vec<crate::audit::snapshot::Table> =
+        read.iter().flat_map(|s| s.tables.iter().cloned()).collect();
+    crate::audit::scope_match::unmatched(scope, &all)
+}
+
+/// Writes the report in the format asked for; Prometheus's adds the run's own figures, the
+/// run having begun at `started`.
+fn write_report(
+    out: &mut dyn Write,
+    args: &AuditArgs,
+    report: &AuditReport,
+    text_options: &TextOptions,
+    started: std::time::Instant,
+) -> Result<()> {
+    let min_severity: Severity = args.min_severity.into();
+    match args.format {
+        AuditFormat::Text => write_audit_text_from(out, report, text_options, min_severity)?,
+        AuditFormat::Json => write_audit_json(out, report)?,
+        AuditFormat::Markdown => write_audit_markdown_from(out, report, min_severity)?,
+        AuditFormat::Html => crate::report::html::write_audit(out, report)?,
+        AuditFormat::Prometheus => {
+            write_audit_prometheus(out, report)?;
+            let finished = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64());
+            write_audit_run_prometheus(out, finished, started.elapsed().as_secs_f64())?;
+        }
+    }
+    Ok(())
 }
 
 /// pg_index's size from which `--connections auto` reads the indexes on a second connection:

@@ -236,23 +236,9 @@ struct DeadVersionsDoc<'a> {
     rows: f64,
 }
 
+/// `pgplan explain -d`: the query run once on the server, its plan and findings written.
 pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
-    if args.plan_number.is_some() {
-        bail!(
-            "--plan chooses among the plans of a saved input; with a connection pgplan runs one \
-             query and reads its one plan: leave --plan out"
-        );
-    }
-    let (query_source, query_text) = read_text(&args.plan, "the query", QUERY_LIMIT_BYTES)?;
-    let request = ExplainRequest::validate(ExplainInput {
-        query_text,
-        query_source,
-        params: args.params.clone(),
-        generic_plan: args.generic_plan,
-        allow_writes: args.allow_writes,
-        allow_lasting_effects: args.allow_lasting_effects,
-    })
-    .map_err(|e| anyhow!("{e}"))?;
+    let request = request_of(&args)?;
     let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     if let Some(path) = &args.save_plan {
         check_file_destination("--save-plan", path)?;
@@ -280,63 +266,14 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
             "planned, not run"
         }
     );
-    match args.format {
-        Format::Text => {
-            text::write_explain(&mut out, &title, &result.analysis, &text_options)?;
-            if !result.notes.is_empty() {
-                writeln!(out)?;
-                writeln!(out, "Notes")?;
-                for note in &result.notes {
-                    writeln!(out, "  - {note}")?;
-                }
-            }
-        }
-        Format::Json => write_json(
-            &mut out,
-            &LiveExplainDoc {
-                explain: wire::ExplainDoc::new(&result.analysis),
-                server_version: &result.server_version,
-                query: QueryDoc {
-                    source: &request.query_source,
-                    text: &request.query.text,
-                    params: &request.params,
-                    generic_plan: request.generic_plan,
-                },
-                index_scans_counted: result
-                    .index_scans
-                    .iter()
-                    .map(|s| IndexScansDoc {
-                        index: &s.index,
-                        scans: s.scans,
-                    })
-                    .collect(),
-                dead_row_versions: result
-                    .dead_versions
-                    .iter()
-                    .map(|d| DeadVersionsDoc {
-                        table: &d.table,
-                        rows: d.rows,
-                    })
-                    .collect(),
-                notes: &result.notes,
-            },
-        )?,
-        Format::Html => crate::report::html::write_explain_with_notes(
-            &mut out,
-            &title,
-            &result.analysis,
-            &result.notes,
-        )?,
-        Format::Markdown => {
-            markdown::write_explain(&mut out, &title, &result.analysis)?;
-            if !result.notes.is_empty() {
-                writeln!(out)?;
-                for note in &result.notes {
-                    writeln!(out, "> {note}")?;
-                }
-            }
-        }
-    }
+    write_report(
+        &mut out,
+        args.format,
+        &title,
+        &request,
+        &result,
+        &text_options,
+    )?;
     out.flush()?;
     let threshold: Option<Severity> = args.fail_on.map(Into::into);
     let crossed =
@@ -348,4 +285,98 @@ pub fn explain(args: ExplainArgs, options: &TextOptions) -> Result<u8> {
     } else {
         exit::SUCCESS
     })
+}
+
+/// The request from the arguments, checked before anything connects: the query read and
+/// validated with its parameters.
+fn request_of(args: &ExplainArgs) -> Result<ExplainRequest> {
+    if args.plan_number.is_some() {
+        bail!(
+            "--plan chooses among the plans of a saved input; with a connection pgplan runs one \
+             query and reads its one plan: leave --plan out"
+        );
+    }
+    let (query_source, query_text) = read_text(&args.plan, "the query", QUERY_LIMIT_BYTES)?;
+    ExplainRequest::validate(ExplainInput {
+        query_text,
+        query_source,
+        params: args.params.clone(),
+        generic_plan: args.generic_plan,
+        allow_writes: args.allow_writes,
+        allow_lasting_effects: args.allow_lasting_effects,
+    })
+    .map_err(|e| anyhow!("{e}"))
+}
+
+/// Writes the live explain under `title` in `format`, its notes after the plan.
+fn write_report(
+    out: &mut dyn Write,
+    format: Format,
+    title: &str,
+    request: &ExplainRequest,
+    result: &LiveExplain,
+    text_options: &TextOptions,
+) -> Result<()> {
+    match format {
+        Format::Text => {
+            text::write_explain(out, title, &result.analysis, text_options)?;
+            if !result.notes.is_empty() {
+                writeln!(out)?;
+                writeln!(out, "Notes")?;
+                for note in &result.notes {
+                    writeln!(out, "  - {note}")?;
+                }
+            }
+        }
+        Format::Json => write_json(out, &LiveExplainDoc::of(request, result))?,
+        Format::Html => crate::report::html::write_explain_with_notes(
+            out,
+            title,
+            &result.analysis,
+            &result.notes,
+        )?,
+        Format::Markdown => {
+            markdown::write_explain(out, title, &result.analysis)?;
+            if !result.notes.is_empty() {
+                writeln!(out)?;
+                for note in &result.notes {
+                    writeln!(out, "> {note}")?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+impl<'a> LiveExplainDoc<'a> {
+    /// The document of `result`, run for `request`.
+    fn of(request: &'a ExplainRequest, result: &'a LiveExplain) -> Self {
+        LiveExplainDoc {
+            explain: wire::ExplainDoc::new(&result.analysis),
+            server_version: &result.server_version,
+            query: QueryDoc {
+                source: &request.query_source,
+                text: &request.query.text,
+                params: &request.params,
+                generic_plan: request.generic_plan,
+            },
+            index_scans_counted: result
+                .index_scans
+                .iter()
+                .map(|s| IndexScansDoc {
+                    index: &s.index,
+                    scans: s.scans,
+                })
+                .collect(),
+            dead_row_versions: result
+                .dead_versions
+                .iter()
+                .map(|d| DeadVersionsDoc {
+                    table: &d.table,
+                    rows: d.rows,
+                })
+                .collect(),
+            notes: &result.notes,
+        }
+    }
 }
