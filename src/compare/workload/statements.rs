@@ -377,6 +377,7 @@ const OWN_QUERIES: &[&str] = &[
     include_str!("../../../queries/table_ownership.sql"),
     include_str!("../../../queries/table_row_changes.sql"),
     include_str!("../../../queries/trigger_sources.sql"),
+    include_str!("../../../queries/trigger_functions.sql"),
     include_str!("../../../queries/workload_column_stats.sql"),
     include_str!("../../../queries/workload_extension.sql"),
     include_str!("../../../queries/workload_index_entries.sql"),
