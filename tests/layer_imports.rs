@@ -167,47 +167,56 @@ fn circles(folder: &str) -> Vec<String> {
     found
 }
 
-#[test]
-fn the_shell_never_imports_the_renderers_or_the_orchestration() {
-    let files = files_under(&src().join("db"));
-    assert!(files.len() > 20, "the scan read only {} files", files.len());
+/// Fails for each file under `src/<folder>/` whose code names one of `layers`; `min_files`
+/// proves the scan read the folder.
+fn assert_never_named(folder: &str, min_files: usize, layers: &[&str]) {
+    let files = files_under(&src().join(folder));
+    assert!(
+        files.len() > min_files,
+        "the scan read only {} files",
+        files.len()
+    );
     for file in files {
         let code = code_of(&file);
-        for layer in [
-            "crate::report",
-            "crate::app",
-            "crate::cli",
-            "crate::measure",
-        ] {
-            assert!(!code.contains(layer), "{} imports {layer}", file.display());
+        for layer in layers {
+            assert!(!code.contains(layer), "{} names {layer}", file.display());
         }
     }
 }
 
 #[test]
+fn the_shell_never_imports_the_renderers_or_the_orchestration() {
+    assert_never_named(
+        "db",
+        20,
+        &[
+            "crate::report",
+            "crate::app",
+            "crate::cli",
+            "crate::measure",
+        ],
+    );
+}
+
+#[test]
 fn the_engine_imports_neither_the_orchestration_nor_the_renderers_and_prints_nothing() {
-    let files = files_under(&src().join("measure"));
-    assert!(files.len() > 5, "the scan read only {} files", files.len());
-    for file in files {
-        let code = code_of(&file);
-        for layer in [
+    assert_never_named(
+        "measure",
+        5,
+        &[
             "crate::report",
             "crate::app",
             "crate::cli",
             "super::super::",
-        ] {
-            assert!(!code.contains(layer), "{} imports {layer}", file.display());
-        }
-        // Progress goes through the caller's Observer and notes come back in the figures:
-        // what the user reads is the command's to write.
-        for output in ["print!(", "println!(", "io::stderr", "io::stdout"] {
-            assert!(
-                !code.contains(output),
-                "{} writes with {output}",
-                file.display()
-            );
-        }
-    }
+        ],
+    );
+    // Progress goes through the caller's Observer and notes come back in the figures: what the
+    // user reads is the command's to write.
+    assert_never_named(
+        "measure",
+        5,
+        &["print!(", "println!(", "io::stderr", "io::stdout"],
+    );
 }
 
 #[test]
