@@ -7,6 +7,8 @@
 //! `BEGIN READ ONLY` transaction reading `pg_stat_activity`, `pg_locks` and
 //! `pg_blocking_pids`, which take no heavyweight lock on any user table.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use tokio_postgres::Client;
@@ -72,18 +74,53 @@ impl WriterWatch {
             .await
     }
 
-    /// Polls until a session has waited the allowed time on `worker_pid`, and returns it. Runs
-    /// until then: the caller races it against the worker's statement.
-    pub async fn until_yield(&mut self, worker_pid: i32) -> Result<WriterWait, SessionError> {
-        let every = poll_interval(self.max_wait);
+    /// Runs `work` while polling for a session that has waited the allowed time on
+    /// `worker_pid`: [`Watched::Done`] when `work` ends first, [`Watched::Yield`] with that
+    /// session (or the watch's own error) otherwise, `work` then left for the caller to finish.
+    ///
+    /// A poll that has started is always run to its end, even when `work` ends meanwhile:
+    /// dropping it between its `BEGIN READ ONLY` and `ROLLBACK` would leave the watch's
+    /// session idle in a transaction, holding its catalog locks until the process exits.
+    pub async fn watch<F: Future>(
+        &mut self,
+        worker_pid: i32,
+        mut work: Pin<&mut F>,
+    ) -> Watched<F::Output> {
+        let max_wait = self.max_wait;
+        let every = poll_interval(max_wait);
         loop {
-            let waits = self.waits(worker_pid).await?;
-            if let Some(wait) = must_yield(&waits, self.max_wait) {
-                return Ok(wait.clone());
+            let poll = self.waits(worker_pid);
+            tokio::pin!(poll);
+            let mut done = None;
+            let waits = loop {
+                tokio::select! {
+                    waits = &mut poll => break waits,
+                    output = &mut work, if done.is_none() => done = Some(output),
+                }
+            };
+            if let Some(output) = done {
+                return Watched::Done(output);
             }
-            tokio::time::sleep(every).await;
+            match waits {
+                Err(e) => return Watched::Yield(Err(e)),
+                Ok(waits) => {
+                    if let Some(wait) = must_yield(&waits, max_wait) {
+                        return Watched::Yield(Ok(wait.clone()));
+                    }
+                }
+            }
+            tokio::select! {
+                output = &mut work => return Watched::Done(output),
+                _ = tokio::time::sleep(every) => {}
+            }
         }
     }
+}
+
+/// How a watched piece of work ended: on its own, or with a writer to yield to.
+pub enum Watched<T> {
+    Done(T),
+    Yield(Result<WriterWait, SessionError>),
 }
 
 const BUILD_TABLE_SIZE_SQL: &str = include_str!("../../queries/build_table_size.sql");

@@ -14,7 +14,7 @@ use crate::compare::writers::{
 };
 use crate::db::connect::{CancelHandle, Connection};
 use crate::db::session::{Limits, SessionError};
-use crate::db::writers::{WriterWatch, backend_pid, build_table_size};
+use crate::db::writers::{Watched, WriterWatch, backend_pid, build_table_size};
 
 /// How often a yielding worker's statement is cancelled again while it has not returned: a
 /// cancel request that arrived between two statements cancels nothing.
@@ -90,9 +90,9 @@ impl Writers {
         // connection the transaction holds until it ends.
         let pid = backend_pid(client).await?;
         tokio::pin!(work);
-        let watched = tokio::select! {
-            result = &mut work => return result,
-            wait = watch.until_yield(pid) => wait,
+        let watched = match watch.watch(pid, work.as_mut()).await {
+            Watched::Done(result) => return result,
+            Watched::Yield(wait) => wait,
         };
         self.cancel.cancel().await;
         let result = loop {
