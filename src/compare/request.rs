@@ -180,148 +180,25 @@ pub struct CompareRequest {
 impl CompareRequest {
     /// Checks everything that can be checked without a server.
     pub fn validate(input: RequestInput) -> Result<Self, RequestError> {
-        let source_name = input.query_source.clone();
         let query =
             sql::parse_single_query(&input.query_text).map_err(|error| RequestError::Sql {
-                source_name: source_name.clone(),
+                source_name: input.query_source.clone(),
                 error,
             })?;
-        if input.hypothetical && input.generic_plan {
-            return Err(RequestError::ModeConflict);
-        }
-        if input.cold && (input.hypothetical || input.generic_plan) {
-            return Err(RequestError::ColdWithoutRuns);
-        }
-        let mode = if input.hypothetical {
-            Mode::Hypothetical
-        } else if input.generic_plan {
-            Mode::GenericPlan
-        } else {
-            Mode::Measured
-        };
+        let mode = mode_of(&input)?;
         let mut warnings = Vec::new();
-        match &query.kind {
-            QueryKind::Read => {}
-            // Only measured runs execute the query: the estimate-only modes never run it.
-            QueryKind::Write(_) if input.allow_writes && mode != Mode::Measured => {}
-            QueryKind::Write(kind) if input.allow_writes => {
-                warnings.push(format!(
-                    "the query is {}: every run is rolled back, but sequences it draws from still advance \
-                     (nextval is not transactional), and its triggers run",
-                    kind.with_article()
-                ));
-            }
-            QueryKind::Write(kind) => {
-                return Err(RequestError::WriteNotAllowed {
-                    source_name,
-                    kind: write_kind(*kind),
-                });
-            }
-            QueryKind::Other(keyword) => {
-                return Err(RequestError::NotAQuery {
-                    source_name,
-                    keyword: keyword.to_uppercase(),
-                });
-            }
-        }
-        let highest = query.max_parameter.unwrap_or(0);
-        if mode == Mode::GenericPlan && !input.params.is_empty() {
-            return Err(RequestError::ParamsWithGenericPlan);
-        }
-        if mode != Mode::GenericPlan && highest == 0 && !input.params.is_empty() {
-            return Err(RequestError::ParamsWithoutParameters {
-                given: input.params.len(),
-            });
-        }
-        if mode != Mode::GenericPlan && highest as usize != input.params.len() {
-            return Err(RequestError::Parameters {
-                highest,
-                given: input.params.len(),
-            });
-        }
-        if input.runs == 0 {
-            return Err(RequestError::Runs(0));
-        }
-        if !(0.0..=100.0).contains(&input.min_gain_percent) || input.min_gain_percent.is_nan() {
-            return Err(RequestError::MinGain(input.min_gain_percent));
-        }
+        check_query_kind(&input, &query, mode, &mut warnings)?;
+        check_parameters_and_figures(&input, &query, mode)?;
 
-        let mut candidates = Vec::new();
-        for (i, text) in input.index_sqls.iter().enumerate() {
-            let number = i + 1;
-            let candidate = sql::parse_index_candidate(text, &format!("pgplan_candidate_{number}"))
-                .map_err(|error| RequestError::Candidate { number, error })?;
-            candidates.push(candidate);
-        }
-        if let Some((file, text)) = &input.index_file {
-            let from_file =
-                sql::parse_index_file(text, "pgplan_file_candidate").map_err(|error| {
-                    RequestError::CandidateFile {
-                        file: file.clone(),
-                        error,
-                    }
-                })?;
-            if from_file.is_empty() {
-                return Err(RequestError::EmptyCandidateFile { file: file.clone() });
-            }
-            candidates.extend(from_file);
-        }
-        if input.analyze && mode == Mode::Measured {
-            warnings.push(crate::effects::ANALYZE_BEFORE.into());
-        }
-        if input.analyze && mode == Mode::Hypothetical {
-            warnings.push(
-                "--analyze is ignored with --hypothetical: nothing is built, so there is nothing \
-                 new to gather statistics for"
-                    .into(),
-            );
-        }
-        for c in &candidates {
-            // Hypothetical indexes are never built, so no lock is taken.
-            if c.concurrently && mode != Mode::Hypothetical {
-                let which = if c.name_generated {
-                    sql::shorten(&c.original)
-                } else {
-                    c.name.clone()
-                };
-                warnings.push(format!(
-                    "{which}: CONCURRENTLY cannot run inside a transaction block, so pgplan builds it \
-                     plainly inside the rolled-back transaction (it holds a SHARE lock on {} while it \
-                     builds: writes to the table wait)",
-                    c.table
-                ));
-            }
-        }
+        let candidates = parse_candidates(&input)?;
+        analyze_warnings(&input, mode, &mut warnings);
+        concurrently_warnings(&candidates, mode, &mut warnings);
         let mut specs: Vec<CandidateSpec> =
             candidates.into_iter().map(CandidateSpec::Create).collect();
-        for name in &input.drop_indexes {
-            let valid = sql::tokenize(name).is_ok_and(|tokens| {
-                !tokens.is_empty()
-                    && tokens.iter().all(|t| {
-                        matches!(
-                            t.kind,
-                            sql::TokenKind::Word | sql::TokenKind::QuotedIdentifier
-                        ) || t.text == "."
-                    })
-            });
-            if !valid {
-                return Err(RequestError::DropName { name: name.clone() });
-            }
-            // Only HypoPG's hiding is free of locks: the generic plan still drops it for real.
-            if mode != Mode::Hypothetical {
-                warnings.push(format!(
-                    "--drop-index {name}: DROP INDEX takes an ACCESS EXCLUSIVE lock on the table, held \
-                     until the transaction rolls back: other sessions' queries on it wait meanwhile \
-                     (getting the lock is bounded by --lock-timeout)"
-                ));
-            }
-            specs.push(CandidateSpec::Drop { name: name.clone() });
-        }
+        specs.extend(drop_specs(&input, mode, &mut warnings)?);
         if specs.is_empty() {
             return Err(RequestError::NoCandidates);
         }
-        let mut names: Vec<&str> = specs.iter().map(CandidateSpec::name).collect();
-        names.sort_unstable();
         if input.cold {
             warnings.push(
                 "--cold evicts the query's tables and their indexes from shared buffers before \
@@ -331,23 +208,9 @@ impl CompareRequest {
                     .into(),
             );
         }
-        if let Some(dup) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(RequestError::DuplicateName {
-                name: dup[0].to_owned(),
-            });
-        }
-        match mode {
-            Mode::Hypothetical => warnings.push(
-                "hypothetical mode: nothing is built or run; every figure is the planner's estimate \
-                 (HypoPG), not a measurement"
-                    .into(),
-            ),
-            Mode::GenericPlan => warnings.push(
-                "generic plan: the query is planned without parameter values and not run; every \
-                 figure is the planner's estimate"
-                    .into(),
-            ),
-            Mode::Measured => {}
+        check_unique_names(&specs)?;
+        if let Some(warning) = mode_warning(mode) {
+            warnings.push(warning.into());
         }
         Ok(CompareRequest {
             query,
@@ -363,6 +226,208 @@ impl CompareRequest {
             cold: input.cold,
             warnings,
         })
+    }
+}
+
+/// How the plans are obtained, from flags that exclude each other.
+fn mode_of(input: &RequestInput) -> Result<Mode, RequestError> {
+    if input.hypothetical && input.generic_plan {
+        return Err(RequestError::ModeConflict);
+    }
+    if input.cold && (input.hypothetical || input.generic_plan) {
+        return Err(RequestError::ColdWithoutRuns);
+    }
+    Ok(if input.hypothetical {
+        Mode::Hypothetical
+    } else if input.generic_plan {
+        Mode::GenericPlan
+    } else {
+        Mode::Measured
+    })
+}
+
+/// Refuses a query that is not a read, or a write without `--allow-writes`; warns of what a
+/// measured write does in spite of the rollback.
+fn check_query_kind(
+    input: &RequestInput,
+    query: &Query,
+    mode: Mode,
+    warnings: &mut Vec<String>,
+) -> Result<(), RequestError> {
+    match &query.kind {
+        QueryKind::Read => {}
+        // Only measured runs execute the query: the estimate-only modes never run it.
+        QueryKind::Write(_) if input.allow_writes && mode != Mode::Measured => {}
+        QueryKind::Write(kind) if input.allow_writes => {
+            warnings.push(format!(
+                "the query is {}: every run is rolled back, but sequences it draws from still advance \
+                 (nextval is not transactional), and its triggers run",
+                kind.with_article()
+            ));
+        }
+        QueryKind::Write(kind) => {
+            return Err(RequestError::WriteNotAllowed {
+                source_name: input.query_source.clone(),
+                kind: write_kind(*kind),
+            });
+        }
+        QueryKind::Other(keyword) => {
+            return Err(RequestError::NotAQuery {
+                source_name: input.query_source.clone(),
+                keyword: keyword.to_uppercase(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// One value per parameter of the query (none for a generic plan), at least one run, and a
+/// minimum gain that is a percentage.
+fn check_parameters_and_figures(
+    input: &RequestInput,
+    query: &Query,
+    mode: Mode,
+) -> Result<(), RequestError> {
+    let highest = query.max_parameter.unwrap_or(0);
+    if mode == Mode::GenericPlan && !input.params.is_empty() {
+        return Err(RequestError::ParamsWithGenericPlan);
+    }
+    if mode != Mode::GenericPlan && highest == 0 && !input.params.is_empty() {
+        return Err(RequestError::ParamsWithoutParameters {
+            given: input.params.len(),
+        });
+    }
+    if mode != Mode::GenericPlan && highest as usize != input.params.len() {
+        return Err(RequestError::Parameters {
+            highest,
+            given: input.params.len(),
+        });
+    }
+    if input.runs == 0 {
+        return Err(RequestError::Runs(0));
+    }
+    if !(0.0..=100.0).contains(&input.min_gain_percent) || input.min_gain_percent.is_nan() {
+        return Err(RequestError::MinGain(input.min_gain_percent));
+    }
+    Ok(())
+}
+
+/// The candidates of `--index`, in order, then those of `--index-file`.
+fn parse_candidates(input: &RequestInput) -> Result<Vec<IndexCandidate>, RequestError> {
+    let mut candidates = Vec::new();
+    for (i, text) in input.index_sqls.iter().enumerate() {
+        let number = i + 1;
+        let candidate = sql::parse_index_candidate(text, &format!("pgplan_candidate_{number}"))
+            .map_err(|error| RequestError::Candidate { number, error })?;
+        candidates.push(candidate);
+    }
+    if let Some((file, text)) = &input.index_file {
+        let from_file = sql::parse_index_file(text, "pgplan_file_candidate").map_err(|error| {
+            RequestError::CandidateFile {
+                file: file.clone(),
+                error,
+            }
+        })?;
+        if from_file.is_empty() {
+            return Err(RequestError::EmptyCandidateFile { file: file.clone() });
+        }
+        candidates.extend(from_file);
+    }
+    Ok(candidates)
+}
+
+/// What `--analyze` does in this mode.
+fn analyze_warnings(input: &RequestInput, mode: Mode, warnings: &mut Vec<String>) {
+    if input.analyze && mode == Mode::Measured {
+        warnings.push(crate::effects::ANALYZE_BEFORE.into());
+    }
+    if input.analyze && mode == Mode::Hypothetical {
+        warnings.push(
+            "--analyze is ignored with --hypothetical: nothing is built, so there is nothing \
+             new to gather statistics for"
+                .into(),
+        );
+    }
+}
+
+/// The lock each CONCURRENTLY candidate takes instead, built plainly in the transaction.
+fn concurrently_warnings(candidates: &[IndexCandidate], mode: Mode, warnings: &mut Vec<String>) {
+    for c in candidates {
+        // Hypothetical indexes are never built, so no lock is taken.
+        if c.concurrently && mode != Mode::Hypothetical {
+            let which = if c.name_generated {
+                sql::shorten(&c.original)
+            } else {
+                c.name.clone()
+            };
+            warnings.push(format!(
+                "{which}: CONCURRENTLY cannot run inside a transaction block, so pgplan builds it \
+                 plainly inside the rolled-back transaction (it holds a SHARE lock on {} while it \
+                 builds: writes to the table wait)",
+                c.table
+            ));
+        }
+    }
+}
+
+/// The `--drop-index` candidates, each name a possibly qualified identifier, with the lock a
+/// real drop takes.
+fn drop_specs(
+    input: &RequestInput,
+    mode: Mode,
+    warnings: &mut Vec<String>,
+) -> Result<Vec<CandidateSpec>, RequestError> {
+    let mut specs = Vec::new();
+    for name in &input.drop_indexes {
+        let valid = sql::tokenize(name).is_ok_and(|tokens| {
+            !tokens.is_empty()
+                && tokens.iter().all(|t| {
+                    matches!(
+                        t.kind,
+                        sql::TokenKind::Word | sql::TokenKind::QuotedIdentifier
+                    ) || t.text == "."
+                })
+        });
+        if !valid {
+            return Err(RequestError::DropName { name: name.clone() });
+        }
+        // Only HypoPG's hiding is free of locks: the generic plan still drops it for real.
+        if mode != Mode::Hypothetical {
+            warnings.push(format!(
+                "--drop-index {name}: DROP INDEX takes an ACCESS EXCLUSIVE lock on the table, held \
+                 until the transaction rolls back: other sessions' queries on it wait meanwhile \
+                 (getting the lock is bounded by --lock-timeout)"
+            ));
+        }
+        specs.push(CandidateSpec::Drop { name: name.clone() });
+    }
+    Ok(specs)
+}
+
+/// Refuses two candidates of one name: the report tells candidates apart by name.
+fn check_unique_names(specs: &[CandidateSpec]) -> Result<(), RequestError> {
+    let mut names: Vec<&str> = specs.iter().map(CandidateSpec::name).collect();
+    names.sort_unstable();
+    if let Some(dup) = names.windows(2).find(|w| w[0] == w[1]) {
+        return Err(RequestError::DuplicateName {
+            name: dup[0].to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// What an estimate-only mode's figures are.
+fn mode_warning(mode: Mode) -> Option<&'static str> {
+    match mode {
+        Mode::Hypothetical => Some(
+            "hypothetical mode: nothing is built or run; every figure is the planner's estimate \
+             (HypoPG), not a measurement",
+        ),
+        Mode::GenericPlan => Some(
+            "generic plan: the query is planned without parameter values and not run; every \
+             figure is the planner's estimate",
+        ),
+        Mode::Measured => None,
     }
 }
 

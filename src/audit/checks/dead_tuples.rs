@@ -5,7 +5,7 @@
 //!
 //! Dead tuple counts exist only on the primary; a standby reads zeros.
 
-use crate::audit::snapshot::{Settings, Table, TableKind, ToastTable};
+use crate::audit::snapshot::{Settings, Table, TableKind, Timestamp, ToastTable};
 use crate::audit::{Check, Context, Finding, Output, Severity, WindowSource};
 
 use super::xmin_horizon::{Holder, holders, oldest_holders};
@@ -154,7 +154,66 @@ fn judge(
     // statistics flushed from backends that ran before it land on top), so a share of rows from
     // the counters alone can be far off: when pg_class disagrees by more than a quarter, both
     // shares are quoted.
-    let share_words = if from_pg_class {
+    let share_words = share_words(table, dead, share, live_rows, from_pg_class);
+    let mut message = format!(
+        "{what} has {} dead rows ({share_words}), {:.1}× its autovacuum trigger of {}",
+        count_words(dead as f64),
+        dead as f64 / trigger.max(1.0),
+        count_words(trigger.round()),
+    );
+    let last_vacuum = latest(s.last_vacuum, s.last_autovacuum);
+    // VACUUM of the owner processes its TOAST table too; 16+ can skip the owner's heap.
+    let mut fix = match &owner_name {
+        None => format!("VACUUM (VERBOSE, ANALYZE) {name};"),
+        Some(o) if major >= 16 => format!("VACUUM (VERBOSE, PROCESS_MAIN FALSE) {o};"),
+        Some(o) => format!("VACUUM (VERBOSE) {o};"),
+    };
+    if let Some(reason) = off {
+        autovacuum_off_words(table, owner, &name, reason, &mut message, &mut fix);
+    }
+    match last_vacuum {
+        Some(t) => message.push_str(&format!("; last vacuumed {} ago", age_words(t.age_seconds))),
+        None => message.push_str(&no_vacuum_words(ctx)),
+    }
+    let mut finding = Finding::new(Check::DeadTuples, severity, message);
+    finding = match owner {
+        Some(_) => finding.on_table(table).subject("toast"),
+        None => finding.on_table(table),
+    };
+    // A slot's catalog_xmin holds back catalogs only: never the reason for an ordinary table.
+    let catalog = is_user_catalog(table, owner);
+    let (mut finding, past_count) = with_horizon(finding, catalog, holders, last_vacuum);
+    finding = finding
+        .evidence("dead_tuples", dead as f64)
+        .evidence("live_tuples", live as f64)
+        .evidence("reltuples", table.reltuples)
+        .evidence("autovacuum_trigger_tuples", trigger)
+        .evidence("horizon_holders", past_count as f64)
+        .fix(fix);
+    if let Some(t) = last_vacuum {
+        finding = finding.evidence("last_vacuum_age_seconds", t.age_seconds);
+    }
+    // 13+: inserts also trigger a vacuum (it sets visibility and freezes, and removes dead rows
+    // on the way); show how close that trigger is, or that it is disabled.
+    if let Some(inserted) = s.n_ins_since_vacuum {
+        finding = finding.evidence("inserts_since_vacuum", inserted as f64);
+        if let Some(insert_trigger) = insert_trigger(table, settings) {
+            finding = finding.evidence("insert_trigger_tuples", insert_trigger);
+        }
+    }
+    Some(finding)
+}
+
+/// How large a share of the table's rows `dead` is: by the statistics counters, by pg_class's
+/// row count, or by both when they disagree.
+fn share_words(
+    table: &Table,
+    dead: i64,
+    share: f64,
+    live_rows: f64,
+    from_pg_class: bool,
+) -> String {
+    if from_pg_class {
         format!(
             "{:.0}% of its rows by pg_class's row count: live rows are not counted again until a \
              vacuum or analyze after the statistics reset",
@@ -174,59 +233,57 @@ fn judge(
         )
     } else {
         format!("{:.0}% of its rows", share * 100.0)
-    };
-    let mut message = format!(
-        "{what} has {} dead rows ({share_words}), {:.1}× its autovacuum trigger of {}",
-        count_words(dead as f64),
-        dead as f64 / trigger.max(1.0),
-        count_words(trigger.round()),
-    );
-    let last_vacuum = latest(s.last_vacuum, s.last_autovacuum);
-    // VACUUM of the owner processes its TOAST table too; 16+ can skip the owner's heap.
-    let mut fix = match &owner_name {
-        None => format!("VACUUM (VERBOSE, ANALYZE) {name};"),
-        Some(o) if major >= 16 => format!("VACUUM (VERBOSE, PROCESS_MAIN FALSE) {o};"),
-        Some(o) => format!("VACUUM (VERBOSE) {o};"),
-    };
-    if let Some(reason) = off {
-        match (owner, &owner_name) {
-            (Some(o), Some(o_name)) => {
-                if table.autovacuum_disabled_by_reloption() {
-                    // Set on the TOAST table itself (toast.autovacuum_enabled on the owner), or
-                    // taken from the owner's options when the TOAST table has none.
-                    let own = o.toast.as_ref().is_some_and(|t| !t.reloptions.is_empty());
-                    let option = if own {
-                        "toast.autovacuum_enabled"
-                    } else {
-                        "autovacuum_enabled"
-                    };
-                    message.push_str(&format!(
-                        "; autovacuum is disabled on it ({option} = false on {o_name})"
-                    ));
-                    fix.push_str(&format!("\nALTER TABLE {o_name} RESET ({option});"));
+    }
+}
+
+/// Says why autovacuum does not run on the table (`reason`) and, when a reloption turned it off,
+/// adds the statement that turns it back on to `fix`.
+fn autovacuum_off_words(
+    table: &Table,
+    owner: Option<&Table>,
+    name: &str,
+    reason: &str,
+    message: &mut String,
+    fix: &mut String,
+) {
+    match owner {
+        Some(o) => {
+            let o_name = qualified(&o.schema, &o.name);
+            if table.autovacuum_disabled_by_reloption() {
+                // Set on the TOAST table itself (toast.autovacuum_enabled on the owner), or
+                // taken from the owner's options when the TOAST table has none.
+                let own = o.toast.as_ref().is_some_and(|t| !t.reloptions.is_empty());
+                let option = if own {
+                    "toast.autovacuum_enabled"
                 } else {
-                    message.push_str(&format!("; {reason}"));
-                }
-            }
-            _ => {
+                    "autovacuum_enabled"
+                };
+                message.push_str(&format!(
+                    "; autovacuum is disabled on it ({option} = false on {o_name})"
+                ));
+                fix.push_str(&format!("\nALTER TABLE {o_name} RESET ({option});"));
+            } else {
                 message.push_str(&format!("; {reason}"));
-                if table.autovacuum_disabled_by_reloption() {
-                    fix.push_str(&format!("\nALTER TABLE {name} RESET (autovacuum_enabled);"));
-                }
+            }
+        }
+        _ => {
+            message.push_str(&format!("; {reason}"));
+            if table.autovacuum_disabled_by_reloption() {
+                fix.push_str(&format!("\nALTER TABLE {name} RESET (autovacuum_enabled);"));
             }
         }
     }
-    match last_vacuum {
-        Some(t) => message.push_str(&format!("; last vacuumed {} ago", age_words(t.age_seconds))),
-        None => message.push_str(&no_vacuum_words(ctx)),
-    }
-    let mut finding = Finding::new(Check::DeadTuples, severity, message);
-    finding = match owner {
-        Some(_) => finding.on_table(table).subject("toast"),
-        None => finding.on_table(table),
-    };
-    // A slot's catalog_xmin holds back catalogs only: never the reason for an ordinary table.
-    let catalog = is_user_catalog(table, owner);
+}
+
+/// Adds to the finding what holds the xmin horizon back: the holders past their thresholds, else
+/// the oldest ones when they held it since before the last vacuum. Also the number of holders
+/// past their thresholds.
+fn with_horizon(
+    mut finding: Finding,
+    catalog: bool,
+    holders: &Holders,
+    last_vacuum: Option<Timestamp>,
+) -> (Finding, usize) {
     let past: Vec<&Holder> = holders
         .past_thresholds
         .iter()
@@ -277,25 +334,7 @@ fn judge(
             }
         }
     }
-    finding = finding
-        .evidence("dead_tuples", dead as f64)
-        .evidence("live_tuples", live as f64)
-        .evidence("reltuples", table.reltuples)
-        .evidence("autovacuum_trigger_tuples", trigger)
-        .evidence("horizon_holders", past.len() as f64)
-        .fix(fix);
-    if let Some(t) = last_vacuum {
-        finding = finding.evidence("last_vacuum_age_seconds", t.age_seconds);
-    }
-    // 13+: inserts also trigger a vacuum (it sets visibility and freezes, and removes dead rows
-    // on the way); show how close that trigger is, or that it is disabled.
-    if let Some(inserted) = s.n_ins_since_vacuum {
-        finding = finding.evidence("inserts_since_vacuum", inserted as f64);
-        if let Some(insert_trigger) = insert_trigger(table, settings) {
-            finding = finding.evidence("insert_trigger_tuples", insert_trigger);
-        }
-    }
-    Some(finding)
+    (finding, past.len())
 }
 
 /// "No vacuum on record", said as far as the evidence goes: since an explicit reset or a

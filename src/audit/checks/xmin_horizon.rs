@@ -129,179 +129,205 @@ fn collect(ctx: &Context, thresholds: bool) -> Vec<Holder> {
         // without it they get cancelled by replay conflicts instead.
         let sessions_hold = !standby || snapshot.settings.hot_standby_feedback;
         if sessions_hold {
-            for s in &snapshot.sessions {
-                if s.xmin_age_xids.is_none() && s.xid_age_xids.is_none() {
-                    continue;
-                }
-                let Some(age) = s.xact_age_seconds else {
-                    continue;
-                };
-                if age < min {
-                    continue;
-                }
-                let age_xids = match (s.xmin_age_xids, s.xid_age_xids) {
-                    (Some(a), Some(b)) => Some(a.max(b)),
-                    (a, b) => a.or(b),
-                };
-                let state = s.state.as_deref().unwrap_or("state hidden");
-                let mut description = format!("session pid {} ({state}", s.pid);
-                if let Some(user) = &s.user {
-                    description.push_str(&format!(", user {user}"));
-                }
-                if let Some(app) = s.application_name.as_deref().filter(|a| !a.is_empty()) {
-                    description.push_str(&format!(", application {app}"));
-                }
-                if let Some(addr) = &s.client_addr {
-                    description.push_str(&format!(", from {addr}"));
-                }
-                description.push(')');
-                if standby {
-                    description.push_str(&format!(
-                        " on standby {} (through hot_standby_feedback)",
-                        node.name
-                    ));
-                }
-                let mut evidence = vec![("transaction_age_seconds", age)];
-                if let Some(x) = age_xids {
-                    evidence.push(("xmin_age_xids", x as f64));
-                }
-                if let Some(st) = s.state_age_seconds {
-                    evidence.push(("state_age_seconds", st));
-                }
-                evidence.push(("pid", s.pid as f64));
-                found.push(Holder {
-                    node: node.name.to_owned(),
-                    subject: format!("session pid {}", s.pid),
-                    description,
-                    age_seconds: Some(age),
-                    age_xids,
-                    // pg_terminate_backend acts on the server it runs on: a standby's pid
-                    // means nothing on the primary.
-                    fix: if standby {
-                        format!(
-                            "-- on standby {}\nSELECT pg_terminate_backend({});",
-                            node.name, s.pid
-                        )
-                    } else {
-                        format!("SELECT pg_terminate_backend({});", s.pid)
-                    },
-                    severity: severity_for(ctx, node, Some(age), age_xids),
-                    catalogs_only: false,
-                    evidence,
-                });
-            }
+            session_holders(ctx, node, min, &mut found);
         }
-        for slot in &snapshot.replication_slots {
-            let age_xids = slot.xmin_age_xids.or(slot.catalog_xmin_age_xids);
-            let Some(xids) = age_xids else { continue };
-            if slot.active && xids < min_xids {
-                continue;
-            }
-            let what = if slot.xmin_age_xids.is_some() {
-                "xmin: every table"
-            } else {
-                "catalog_xmin: system catalogs only"
-            };
-            let state = if slot.active { "active" } else { "inactive" };
-            let mut description = format!(
-                "{state} {} replication slot {} ({what})",
-                slot.slot_type, slot.name
-            );
-            let mut evidence = vec![("xmin_age_xids", xids as f64)];
-            if let Some(bytes) = slot.retained_wal_bytes {
-                description.push_str(&format!(", retaining {} of WAL", bytes_words(bytes)));
-                evidence.push(("retained_wal_bytes", bytes));
-            }
-            let inactive_for = slot.inactive_since.map(|t| t.age_seconds);
-            if let Some(s) = inactive_for {
-                evidence.push(("inactive_seconds", s));
-            }
-            let severity = if slot.active {
-                severity_for(ctx, node, None, Some(xids))
-            } else {
-                severity_for(ctx, node, inactive_for, Some(xids))
-            };
-            found.push(Holder {
-                node: node.name.to_owned(),
-                subject: format!("slot {}", slot.name),
-                description,
-                age_seconds: inactive_for,
-                age_xids: Some(xids),
-                fix: format!(
-                    "SELECT pg_drop_replication_slot({});",
-                    quote_literal(&slot.name)
-                ),
-                severity,
-                catalogs_only: slot.xmin_age_xids.is_none(),
-                evidence,
-            });
-        }
-        for p in &snapshot.prepared_xacts {
-            let Some(age) = p.prepared_age_seconds else {
-                continue;
-            };
-            if age < min {
-                continue;
-            }
-            let database = p.database.as_deref().unwrap_or("?");
-            let mut evidence = vec![("prepared_age_seconds", age)];
-            if let Some(x) = p.xid_age_xids {
-                evidence.push(("xmin_age_xids", x as f64));
-            }
-            found.push(Holder {
-                node: node.name.to_owned(),
-                subject: format!("prepared transaction {}", quote_literal(&p.gid)),
-                description: format!(
-                    "prepared transaction {} (database {database}, owner {}; finish it with \
-                     COMMIT PREPARED instead if its transaction manager expects a commit)",
-                    quote_literal(&p.gid),
-                    p.owner.as_deref().unwrap_or("?")
-                ),
-                age_seconds: Some(age),
-                age_xids: p.xid_age_xids,
-                fix: format!(
-                    "-- in database {database}\nROLLBACK PREPARED {};",
-                    quote_literal(&p.gid)
-                ),
-                severity: severity_for(ctx, node, Some(age), p.xid_age_xids),
-                catalogs_only: false,
-                evidence,
-            });
-        }
-        for standby in &snapshot.standbys {
-            let Some(xids) = standby.xmin_age_xids else {
-                continue;
-            };
-            if xids < min_xids {
-                continue;
-            }
-            let name = standby
-                .application_name
-                .clone()
-                .unwrap_or_else(|| format!("pid {}", standby.pid));
-            found.push(Holder {
-                node: node.name.to_owned(),
-                subject: format!("standby {name}"),
-                description: format!(
-                    "standby {name}{} through hot_standby_feedback",
-                    standby
-                        .client_addr
-                        .as_deref()
-                        .map(|a| format!(" at {a}"))
-                        .unwrap_or_default()
-                ),
-                age_seconds: None,
-                age_xids: Some(xids),
-                fix: "-- on that standby: end the long query holding its snapshot \
-                      (pg_stat_activity), or turn hot_standby_feedback off there"
-                    .into(),
-                severity: severity_for(ctx, node, None, Some(xids)),
-                catalogs_only: false,
-                evidence: vec![("xmin_age_xids", xids as f64)],
-            });
-        }
+        slot_holders(ctx, node, min_xids, &mut found);
+        prepared_holders(ctx, node, min, &mut found);
+        standby_holders(ctx, node, min_xids, &mut found);
     }
     found
+}
+
+/// The node's sessions whose transaction or snapshot is at least `min` seconds old.
+fn session_holders(ctx: &Context, node: &Node, min: f64, found: &mut Vec<Holder>) {
+    let snapshot = node.snapshot;
+    let standby = snapshot.server.in_recovery;
+    for s in &snapshot.sessions {
+        if s.xmin_age_xids.is_none() && s.xid_age_xids.is_none() {
+            continue;
+        }
+        let Some(age) = s.xact_age_seconds else {
+            continue;
+        };
+        if age < min {
+            continue;
+        }
+        let age_xids = match (s.xmin_age_xids, s.xid_age_xids) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        let state = s.state.as_deref().unwrap_or("state hidden");
+        let mut description = format!("session pid {} ({state}", s.pid);
+        if let Some(user) = &s.user {
+            description.push_str(&format!(", user {user}"));
+        }
+        if let Some(app) = s.application_name.as_deref().filter(|a| !a.is_empty()) {
+            description.push_str(&format!(", application {app}"));
+        }
+        if let Some(addr) = &s.client_addr {
+            description.push_str(&format!(", from {addr}"));
+        }
+        description.push(')');
+        if standby {
+            description.push_str(&format!(
+                " on standby {} (through hot_standby_feedback)",
+                node.name
+            ));
+        }
+        let mut evidence = vec![("transaction_age_seconds", age)];
+        if let Some(x) = age_xids {
+            evidence.push(("xmin_age_xids", x as f64));
+        }
+        if let Some(st) = s.state_age_seconds {
+            evidence.push(("state_age_seconds", st));
+        }
+        evidence.push(("pid", s.pid as f64));
+        found.push(Holder {
+            node: node.name.to_owned(),
+            subject: format!("session pid {}", s.pid),
+            description,
+            age_seconds: Some(age),
+            age_xids,
+            // pg_terminate_backend acts on the server it runs on: a standby's pid
+            // means nothing on the primary.
+            fix: if standby {
+                format!(
+                    "-- on standby {}\nSELECT pg_terminate_backend({});",
+                    node.name, s.pid
+                )
+            } else {
+                format!("SELECT pg_terminate_backend({});", s.pid)
+            },
+            severity: severity_for(ctx, node, Some(age), age_xids),
+            catalogs_only: false,
+            evidence,
+        });
+    }
+}
+
+/// The node's replication slots that hold back the horizon: every inactive one, and an active
+/// one at least `min_xids` behind.
+fn slot_holders(ctx: &Context, node: &Node, min_xids: i64, found: &mut Vec<Holder>) {
+    let snapshot = node.snapshot;
+    for slot in &snapshot.replication_slots {
+        let age_xids = slot.xmin_age_xids.or(slot.catalog_xmin_age_xids);
+        let Some(xids) = age_xids else { continue };
+        if slot.active && xids < min_xids {
+            continue;
+        }
+        let what = if slot.xmin_age_xids.is_some() {
+            "xmin: every table"
+        } else {
+            "catalog_xmin: system catalogs only"
+        };
+        let state = if slot.active { "active" } else { "inactive" };
+        let mut description = format!(
+            "{state} {} replication slot {} ({what})",
+            slot.slot_type, slot.name
+        );
+        let mut evidence = vec![("xmin_age_xids", xids as f64)];
+        if let Some(bytes) = slot.retained_wal_bytes {
+            description.push_str(&format!(", retaining {} of WAL", bytes_words(bytes)));
+            evidence.push(("retained_wal_bytes", bytes));
+        }
+        let inactive_for = slot.inactive_since.map(|t| t.age_seconds);
+        if let Some(s) = inactive_for {
+            evidence.push(("inactive_seconds", s));
+        }
+        let severity = if slot.active {
+            severity_for(ctx, node, None, Some(xids))
+        } else {
+            severity_for(ctx, node, inactive_for, Some(xids))
+        };
+        found.push(Holder {
+            node: node.name.to_owned(),
+            subject: format!("slot {}", slot.name),
+            description,
+            age_seconds: inactive_for,
+            age_xids: Some(xids),
+            fix: format!(
+                "SELECT pg_drop_replication_slot({});",
+                quote_literal(&slot.name)
+            ),
+            severity,
+            catalogs_only: slot.xmin_age_xids.is_none(),
+            evidence,
+        });
+    }
+}
+
+/// The node's prepared transactions at least `min` seconds old.
+fn prepared_holders(ctx: &Context, node: &Node, min: f64, found: &mut Vec<Holder>) {
+    let snapshot = node.snapshot;
+    for p in &snapshot.prepared_xacts {
+        let Some(age) = p.prepared_age_seconds else {
+            continue;
+        };
+        if age < min {
+            continue;
+        }
+        let database = p.database.as_deref().unwrap_or("?");
+        let mut evidence = vec![("prepared_age_seconds", age)];
+        if let Some(x) = p.xid_age_xids {
+            evidence.push(("xmin_age_xids", x as f64));
+        }
+        found.push(Holder {
+            node: node.name.to_owned(),
+            subject: format!("prepared transaction {}", quote_literal(&p.gid)),
+            description: format!(
+                "prepared transaction {} (database {database}, owner {}; finish it with \
+                 COMMIT PREPARED instead if its transaction manager expects a commit)",
+                quote_literal(&p.gid),
+                p.owner.as_deref().unwrap_or("?")
+            ),
+            age_seconds: Some(age),
+            age_xids: p.xid_age_xids,
+            fix: format!(
+                "-- in database {database}\nROLLBACK PREPARED {};",
+                quote_literal(&p.gid)
+            ),
+            severity: severity_for(ctx, node, Some(age), p.xid_age_xids),
+            catalogs_only: false,
+            evidence,
+        });
+    }
+}
+
+/// The standbys whose hot_standby_feedback holds the node's horizon at least `min_xids` back.
+fn standby_holders(ctx: &Context, node: &Node, min_xids: i64, found: &mut Vec<Holder>) {
+    let snapshot = node.snapshot;
+    for standby in &snapshot.standbys {
+        let Some(xids) = standby.xmin_age_xids else {
+            continue;
+        };
+        if xids < min_xids {
+            continue;
+        }
+        let name = standby
+            .application_name
+            .clone()
+            .unwrap_or_else(|| format!("pid {}", standby.pid));
+        found.push(Holder {
+            node: node.name.to_owned(),
+            subject: format!("standby {name}"),
+            description: format!(
+                "standby {name}{} through hot_standby_feedback",
+                standby
+                    .client_addr
+                    .as_deref()
+                    .map(|a| format!(" at {a}"))
+                    .unwrap_or_default()
+            ),
+            age_seconds: None,
+            age_xids: Some(xids),
+            fix: "-- on that standby: end the long query holding its snapshot \
+                  (pg_stat_activity), or turn hot_standby_feedback off there"
+                .into(),
+            severity: severity_for(ctx, node, None, Some(xids)),
+            catalogs_only: false,
+            evidence: vec![("xmin_age_xids", xids as f64)],
+        });
+    }
 }
 
 pub fn run(ctx: &Context, out: &mut Output) {
