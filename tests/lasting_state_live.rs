@@ -1,7 +1,7 @@
 //! The lasting-state diff on real servers 13–18: a user function that makes what no rollback
 //! undoes (a replication slot, a session-level advisory lock) through dynamic SQL runs without
 //! pgplan seeing it inside (a direct call in its body is refused, `function_reach_live.rs`), and `explain -d` and `compare` then report it as left behind, with the command that
-//! removes it, and exit 4, as do `compare --workload` and `advise`; a run that leaves nothing
+//! removes it, and exit 4, as do `compare --workload`, `advise` and `check`; a run that leaves nothing
 //! says nothing and exits as before.
 
 mod common;
@@ -195,6 +195,79 @@ async fn a_workloads_runs_are_diffed_too() {
                 "{}: {text}",
                 args[0]
             );
+        }
+        db.wait_until_pgplan_sessions_are_gone().await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// `check` runs the same diff around its runs: recording a baseline (`--update`) and checking
+/// against it both report a workload function's session-level advisory lock as left behind,
+/// exit 4, in every format; a workload that leaves nothing says nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_checks_runs_are_diffed_too() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    for_each_version("lasting_state_check", |major| async move {
+        let db = TestDb::create(major, "lasting_state_check").await;
+        db.run(SETUP).await;
+        let dir = tempfile::tempdir().unwrap();
+        let workload = dir.path().join("workload.sql");
+        let baseline = dir.path().join("baseline.json");
+        let conninfo = db.conninfo();
+        let run = |extra: &[&str]| {
+            Command::new(pgplan_bin())
+                .env("NO_COLOR", "1")
+                .env_remove("PGSERVICE")
+                .args(["check", "-d", &conninfo, "--runs", "1", "--workload"])
+                .arg(&workload)
+                .arg("--baseline")
+                .arg(&baseline)
+                .args(extra)
+                .output()
+                .unwrap()
+        };
+        let lock = "left behind: advisory lock 4242 (ExclusiveLock)";
+
+        std::fs::write(&workload, "SELECT id FROM t WHERE v = 3;\n").unwrap();
+        for extra in [&["--update"][..], &[][..]] {
+            let out = run(extra);
+            let text = printed(&out);
+            assert_eq!(out.status.code(), Some(0), "{extra:?}: {text}");
+            assert!(!text.contains("left behind"), "{extra:?}: {text}");
+        }
+
+        std::fs::write(
+            &workload,
+            "SELECT id FROM t WHERE v = 3;\nSELECT hold_lock();\n",
+        )
+        .unwrap();
+        // Recording: the baseline is written, and the lasting lock still exits 4.
+        let out = run(&["--update"]);
+        let text = printed(&out);
+        assert_eq!(out.status.code(), Some(4), "--update: {text}");
+        assert!(text.contains(lock), "--update: {text}");
+        assert!(text.contains("baseline recorded"), "--update: {text}");
+
+        // Checking: nothing regressed, and every format names what was left.
+        for format in ["text", "json", "sarif", "junit", "markdown"] {
+            let out = run(&["--format", format]);
+            let text = printed(&out);
+            assert_eq!(out.status.code(), Some(4), "{format}: {text}");
+            assert!(text.contains(lock), "{format}: {text}");
+            assert!(
+                text.contains("pg_advisory_unlock_all()"),
+                "{format}: {text}"
+            );
+            if format == "json" {
+                let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+                assert_eq!(doc["result"], "passed", "{text}");
+                assert_eq!(
+                    doc["left_behind"].as_array().map(Vec::len),
+                    Some(1),
+                    "{text}"
+                );
+            }
         }
         db.wait_until_pgplan_sessions_are_gone().await;
         db.drop_db().await;

@@ -1,6 +1,7 @@
 //! `pgplan check`: measures the workload as `compare --workload` measures its baseline (every
 //! query in an always-rolled-back, read-only transaction), then either writes the baseline
-//! (`--update`) or compares with it and exits 1 on a regression.
+//! (`--update`) or compares with it and exits 1 on a regression, 4 when the runs left something
+//! on the server.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -23,6 +24,7 @@ use crate::sql::QueryKind;
 use super::live::{Interrupt, open, report_destination, resolve, runtime};
 use super::progress::Progress;
 use crate::compare::workload::statements::Screening;
+use crate::measure::guard::LastingWatch;
 use crate::measure::prepare::prepare_queries;
 use crate::measure::workload::{EngineOptions, measure_workload};
 
@@ -193,13 +195,57 @@ async fn ready_queries(
         .ok_or_else(|| anyhow!("preparing the workload's queries returned fewer than asked for"))
 }
 
-/// Measures (or, estimated, plans) the workload and records it as a baseline would.
+/// The workload measured now, with what the runs left on the server.
+struct Measured {
+    now: Baseline,
+    server_version: String,
+    /// The lasting-state notes ([`LastingWatch::notes`]): what the runs moved, and what they
+    /// left behind (each of those starts with [`crate::lasting_state::PREFIX`]).
+    lasting: Vec<String>,
+}
+
+/// Measures (or, estimated, plans) the workload and records it as a baseline would, between
+/// two readings of the server's lasting state: a query's function can make what no rollback
+/// undoes (a session-level advisory lock, a replication slot), and a check that passed must
+/// not hide it.
 async fn record(
     conn: &mut Connection,
     limits: &Limits,
     args: &CheckArgs,
     sources: Vec<SourceQuery>,
     recorded: Option<&Baseline>,
+    progress: &Progress,
+) -> Result<Measured> {
+    let read_write = args.allow_writes && !args.estimated;
+    let mut lasting = LastingWatch::start(conn, limits, read_write).await;
+    match record_watched(
+        conn,
+        limits,
+        args,
+        sources,
+        recorded,
+        &mut lasting,
+        progress,
+    )
+    .await
+    {
+        Ok(now) => Ok(Measured {
+            now,
+            server_version: conn.facts.version.clone(),
+            lasting: lasting.notes(conn, limits).await,
+        }),
+        Err(e) => Err(lasting.error(conn, limits, e).await),
+    }
+}
+
+/// [`record`]'s work, between the two readings of the lasting state.
+async fn record_watched(
+    conn: &mut Connection,
+    limits: &Limits,
+    args: &CheckArgs,
+    sources: Vec<SourceQuery>,
+    recorded: Option<&Baseline>,
+    lasting: &mut LastingWatch,
     progress: &Progress,
 ) -> Result<Baseline> {
     let settings = conn
@@ -213,6 +259,9 @@ async fn record(
         for q in &mut queries {
             q.runnable = false;
         }
+    } else if args.allow_writes {
+        let written = super::workload::written_tables(&queries, &[]);
+        lasting.watch_rows(conn, limits, written).await;
     }
     let engine = EngineOptions {
         runs: args.runs,
@@ -266,91 +315,126 @@ fn validate(args: &CheckArgs) -> Result<()> {
 pub fn check(args: CheckArgs, options: &TextOptions) -> Result<u8> {
     validate(&args)?;
     let (sources, locations) = read_workload(&args.workload)?;
-    // With --update, an existing baseline of the same mode is read too: queries whose plans
-    // did not change keep their recorded entries (see check::settle).
-    let existing = if args.update && args.baseline.exists() {
-        read_baseline(&args.baseline)
-            .ok()
-            .filter(|b| b.mode == mode_of(&args))
-    } else {
-        None
-    };
-    let previous = if args.update {
-        None
-    } else {
-        let b = read_baseline(&args.baseline)?;
-        let wanted = mode_of(&args);
-        if b.mode != wanted {
-            let fix = if args.estimated {
-                "check without --estimated, or record an estimated baseline with --update --estimated"
-            } else {
-                "check with --estimated, or record a measured baseline with --update"
-            };
-            bail!(
-                "the baseline {} holds {} figures and this check is {}: {fix}",
-                args.baseline.display(),
-                b.mode.as_str(),
-                wanted.as_str(),
-            );
-        }
-        Some(b)
-    };
+    let (previous, existing) = baselines(&args)?;
+    let measured = measure(&args, sources, previous.as_ref().or(existing.as_ref()))?;
+    match previous {
+        Some(baseline) => compare_with(&args, options, &baseline, measured, &locations),
+        None => update(&args, existing.as_ref(), measured),
+    }
+}
+
+/// The baseline to check against (none with `--update`), and with `--update` the existing
+/// baseline of the same mode, whose queries keep their recorded entries when their plans did
+/// not change (see [`check::settle`]).
+fn baselines(args: &CheckArgs) -> Result<(Option<Baseline>, Option<Baseline>)> {
+    if args.update {
+        let existing = if args.baseline.exists() {
+            read_baseline(&args.baseline)
+                .ok()
+                .filter(|b| b.mode == mode_of(args))
+        } else {
+            None
+        };
+        return Ok((None, existing));
+    }
+    let b = read_baseline(&args.baseline)?;
+    let wanted = mode_of(args);
+    if b.mode != wanted {
+        let fix = if args.estimated {
+            "check without --estimated, or record an estimated baseline with --update --estimated"
+        } else {
+            "check with --estimated, or record a measured baseline with --update"
+        };
+        bail!(
+            "the baseline {} holds {} figures and this check is {}: {fix}",
+            args.baseline.display(),
+            b.mode.as_str(),
+            wanted.as_str(),
+        );
+    }
+    Ok((Some(b), None))
+}
+
+/// Connects and measures the workload now.
+fn measure(
+    args: &CheckArgs,
+    sources: Vec<SourceQuery>,
+    recorded: Option<&Baseline>,
+) -> Result<Measured> {
     let params = resolve(&args.conn)?;
     let limits =
         Limits::compare_defaults().with(args.session.statement_timeout, args.session.lock_timeout);
     let interrupt = Interrupt::new();
     let progress = Progress::new();
-    let (now, server_version) = runtime()?.block_on(interrupt.run(async {
+    runtime()?.block_on(interrupt.run(async {
         let mut conn = open(&params, &args.session, &interrupt).await?;
-        let now = record(
-            &mut conn,
-            &limits,
-            &args,
-            sources,
-            previous.as_ref().or(existing.as_ref()),
-            &progress,
-        )
-        .await?;
-        Ok::<_, anyhow::Error>((now, conn.facts.version.clone()))
-    }))?;
-    let Some(baseline) = previous else {
-        let now = match &existing {
-            Some(old) => check::settle::settle(
-                old,
-                now,
-                check::rules::Thresholds {
-                    max_regression_percent: args.max_regression,
-                },
-            ),
-            None => now,
-        };
-        write_baseline(&args.baseline, &now)?;
-        let samples: usize = now.queries.iter().map(|q| q.samples.len()).sum();
-        eprintln!(
-            "pgplan: baseline recorded in {}: {} queries, {samples} samples, {} figures",
-            args.baseline.display(),
-            now.queries.len(),
-            now.mode.as_str()
-        );
-        return Ok(exit::SUCCESS);
+        record(&mut conn, &limits, args, sources, recorded, &progress).await
+    }))
+}
+
+/// `--update`: writes the baseline (settled against the existing one), and says what the runs
+/// left on the server, which exits 4 even though the baseline was written.
+fn update(args: &CheckArgs, existing: Option<&Baseline>, measured: Measured) -> Result<u8> {
+    let now = match existing {
+        Some(old) => check::settle::settle(
+            old,
+            measured.now,
+            check::rules::Thresholds {
+                max_regression_percent: args.max_regression,
+            },
+        ),
+        None => measured.now,
     };
-    let (queries, settings_changed, warnings) = check::check(
-        &baseline,
-        &now,
+    write_baseline(&args.baseline, &now)?;
+    let samples: usize = now.queries.iter().map(|q| q.samples.len()).sum();
+    eprintln!(
+        "pgplan: baseline recorded in {}: {} queries, {samples} samples, {} figures",
+        args.baseline.display(),
+        now.queries.len(),
+        now.mode.as_str()
+    );
+    for note in &measured.lasting {
+        eprintln!("pgplan: warning: {}", crate::format::printable(note));
+    }
+    Ok(if crate::lasting_state::any_left(&measured.lasting) {
+        exit::LEFT_BEHIND
+    } else {
+        exit::SUCCESS
+    })
+}
+
+/// Compares the workload measured now with `baseline`, writes the report, and exits 4 when the
+/// runs left something on the server, 1 on a regression.
+fn compare_with(
+    args: &CheckArgs,
+    options: &TextOptions,
+    baseline: &Baseline,
+    measured: Measured,
+    locations: &BTreeMap<String, Location>,
+) -> Result<u8> {
+    let (queries, settings_changed, mut warnings) = check::check(
+        baseline,
+        &measured.now,
         CheckOptions {
             max_regression_percent: args.max_regression,
         },
-        &locations,
+        locations,
     );
+    let (left_behind, moved): (Vec<String>, Vec<String>) = measured
+        .lasting
+        .into_iter()
+        .partition(|n| n.starts_with(crate::lasting_state::PREFIX));
+    warnings.extend(moved);
     let report = CheckReport {
-        mode: now.mode,
+        mode: measured.now.mode,
         max_regression_percent: args.max_regression,
         baseline_file: args.baseline.display().to_string(),
-        server_version,
+        server_version: measured.server_version,
         baseline_server_major: baseline.server_major,
         queries,
         settings_changed,
         warnings,
+        left_behind,
     };
     let (mut out, text_options) = report_destination(args.output.as_deref(), options)?;
     match args.format {
@@ -361,7 +445,9 @@ pub fn check(args: CheckArgs, options: &TextOptions) -> Result<u8> {
         CheckFormat::Junit => crate::report::check_junit::write_junit(&mut out, &report)?,
     }
     out.flush()?;
-    Ok(if report.regressed() {
+    Ok(if !report.left_behind.is_empty() {
+        exit::LEFT_BEHIND
+    } else if report.regressed() {
         exit::FINDINGS
     } else {
         exit::SUCCESS

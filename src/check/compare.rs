@@ -106,6 +106,10 @@ pub struct CheckReport {
     pub queries: Vec<QueryCheck>,
     pub settings_changed: Vec<SettingChange>,
     pub warnings: Vec<String>,
+    /// What the check's runs left on the server that no rollback undoes (a session-level
+    /// advisory lock, a replication slot, a prepared transaction, rows a trigger committed),
+    /// each with the command that removes it: exit 4 whatever the verdict.
+    pub left_behind: Vec<String>,
 }
 
 impl CheckReport {
@@ -461,6 +465,7 @@ mod tests {
             queries: Vec::new(),
             settings_changed: Vec::new(),
             warnings: Vec::new(),
+            left_behind: Vec::new(),
         };
         let baseline = recording(vec![
             query("a", "1", vec![indexed(10.0)]),

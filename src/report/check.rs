@@ -33,6 +33,9 @@ pub struct CheckDoc<'a> {
     pub queries: &'a [QueryCheck],
     pub settings_changed: &'a [SettingChange],
     pub warnings: &'a [String],
+    /// What the runs left on the server that no rollback undoes, each with the command that
+    /// removes it; not empty exits 4, whatever `result` says.
+    pub left_behind: &'a [String],
 }
 
 #[derive(Debug, Serialize)]
@@ -65,6 +68,7 @@ impl<'a> CheckDoc<'a> {
             queries: &report.queries,
             settings_changed: &report.settings_changed,
             warnings: &report.warnings,
+            left_behind: &report.left_behind,
         }
     }
 }
@@ -191,13 +195,32 @@ pub fn write_text(
     for w in &report.warnings {
         writeln!(out, "{} {w}", paint.warn("warning:"))?;
     }
+    for left in &report.left_behind {
+        writeln!(
+            out,
+            "{} {}",
+            paint.bad("error:"),
+            crate::format::printable(left)
+        )?;
+    }
     writeln!(out)?;
     let verdict = if report.regressed() {
         paint.bad("FAILED")
+    } else if !report.left_behind.is_empty() {
+        paint.bad("LEFT BEHIND")
     } else {
         paint.good("passed")
     };
-    writeln!(out, "{verdict}: {}", headline(report))
+    let left = match report.left_behind.len() {
+        0 => String::new(),
+        n => format!(
+            "; the runs left {n} thing{} on the server that no rollback undoes (above, with how \
+             to remove {})",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" }
+        ),
+    };
+    writeln!(out, "{verdict}: {}{left}", headline(report))
 }
 
 #[cfg(test)]
@@ -272,7 +295,52 @@ pub(crate) mod tests {
             queries,
             settings_changed,
             warnings,
+            left_behind: Vec::new(),
         }
+    }
+
+    /// What the runs left on the server is in every format, apart from the warnings, and a
+    /// check with no regression says so in its verdict instead of "passed".
+    #[test]
+    fn what_the_runs_left_is_in_every_format() {
+        let left = "left behind: advisory lock 4242 (ExclusiveLock) is held by pgplan's session \
+                    after its rollback; SELECT pg_advisory_unlock_all()";
+        let mut report = report();
+        report.left_behind = vec![left.into()];
+        let mut text = Vec::new();
+        write_text(&mut text, &report, &TextOptions::default()).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains(&format!("error: {left}")), "{text}");
+        assert!(text.contains("left 1 thing on the server"), "{text}");
+        let doc = serde_json::to_value(CheckDoc::new(&report)).unwrap();
+        assert_eq!(doc["left_behind"], serde_json::json!([left]));
+        let sarif = super::super::check_sarif::sarif(&report);
+        let notification = &sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"][0];
+        assert_eq!(notification["level"], "error");
+        assert_eq!(notification["message"]["text"], left);
+        let mut junit = Vec::new();
+        super::super::check_junit::write_junit(&mut junit, &report).unwrap();
+        let junit = String::from_utf8(junit).unwrap();
+        assert!(
+            junit.contains(r#"<testcase name="the server after the runs""#),
+            "{junit}"
+        );
+        assert!(junit.contains(r#"<failure type="left-behind""#), "{junit}");
+        assert!(junit.contains(r#"tests="6" failures="2""#), "{junit}");
+        let mut markdown = Vec::new();
+        super::super::check_markdown::write_markdown(&mut markdown, &report).unwrap();
+        let markdown = String::from_utf8(markdown).unwrap();
+        assert!(markdown.contains("### Left on the server"), "{markdown}");
+
+        // Without a regression the verdict is the lasting state's, never "passed".
+        report
+            .queries
+            .retain(|q| q.status != QueryStatus::Regressed);
+        let mut text = Vec::new();
+        write_text(&mut text, &report, &TextOptions::default()).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(text.contains("LEFT BEHIND: 0 regressed"), "{text}");
+        assert!(!text.contains("passed"), "{text}");
     }
 
     #[test]

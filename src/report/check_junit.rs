@@ -29,12 +29,14 @@ pub fn xml_escape(text: &str) -> String {
 }
 
 pub fn write_junit(out: &mut dyn Write, report: &CheckReport) -> io::Result<()> {
-    let tests = report.queries.len();
+    let left = !report.left_behind.is_empty();
+    let tests = report.queries.len() + usize::from(left);
     let failures: usize = report
         .queries
         .iter()
         .filter(|q| q.status == QueryStatus::Regressed)
-        .count();
+        .count()
+        + usize::from(left);
     let skipped = report.count(QueryStatus::Removed);
     let name = if report.mode == crate::check::CheckMode::Estimated {
         "pgplan check (estimated)"
@@ -93,8 +95,28 @@ pub fn write_junit(out: &mut dyn Write, report: &CheckReport) -> io::Result<()> 
         )?;
         writeln!(out, "    </testcase>")?;
     }
+    if left {
+        write_left_behind(out, &report.left_behind)?;
+    }
     writeln!(out, "  </testsuite>")?;
     writeln!(out, "</testsuites>")
+}
+
+/// One failing test case for what the runs left on the server, a `<failure>` per item: a CI
+/// test report shows it beside the queries.
+fn write_left_behind(out: &mut dyn Write, left_behind: &[String]) -> io::Result<()> {
+    writeln!(
+        out,
+        r#"    <testcase name="the server after the runs" classname="pgplan.check">"#
+    )?;
+    for left in left_behind {
+        let escaped = xml_escape(left);
+        writeln!(
+            out,
+            r#"      <failure type="left-behind" message="{escaped}">{escaped}</failure>"#
+        )?;
+    }
+    writeln!(out, "    </testcase>")
 }
 
 #[cfg(test)]

@@ -94,6 +94,14 @@ pub fn write_markdown(out: &mut dyn Write, report: &CheckReport) -> io::Result<(
             writeln!(out, "{f}diff\n{}\n{f}", diff.trim_end())?;
         }
     }
+    if !report.left_behind.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "### Left on the server")?;
+        writeln!(out)?;
+        for left in &report.left_behind {
+            writeln!(out, "- ❌ {}", cell(left))?;
+        }
+    }
     if !report.settings_changed.is_empty() || !report.warnings.is_empty() {
         writeln!(out)?;
         for s in &report.settings_changed {

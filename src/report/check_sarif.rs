@@ -101,8 +101,29 @@ pub fn sarif(report: &CheckReport) -> Value {
                 }
             },
             "columnKind": "unicodeCodePoints",
+            "invocations": [invocation(report)],
             "results": results,
         }]
+    })
+}
+
+/// The run's invocation: what the runs left on the server, as error notifications (a finding
+/// about the server, not about a line of the workload).
+fn invocation(report: &CheckReport) -> Value {
+    let notifications: Vec<Value> = report
+        .left_behind
+        .iter()
+        .map(|left| {
+            json!({
+                "level": "error",
+                "descriptor": { "id": "left-behind" },
+                "message": { "text": left },
+            })
+        })
+        .collect();
+    json!({
+        "executionSuccessful": true,
+        "toolExecutionNotifications": notifications,
     })
 }
 
