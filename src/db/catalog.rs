@@ -229,53 +229,6 @@ pub async fn read_snapshot(
         (&table_schemas, Type::TEXT_ARRAY),
         (&table_names, Type::TEXT_ARRAY),
     ];
-    let setting_names: Vec<String> = SETTING_NAMES.iter().map(|s| s.to_string()).collect();
-
-    // No parallel workers for the catalog reads: each worker is a process started per
-    // statement, whose start-up and extra CPU a cron job's few catalog scans rarely repay in
-    // wall time (the audit_scale benchmark runs the largest statements both ways).
-    // On 15+ (shared-memory statistics), every counter is read from one snapshot of the
-    // database's statistics taken at the first read: the tables' and the indexes' counters are
-    // of the same moment, and each of the 100,000 lookups at fleet scale is a local hash probe
-    // instead of a lookup in shared memory under a lock. Before 15 the statistics collector's
-    // file is always read whole into such a snapshot, and the setting does not exist.
-    // Transaction-local, like every setting.
-    let session_settings = if v >= 150_000 {
-        "SET LOCAL max_parallel_workers_per_gather = 0; \
-         SET LOCAL stats_fetch_consistency = snapshot"
-    } else {
-        "SET LOCAL max_parallel_workers_per_gather = 0"
-    };
-    let local_settings = async {
-        client
-            .batch_execute(session_settings)
-            .await
-            .map_err(|e| CatalogError::Query {
-                what: "settings",
-                message: describe(&e),
-            })
-    };
-
-    // Statements are sent together (tokio-postgres pipelines the requests of one connection,
-    // in the order they are first polled): one round trip for the setting above, the settings,
-    // the clock and the exported snapshot, one for everything else. Indexes name their columns
-    // once both are read.
-    let database_sql = database_statement(v, facts.superuser);
-    let settings_params: [(&(dyn ToSql + Sync), Type); 1] = [(&setting_names, Type::TEXT_ARRAY)];
-    let sharing = helper.is_some();
-    let export = async move {
-        if !sharing {
-            return Ok(None);
-        }
-        let rows = client
-            .query_typed("SELECT pg_export_snapshot()", &[])
-            .await
-            .map_err(|e| CatalogError::Query {
-                what: "the snapshot to share",
-                message: describe(&e),
-            })?;
-        Ok(rows.first().and_then(|r| r.get::<_, Option<String>>(0)))
-    };
     // The helper connects while the first round trip runs.
     let mut helper = helper.map(|h| {
         (
@@ -283,40 +236,10 @@ pub async fn read_snapshot(
             h.limits,
         )
     });
-    let first_round = async {
-        futures_util::try_join!(
-            local_settings,
-            run(
-                client,
-                "settings",
-                SETTINGS_SQL,
-                v,
-                &settings_params,
-                setting,
-            ),
-            run(
-                client,
-                "database statistics",
-                &database_sql,
-                v,
-                &[],
-                database
-            ),
-            export,
-        )
-    };
-    let first_round = std::pin::pin!(first_round);
-    let ((), settings_rows, database_rows, snapshot_id) = match &mut helper {
-        Some((connecting, _)) => {
-            match futures_util::future::select(first_round, connecting.as_mut()).await {
-                futures_util::future::Either::Left((read, _)) => read,
-                futures_util::future::Either::Right(((), first_round)) => first_round.await,
-            }
-        }
-        None => first_round.await,
-    }?;
-    let settings = settings(&settings_rows);
-    let (now, database) = database_rows
+    let first = first_round(client, facts, helper.as_mut().map(|(c, _)| c)).await?;
+    let settings = settings(&first.settings);
+    let (now, database) = first
+        .database
         .into_iter()
         .next()
         .ok_or(CatalogError::Query {
@@ -330,62 +253,15 @@ pub async fn read_snapshot(
     } else {
         COLUMNS_SQL
     };
-    let index_params = scope_params.clone();
-    let indexes_here = async move || {
-        run(client, "indexes", INDEXES_SQL, v, &index_params, |r| {
-            index(r, now)
-        })
-        .await
+    let helper = match (helper, first.snapshot_id) {
+        (Some((connecting, limits)), Some(snapshot_id)) => Some(SharedRead {
+            connecting,
+            limits,
+            snapshot_id,
+        }),
+        _ => None,
     };
-    let indexes = async {
-        let (Some((mut connecting, limits)), Some(snapshot_id)) = (helper, snapshot_id) else {
-            return indexes_here().await;
-        };
-        let ready = tokio::time::timeout(HELPER_WAIT, connecting.as_mut()).await;
-        let Some(mut connection) = ready
-            .ok()
-            .and_then(|()| connecting.as_mut().take_output())
-            .flatten()
-        else {
-            return indexes_here().await;
-        };
-        // The same transaction-local settings as this connection's; on 15+ its statistics
-        // snapshot is its own, taken a few milliseconds from this one's.
-        let read = connection.read_only_imported(
-            &limits,
-            &snapshot_id,
-            HELPER_WAIT,
-            async |helper_client| {
-                if let Err(e) = helper_client.batch_execute(session_settings).await {
-                    return Ok(Err(CatalogError::Query {
-                        what: "settings",
-                        message: describe(&e),
-                    }));
-                }
-                Ok(run(
-                    helper_client,
-                    "indexes",
-                    INDEXES_SQL,
-                    v,
-                    &scope_params,
-                    |r| index(r, now),
-                )
-                .await)
-            },
-        );
-        match read.await {
-            Ok(Some(read)) => read,
-            Err(e) => Err(CatalogError::Query {
-                what: "indexes",
-                message: e.to_string(),
-            }),
-            // Not imported (the server refused the snapshot), or not begun in time.
-            Ok(None) => {
-                drop(connection);
-                indexes_here().await
-            }
-        }
-    };
+    let indexes = read_indexes(client, v, &scope_params, now, helper);
     let (
         tables,
         columns,
@@ -447,21 +323,7 @@ pub async fn read_snapshot(
     )?;
     name_columns(&mut indexes, &columns);
 
-    let server = ServerInfo {
-        version_num: facts.version_num,
-        version: facts.version.clone(),
-        in_recovery: facts.in_recovery,
-        system_identifier: facts.system_identifier.clone(),
-        database: facts.database.clone(),
-        user: facts.user.clone(),
-        superuser: facts.superuser,
-        pg_monitor: facts.pg_monitor,
-        pg_read_all_stats: facts.pg_read_all_stats,
-        started_at: facts.uptime_seconds.map(|up| Timestamp {
-            epoch_seconds: now - up,
-            age_seconds: up,
-        }),
-    };
+    let server = server_info(facts, now);
     let privileges_missing = privileges_missing(&server, &tables, &columns);
     let mut snapshot = NodeSnapshot {
         server,
@@ -483,6 +345,206 @@ pub async fn read_snapshot(
     };
     deparse_definitions(client, v, &mut snapshot, now).await?;
     Ok(snapshot)
+}
+
+/// The helper connection while it is being opened, kept so a round trip can run meanwhile.
+type Connecting<'a> = std::pin::Pin<
+    Box<
+        futures_util::future::MaybeDone<
+            std::pin::Pin<Box<dyn Future<Output = Option<Connection>> + Send + 'a>>,
+        >,
+    >,
+>;
+
+/// No parallel workers for the catalog reads: each worker is a process started per statement,
+/// whose start-up and extra CPU a cron job's few catalog scans rarely repay in wall time (the
+/// audit_scale benchmark runs the largest statements both ways).
+/// On 15+ (shared-memory statistics), every counter is read from one snapshot of the
+/// database's statistics taken at the first read: the tables' and the indexes' counters are of
+/// the same moment, and each of the 100,000 lookups at fleet scale is a local hash probe
+/// instead of a lookup in shared memory under a lock. Before 15 the statistics collector's file
+/// is always read whole into such a snapshot, and the setting does not exist.
+/// Transaction-local, like every setting.
+fn catalog_read_settings(version_num: u32) -> &'static str {
+    if version_num >= 150_000 {
+        "SET LOCAL max_parallel_workers_per_gather = 0; \
+         SET LOCAL stats_fetch_consistency = snapshot"
+    } else {
+        "SET LOCAL max_parallel_workers_per_gather = 0"
+    }
+}
+
+async fn set_catalog_read_settings(
+    client: &tokio_postgres::Client,
+    version_num: u32,
+) -> Result<(), CatalogError> {
+    client
+        .batch_execute(catalog_read_settings(version_num))
+        .await
+        .map_err(|e| CatalogError::Query {
+            what: "settings",
+            message: describe(&e),
+        })
+}
+
+/// What the first round trip reads.
+struct FirstRound {
+    settings: Vec<(String, String)>,
+    database: Vec<(f64, DatabaseInfo)>,
+    /// The exported snapshot, when a helper is to share it.
+    snapshot_id: Option<String>,
+}
+
+/// The first round trip: the settings above, the server's settings, the clock with the
+/// database's statistics, and the snapshot the helper imports (when there is one, which
+/// connects meanwhile). Statements are sent together: tokio-postgres pipelines the requests of
+/// one connection, in the order they are first polled.
+async fn first_round(
+    client: &tokio_postgres::Client,
+    facts: &ServerFacts,
+    connecting: Option<&mut Connecting<'_>>,
+) -> Result<FirstRound, CatalogError> {
+    let v = facts.version_num;
+    let database_sql = database_statement(v, facts.superuser);
+    let setting_names: Vec<String> = SETTING_NAMES.iter().map(|s| s.to_string()).collect();
+    let settings_params: [(&(dyn ToSql + Sync), Type); 1] = [(&setting_names, Type::TEXT_ARRAY)];
+    let sharing = connecting.is_some();
+    let export = async move {
+        if !sharing {
+            return Ok(None);
+        }
+        let rows = client
+            .query_typed("SELECT pg_export_snapshot()", &[])
+            .await
+            .map_err(|e| CatalogError::Query {
+                what: "the snapshot to share",
+                message: describe(&e),
+            })?;
+        Ok(rows.first().and_then(|r| r.get::<_, Option<String>>(0)))
+    };
+    let round = async {
+        futures_util::try_join!(
+            set_catalog_read_settings(client, v),
+            run(
+                client,
+                "settings",
+                SETTINGS_SQL,
+                v,
+                &settings_params,
+                setting
+            ),
+            run(
+                client,
+                "database statistics",
+                &database_sql,
+                v,
+                &[],
+                database
+            ),
+            export,
+        )
+    };
+    let round = std::pin::pin!(round);
+    let ((), settings, database, snapshot_id) = match connecting {
+        Some(connecting) => match futures_util::future::select(round, connecting.as_mut()).await {
+            futures_util::future::Either::Left((read, _)) => read,
+            futures_util::future::Either::Right(((), round)) => round.await,
+        },
+        None => round.await,
+    }?;
+    Ok(FirstRound {
+        settings,
+        database,
+        snapshot_id,
+    })
+}
+
+/// The helper connection and the snapshot it is to read the indexes in.
+struct SharedRead<'a> {
+    connecting: Connecting<'a>,
+    limits: Limits,
+    snapshot_id: String,
+}
+
+/// The indexes, read on the helper connection in the exported snapshot when it is ready within
+/// [`HELPER_WAIT`] and the server takes the snapshot, on `client` otherwise.
+async fn read_indexes(
+    client: &tokio_postgres::Client,
+    v: u32,
+    scope_params: &[(&(dyn ToSql + Sync), Type)],
+    now: f64,
+    helper: Option<SharedRead<'_>>,
+) -> Result<Vec<Index>, CatalogError> {
+    let here = async || {
+        run(client, "indexes", INDEXES_SQL, v, scope_params, |r| {
+            index(r, now)
+        })
+        .await
+    };
+    let Some(SharedRead {
+        mut connecting,
+        limits,
+        snapshot_id,
+    }) = helper
+    else {
+        return here().await;
+    };
+    let ready = tokio::time::timeout(HELPER_WAIT, connecting.as_mut()).await;
+    let Some(mut connection) = ready
+        .ok()
+        .and_then(|()| connecting.as_mut().take_output())
+        .flatten()
+    else {
+        return here().await;
+    };
+    // The same transaction-local settings as this connection's; on 15+ its statistics
+    // snapshot is its own, taken a few milliseconds from this one's.
+    let read =
+        connection.read_only_imported(&limits, &snapshot_id, HELPER_WAIT, async |helper_client| {
+            if let Err(e) = set_catalog_read_settings(helper_client, v).await {
+                return Ok(Err(e));
+            }
+            Ok(run(
+                helper_client,
+                "indexes",
+                INDEXES_SQL,
+                v,
+                scope_params,
+                |r| index(r, now),
+            )
+            .await)
+        });
+    match read.await {
+        Ok(Some(read)) => read,
+        Err(e) => Err(CatalogError::Query {
+            what: "indexes",
+            message: e.to_string(),
+        }),
+        // Not imported (the server refused the snapshot), or not begun in time.
+        Ok(None) => {
+            drop(connection);
+            here().await
+        }
+    }
+}
+
+/// The server's facts as the snapshot holds them, its start time dated from `now`.
+fn server_info(facts: &ServerFacts, now: f64) -> ServerInfo {
+    ServerInfo {
+        version_num: facts.version_num,
+        version: facts.version.clone(),
+        in_recovery: facts.in_recovery,
+        system_identifier: facts.system_identifier.clone(),
+        database: facts.database.clone(),
+        user: facts.user.clone(),
+        superuser: facts.superuser,
+        pg_monitor: facts.pg_monitor,
+        pg_read_all_stats: facts.pg_read_all_stats,
+        started_at: facts.uptime_seconds.map(|up| Timestamp {
+            epoch_seconds: now - up,
+            age_seconds: up,
+        }),
+    }
 }
 
 /// Fills in the text of the indexes a finding may quote ([`crate::audit::deparse`]), without

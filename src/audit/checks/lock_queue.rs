@@ -9,7 +9,7 @@
 use foldhash::{HashMap, HashMapExt, HashSet};
 
 use crate::audit::activity::{audited_backends, awaited_lock, lock_wait_seconds, short_query, who};
-use crate::audit::snapshot::Backend;
+use crate::audit::snapshot::{Backend, NodeSnapshot as Snapshot};
 use crate::audit::{Check, Context, Finding, Output, Severity};
 
 use super::{age_words, counted};
@@ -68,149 +68,200 @@ pub fn run(ctx: &Context, out: &mut Output) {
     for node in &ctx.nodes {
         let snapshot = node.snapshot;
         let by_pid: HashMap<i32, &Backend> = snapshot.backends.iter().map(|b| (b.pid, b)).collect();
-        let waiters: Vec<&Backend> = audited_backends(snapshot)
-            .filter(|b| b.is_waiting_for_lock())
-            .collect();
-        if waiters.is_empty() {
-            continue;
-        }
-        // Each waiter's roots: the blockers up its chain that wait for no lock themselves.
-        let mut queues: HashMap<i32, Vec<&Backend>> = HashMap::new();
-        for w in &waiters {
-            let mut seen: HashSet<i32> = HashSet::default();
-            let mut stack: Vec<i32> = w.blocking_pids.clone();
-            let mut roots: Vec<i32> = Vec::new();
-            while let Some(pid) = stack.pop() {
-                if !seen.insert(pid) {
-                    continue;
-                }
-                match by_pid.get(&pid) {
-                    Some(b) if b.is_waiting_for_lock() => stack.extend(&b.blocking_pids),
-                    _ => roots.push(pid),
-                }
-            }
-            for root in roots {
-                queues.entry(root).or_default().push(w);
-            }
-        }
+        let queues = queues_by_root(snapshot, &by_pid);
         let mut roots: Vec<i32> = queues.keys().copied().collect();
         roots.sort_unstable();
         for root in roots {
-            let queue = &queues[&root];
-            let waits: Vec<f64> = queue
-                .iter()
-                .map(|w| lock_wait_seconds(snapshot, w).unwrap_or(0.0))
-                .collect();
-            let longest = waits.iter().copied().fold(0.0, f64::max);
-            if longest < min {
+            let queue = Queue::of(snapshot, root, &queues[&root], by_pid.get(&root).copied());
+            if queue.longest < min {
                 continue;
             }
-            // The first in line: waits for the holder itself, longest first.
-            let mut direct: Vec<&&Backend> = queue
-                .iter()
-                .filter(|w| w.blocking_pids.contains(&root))
-                .collect();
-            direct.sort_by(|a, b| {
-                lock_wait_seconds(snapshot, b)
-                    .unwrap_or(0.0)
-                    .total_cmp(&lock_wait_seconds(snapshot, a).unwrap_or(0.0))
-            });
-            let ddl = direct
-                .iter()
-                .find(|w| {
-                    is_ddl(w.query.as_deref().unwrap_or(""))
-                        || awaited_lock(snapshot, w.pid)
-                            .is_some_and(|l| l.mode == "AccessExclusiveLock")
-                })
-                .copied();
-            let first = ddl.or(direct.first().copied());
-            let holder = by_pid.get(&root);
-            let holder_text = match (root, holder) {
-                (0, _) => "a prepared transaction (see prepared_transaction)".to_owned(),
-                (pid, Some(h)) => {
-                    let state = h.state.as_deref().unwrap_or("state hidden");
-                    let mut text = format!("session pid {pid} ({state}");
-                    if let Some(x) = h.xact_age_seconds {
-                        text.push_str(&format!(", transaction open for {}", age_words(x)));
-                    }
-                    text.push_str(&format!(", {})", who(h)));
-                    let q = short_query(h.query.as_deref());
-                    if !q.is_empty() {
-                        let verb = if h.state.as_deref() == Some("active") {
-                            "running"
-                        } else {
-                            "last statement"
-                        };
-                        text.push_str(&format!(" {verb} {q:?}"));
-                    }
-                    text
-                }
-                (pid, None) => format!("session pid {pid} (not a client backend of this server)"),
-            };
-            let mut message = format!("{holder_text} holds a lock that ");
-            if let Some(f) = first {
-                let wait = lock_wait_seconds(snapshot, f).unwrap_or(0.0);
-                let what = awaited_lock(snapshot, f.pid)
-                    .map(lock_words)
-                    .unwrap_or_else(|| "a lock".into());
-                message.push_str(&format!(
-                    "{}pid {} waits for ({what}, for {}): {:?}",
-                    if ddl.is_some() { "the DDL of " } else { "" },
-                    f.pid,
-                    age_words(wait),
-                    short_query(f.query.as_deref())
-                ));
-            }
-            let behind = queue.len().saturating_sub(1);
-            message.push_str(&format!(
-                "; {} in all, the longest for {}",
-                counted(queue.len() as f64, "session waits", "sessions wait"),
-                age_words(longest)
-            ));
-            if ddl.is_some() && behind > 0 {
-                message.push_str(&format!(
-                    ", {} queued behind the DDL: while it waits for its lock every new query on \
-                     the table waits behind it",
-                    counted(behind as f64, "session", "sessions")
-                ));
-            }
-            let mut fix = String::from(
-                "-- run migrations with a lock timeout, so DDL gives up (and is retried) \
-                 instead of queueing every query behind it:\nSET lock_timeout = '2s';",
-            );
-            if root == 0 {
-                fix.push_str(
-                    "\n-- the holder is a prepared transaction: finish it (see \
-                     prepared_transaction)\nSELECT gid, prepared FROM pg_prepared_xacts;",
-                );
-            } else {
-                fix.push_str(&format!(
-                    "\n-- end the holder:\nSELECT pg_terminate_backend({root});"
-                ));
-            }
-            let severity = if (ddl.is_some() && behind > 0) || queue.len() >= CRITICAL_WAITERS {
-                Severity::Critical
-            } else {
-                Severity::Warning
-            };
-            let mut finding = Finding::new(Check::LockQueue, severity, message)
-                .subject(format!("holder pid {root}"))
-                .evidence("holder_pid", root as f64)
-                .evidence("waiting_sessions", queue.len() as f64)
-                .evidence("longest_wait_seconds", longest)
-                .fix(fix);
-            if let Some(f) = first {
-                finding = finding.evidence("first_waiter_pid", f.pid as f64);
-            }
-            if let Some(d) = ddl {
-                finding = finding.evidence("ddl_pid", d.pid as f64);
-            }
-            if let Some(x) = holder.and_then(|h| h.xact_age_seconds) {
-                finding = finding.evidence("holder_transaction_age_seconds", x);
-            }
+            let mut finding = queue.finding();
             finding.node = Some(node.name.to_owned());
             out.findings.push(finding);
         }
+    }
+}
+
+/// The lock waiters of a snapshot by the roots of their chains: the blockers up each chain
+/// that wait for no lock themselves.
+fn queues_by_root<'a>(
+    snapshot: &'a Snapshot,
+    by_pid: &HashMap<i32, &'a Backend>,
+) -> HashMap<i32, Vec<&'a Backend>> {
+    let mut queues: HashMap<i32, Vec<&Backend>> = HashMap::new();
+    for w in audited_backends(snapshot).filter(|b| b.is_waiting_for_lock()) {
+        let mut seen: HashSet<i32> = HashSet::default();
+        let mut stack: Vec<i32> = w.blocking_pids.clone();
+        let mut roots: Vec<i32> = Vec::new();
+        while let Some(pid) = stack.pop() {
+            if !seen.insert(pid) {
+                continue;
+            }
+            match by_pid.get(&pid) {
+                Some(b) if b.is_waiting_for_lock() => stack.extend(&b.blocking_pids),
+                _ => roots.push(pid),
+            }
+        }
+        for root in roots {
+            queues.entry(root).or_default().push(w);
+        }
+    }
+    queues
+}
+
+/// One holder's queue: who waits, the first in line, and the DDL among them.
+struct Queue<'a> {
+    snapshot: &'a Snapshot,
+    /// The holder's pid (0: a prepared transaction).
+    root: i32,
+    holder: Option<&'a Backend>,
+    waiting: usize,
+    longest: f64,
+    /// The first in line: the DDL that waits for the holder itself when there is one (what
+    /// turns a wait into a queue), else who has waited longest for it.
+    first: Option<&'a Backend>,
+    ddl: Option<&'a Backend>,
+}
+
+impl<'a> Queue<'a> {
+    fn of(
+        snapshot: &'a Snapshot,
+        root: i32,
+        queue: &[&'a Backend],
+        holder: Option<&'a Backend>,
+    ) -> Self {
+        let wait = |b: &Backend| lock_wait_seconds(snapshot, b).unwrap_or(0.0);
+        let longest = queue.iter().map(|w| wait(w)).fold(0.0, f64::max);
+        let mut direct: Vec<&'a Backend> = queue
+            .iter()
+            .copied()
+            .filter(|w| w.blocking_pids.contains(&root))
+            .collect();
+        direct.sort_by(|a, b| wait(b).total_cmp(&wait(a)));
+        let ddl = direct.iter().copied().find(|w| {
+            is_ddl(w.query.as_deref().unwrap_or(""))
+                || awaited_lock(snapshot, w.pid).is_some_and(|l| l.mode == "AccessExclusiveLock")
+        });
+        Queue {
+            snapshot,
+            root,
+            holder,
+            waiting: queue.len(),
+            longest,
+            first: ddl.or(direct.first().copied()),
+            ddl,
+        }
+    }
+
+    /// The holder in words: its pid, state, transaction age, who and what it runs.
+    fn holder_text(&self) -> String {
+        match (self.root, self.holder) {
+            (0, _) => "a prepared transaction (see prepared_transaction)".to_owned(),
+            (pid, Some(h)) => {
+                let state = h.state.as_deref().unwrap_or("state hidden");
+                let mut text = format!("session pid {pid} ({state}");
+                if let Some(x) = h.xact_age_seconds {
+                    text.push_str(&format!(", transaction open for {}", age_words(x)));
+                }
+                text.push_str(&format!(", {})", who(h)));
+                let q = short_query(h.query.as_deref());
+                if !q.is_empty() {
+                    let verb = if h.state.as_deref() == Some("active") {
+                        "running"
+                    } else {
+                        "last statement"
+                    };
+                    text.push_str(&format!(" {verb} {q:?}"));
+                }
+                text
+            }
+            (pid, None) => format!("session pid {pid} (not a client backend of this server)"),
+        }
+    }
+
+    fn behind_the_first(&self) -> usize {
+        self.waiting.saturating_sub(1)
+    }
+
+    fn message(&self) -> String {
+        let mut message = format!("{} holds a lock that ", self.holder_text());
+        if let Some(f) = self.first {
+            let wait = lock_wait_seconds(self.snapshot, f).unwrap_or(0.0);
+            let what = awaited_lock(self.snapshot, f.pid)
+                .map(lock_words)
+                .unwrap_or_else(|| "a lock".into());
+            message.push_str(&format!(
+                "{}pid {} waits for ({what}, for {}): {:?}",
+                if self.ddl.is_some() {
+                    "the DDL of "
+                } else {
+                    ""
+                },
+                f.pid,
+                age_words(wait),
+                short_query(f.query.as_deref())
+            ));
+        }
+        message.push_str(&format!(
+            "; {} in all, the longest for {}",
+            counted(self.waiting as f64, "session waits", "sessions wait"),
+            age_words(self.longest)
+        ));
+        let behind = self.behind_the_first();
+        if self.ddl.is_some() && behind > 0 {
+            message.push_str(&format!(
+                ", {} queued behind the DDL: while it waits for its lock every new query on \
+                 the table waits behind it",
+                counted(behind as f64, "session", "sessions")
+            ));
+        }
+        message
+    }
+
+    fn fix(&self) -> String {
+        let mut fix = String::from(
+            "-- run migrations with a lock timeout, so DDL gives up (and is retried) \
+             instead of queueing every query behind it:\nSET lock_timeout = '2s';",
+        );
+        if self.root == 0 {
+            fix.push_str(
+                "\n-- the holder is a prepared transaction: finish it (see \
+                 prepared_transaction)\nSELECT gid, prepared FROM pg_prepared_xacts;",
+            );
+        } else {
+            fix.push_str(&format!(
+                "\n-- end the holder:\nSELECT pg_terminate_backend({});",
+                self.root
+            ));
+        }
+        fix
+    }
+
+    fn finding(&self) -> Finding {
+        let severity = if (self.ddl.is_some() && self.behind_the_first() > 0)
+            || self.waiting >= CRITICAL_WAITERS
+        {
+            Severity::Critical
+        } else {
+            Severity::Warning
+        };
+        let mut finding = Finding::new(Check::LockQueue, severity, self.message())
+            .subject(format!("holder pid {}", self.root))
+            .evidence("holder_pid", self.root as f64)
+            .evidence("waiting_sessions", self.waiting as f64)
+            .evidence("longest_wait_seconds", self.longest)
+            .fix(self.fix());
+        if let Some(f) = self.first {
+            finding = finding.evidence("first_waiter_pid", f.pid as f64);
+        }
+        if let Some(d) = self.ddl {
+            finding = finding.evidence("ddl_pid", d.pid as f64);
+        }
+        if let Some(x) = self.holder.and_then(|h| h.xact_age_seconds) {
+            finding = finding.evidence("holder_transaction_age_seconds", x);
+        }
+        finding
     }
 }
 
