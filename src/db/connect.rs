@@ -807,22 +807,7 @@ async fn connect_once(
     cancel: Option<&CancelRegistry>,
     limits: &Limits,
 ) -> Result<Connection, ConnectError> {
-    if params.sslpassword.is_some() {
-        return Err(ConnectError::Setup(
-            "sslpassword is set, but pgplan cannot decrypt an encrypted client key; \
-             decrypt it (openssl pkey -in key.pem -out plain.pem) and point sslkey at the result"
-                .into(),
-        ));
-    }
-    // libpq ignores sslmode and the certificate files for Unix sockets, so a global
-    // PGSSLMODE=verify-full must not stop local connections for want of a root certificate.
-    let tls_config = if params.hosts.iter().any(|host| !host.is_socket) {
-        client_config(&tls_request(params))
-            .map_err(|e| ConnectError::Setup(e.to_string()))?
-            .map(Arc::new)
-    } else {
-        None
-    };
+    let tls_config = tls_config_of(params)?;
     let mut hosts: Vec<&HostSpec> = params.hosts.iter().collect();
     if params.load_balance_hosts.value == LoadBalanceHosts::Random {
         hosts.shuffle(&mut rand::rng());
@@ -847,32 +832,7 @@ async fn connect_once(
             if !tried.contains(&display) {
                 tried.push(display);
             }
-            // libpq's connect_timeout bounds each host's whole attempt: TCP, TLS, startup and
-            // authentication. Unset or 0 waits as long as it takes.
-            let attempt = connect_host(params, host, &tls_config);
-            let outcome = match &params.connect_timeout {
-                Some(timeout) => tokio::time::timeout(timeout.value, attempt)
-                    .await
-                    .map_err(|_| timeout.value),
-                None => Ok(attempt.await),
-            };
-            let result = match outcome {
-                Ok(result) => result.map_err(|e| classify_failure(e, params, host, &tried)),
-                Err(limit) => Err(ConnectError::Unreachable {
-                    target: target_display(host, params),
-                    cause: format!(
-                        "timeout expired (connect_timeout={} s, {})",
-                        limit.as_secs(),
-                        params
-                            .connect_timeout
-                            .as_ref()
-                            .map(|t| t.source.describe("connect_timeout"))
-                            .unwrap_or_default()
-                    ),
-                    tried: tried.clone(),
-                }),
-            };
-            let (client, task, tls) = match result {
+            let (client, task, tls) = match timed_attempt(params, host, &tls_config, &tried).await {
                 Ok(ok) => ok,
                 Err(error) => {
                     // Only unreachable hosts move on to the next one; a server that answered
@@ -902,21 +862,7 @@ async fn connect_once(
                 Ok(facts) => facts,
                 Err(e) => {
                     task.abort();
-                    // The server accepted the connection; only the first query failed, most
-                    // often waiting behind a lock (lock_timeout, 55P03), running past
-                    // statement_timeout or cancelled by Ctrl-C (57014).
-                    let timed_out = ["SQLSTATE 57014", "SQLSTATE 55P03"]
-                        .iter()
-                        .any(|code| e.contains(code));
-                    return Err(ConnectError::Facts {
-                        target: target_display(host, params),
-                        what: if timed_out {
-                            "reading the server's facts timed out or was cancelled"
-                        } else {
-                            "reading the server's facts failed"
-                        },
-                        cause: e,
-                    });
+                    return Err(facts_failed(params, host, e));
                 }
             };
             let role_check = if standby_only && !facts.in_recovery {
@@ -947,9 +893,87 @@ async fn connect_once(
             });
         }
     }
+    Err(no_host_connected(params, last_error, tried))
+}
+
+/// The TLS configuration for the hosts, or why there can be none.
+fn tls_config_of(params: &ConnParams) -> Result<Option<Arc<rustls::ClientConfig>>, ConnectError> {
+    if params.sslpassword.is_some() {
+        return Err(ConnectError::Setup(
+            "sslpassword is set, but pgplan cannot decrypt an encrypted client key; \
+             decrypt it (openssl pkey -in key.pem -out plain.pem) and point sslkey at the result"
+                .into(),
+        ));
+    }
+    // libpq ignores sslmode and the certificate files for Unix sockets, so a global
+    // PGSSLMODE=verify-full must not stop local connections for want of a root certificate.
+    if !params.hosts.iter().any(|host| !host.is_socket) {
+        return Ok(None);
+    }
+    Ok(client_config(&tls_request(params))
+        .map_err(|e| ConnectError::Setup(e.to_string()))?
+        .map(Arc::new))
+}
+
+/// One host's attempt, within connect_timeout: libpq's connect_timeout bounds each host's
+/// whole attempt (TCP, TLS, startup and authentication); unset or 0 waits as long as it takes.
+async fn timed_attempt(
+    params: &ConnParams,
+    host: &HostSpec,
+    tls_config: &Option<Arc<rustls::ClientConfig>>,
+    tried: &[String],
+) -> Result<(tokio_postgres::Client, tokio::task::JoinHandle<()>, Tls), ConnectError> {
+    let attempt = connect_host(params, host, tls_config);
+    let outcome = match &params.connect_timeout {
+        Some(timeout) => tokio::time::timeout(timeout.value, attempt)
+            .await
+            .map_err(|_| timeout.value),
+        None => Ok(attempt.await),
+    };
+    match outcome {
+        Ok(result) => result.map_err(|e| classify_failure(e, params, host, tried)),
+        Err(limit) => Err(ConnectError::Unreachable {
+            target: target_display(host, params),
+            cause: format!(
+                "timeout expired (connect_timeout={} s, {})",
+                limit.as_secs(),
+                params
+                    .connect_timeout
+                    .as_ref()
+                    .map(|t| t.source.describe("connect_timeout"))
+                    .unwrap_or_default()
+            ),
+            tried: tried.to_vec(),
+        }),
+    }
+}
+
+/// The server accepted the connection; only the first query failed, most often waiting behind
+/// a lock (lock_timeout, 55P03), running past statement_timeout or cancelled by Ctrl-C (57014).
+fn facts_failed(params: &ConnParams, host: &HostSpec, cause: String) -> ConnectError {
+    let timed_out = ["SQLSTATE 57014", "SQLSTATE 55P03"]
+        .iter()
+        .any(|code| cause.contains(code));
+    ConnectError::Facts {
+        target: target_display(host, params),
+        what: if timed_out {
+            "reading the server's facts timed out or was cancelled"
+        } else {
+            "reading the server's facts failed"
+        },
+        cause,
+    }
+}
+
+/// The error when no host gave a connection: the last host's, and for an unreachable local
+/// server every socket path looked at, not only the one chosen.
+fn no_host_connected(
+    params: &ConnParams,
+    last_error: Option<ConnectError>,
+    tried: Vec<String>,
+) -> ConnectError {
     let mut error =
         last_error.unwrap_or_else(|| ConnectError::Setup("no host to connect to".into()));
-    // An unreachable local server: name every socket path looked at, not only the one chosen.
     if let ConnectError::Unreachable { tried: t, .. } = &mut error {
         *t = tried;
         for path in &params.socket_paths_tried {
@@ -962,7 +986,7 @@ async fn connect_once(
             }
         }
     }
-    Err(error)
+    error
 }
 
 /// Connects, retrying transient failures with full-jitter backoff (`options.retry`).
