@@ -19,6 +19,7 @@ pub mod lasting_rows;
 pub mod lasting_state;
 pub mod measure;
 pub mod pgdist;
+pub mod pgnames;
 pub mod plan;
 pub mod report;
 pub mod server;

@@ -72,7 +72,10 @@ fn item_end(lines: &[&str], start: usize) -> usize {
         }
         open += 1;
     }
-    if lines.get(open).is_some_and(|l| l.trim_end().ends_with("{}")) {
+    if lines
+        .get(open)
+        .is_some_and(|l| l.trim_end().ends_with("{}"))
+    {
         return open + 1;
     }
     let mut close = open + 1;
@@ -98,17 +101,19 @@ fn functions(path: &Path) -> (Vec<(String, usize)>, Vec<PathBuf>) {
         let line = lines[i];
         if line.trim() == "#[cfg(test)]" && i + 1 < lines.len() {
             let item = lines[i + 1].trim();
-            if item.starts_with("mod ") || item.contains(" mod ") {
-                if let Some(name) = item.strip_suffix(';').and_then(|d| d.rsplit(' ').next()) {
-                    let dir = if path.file_name().is_some_and(|n| n == "mod.rs" || n == "lib.rs")
-                    {
-                        path.parent().unwrap().to_path_buf()
-                    } else {
-                        path.with_extension("")
-                    };
-                    test_files.push(dir.join(format!("{name}.rs")));
-                    test_files.push(dir.join(name).join("mod.rs"));
-                }
+            if (item.starts_with("mod ") || item.contains(" mod "))
+                && let Some(name) = item.strip_suffix(';').and_then(|d| d.rsplit(' ').next())
+            {
+                let dir = if path
+                    .file_name()
+                    .is_some_and(|n| n == "mod.rs" || n == "lib.rs")
+                {
+                    path.parent().unwrap().to_path_buf()
+                } else {
+                    path.with_extension("")
+                };
+                test_files.push(dir.join(format!("{name}.rs")));
+                test_files.push(dir.join(name).join("mod.rs"));
             }
             i = item_end(&lines, i + 1);
             continue;

@@ -49,6 +49,7 @@ const CORE: &[&str] = &[
     "sql.rs",
     "server.rs",
     "pgdist",
+    "pgnames.rs",
     "format.rs",
 ];
 

@@ -242,8 +242,25 @@ pub fn display_name(spec: &CandidateSpec, plan_name: &str, taken: &[&str]) -> St
     if !taken.contains(&base) {
         return base.to_owned();
     }
-    (1..)
-        .map(|n| format!("{base}{n}"))
+    // ChooseRelationName puts the number on the label and cuts the name to fit 63 bytes. Only
+    // the name PostgreSQL chose is known here, not its table and column parts, so a name that
+    // must be cut for its number loses bytes at the end of its columns' part. That is
+    // PostgreSQL's cut too when the columns' part is the longer (makeObjectName cuts the
+    // longer part first); with a longer table name PostgreSQL would cut the table's part.
+    let (stem, label) = match base.strip_suffix("_idx") {
+        Some(stem) => (stem, "idx"),
+        None => (base, ""),
+    };
+    (1u32..)
+        .map(|n| {
+            let numbered = format!("{label}{n}");
+            if label.is_empty() {
+                let room = crate::pgnames::MAX_NAME_BYTES - n.to_string().len();
+                format!("{}{numbered}", crate::pgnames::clip(stem, room))
+            } else {
+                crate::pgnames::make_object_name(stem, None, &numbered)
+            }
+        })
         .find(|name| !taken.contains(&name.as_str()))
         .unwrap_or_else(|| base.to_owned())
 }
@@ -655,6 +672,17 @@ mod tests {
                 &["events_created_at_idx", "events_created_at_idx1"]
             ),
             "events_created_at_idx2"
+        );
+        // A 63-byte name PostgreSQL cut keeps its number within 63 bytes, as the server does.
+        let long_column = "c".repeat(70);
+        let long = spec(&format!("CREATE INDEX ON events ({long_column})"));
+        let chosen = crate::pgnames::make_object_name("events", Some(&long_column), "idx");
+        assert_eq!(chosen.len(), 63);
+        let second = display_name(&long, &chosen, &[chosen.as_str()]);
+        assert_eq!(second.len(), 63, "{second}");
+        assert!(
+            second.ends_with("_idx1") && second.starts_with("events_ccc"),
+            "{second}"
         );
         let named = spec("CREATE INDEX mine ON events (created_at)");
         assert_eq!(display_name(&named, "mine", &["other"]), "mine");
