@@ -6,28 +6,14 @@
 
 use std::path::{Path, PathBuf};
 
+mod source_tree;
+
+use source_tree::{files_under, src};
+
 /// The longest a function in `app/` may be: a command's steps, each a call.
 const APP_LIMIT: usize = 80;
 /// The longest a function anywhere else may be.
 const LIMIT: usize = 150;
-
-fn src() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
-}
-
-fn files_under(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            files.extend(files_under(&path));
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            files.push(path);
-        }
-    }
-    files.sort();
-    files
-}
 
 fn indent(line: &str) -> usize {
     line.len() - line.trim_start().len()
