@@ -188,7 +188,8 @@ async fn candidates_the_budget_left_out_are_listed_and_nothing_measured_exits_2(
                 "--index",
                 "CREATE INDEX by_status ON orders (status)",
                 "--index",
-                "CREATE INDEX by_status_id ON orders (status, id)",
+                // A name with a pipe: a Markdown table cell must escape it.
+                "CREATE INDEX \"by|status_id\" ON orders (status, id)",
                 "--runs",
                 "1",
                 "--budget",
@@ -209,7 +210,7 @@ async fn candidates_the_budget_left_out_are_listed_and_nothing_measured_exits_2(
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(
             doc["skipped_for_budget"],
-            serde_json::json!(["by_status", "by_status_id"]),
+            serde_json::json!(["by_status", "by|status_id"]),
             "{doc:#}"
         );
         assert!(doc["ranking"].as_array().unwrap().is_empty());
@@ -218,6 +219,12 @@ async fn candidates_the_budget_left_out_are_listed_and_nothing_measured_exits_2(
         let text = String::from_utf8(out.stdout).unwrap();
         assert_eq!(text.matches("not measured (budget)").count(), 2, "{text}");
         assert!(text.contains("nothing was measured"), "{text}");
+        let out = run("markdown");
+        let markdown = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            markdown.contains("| — | `by\\|status_id` | not measured (budget) |"),
+            "{markdown}"
+        );
         db.wait_until_pgplan_sessions_are_gone().await;
         db.drop_db().await;
     })

@@ -561,7 +561,7 @@ impl WorkloadText<'_> {
         for &i in &report.measurements.skipped_for_budget {
             let mut row = vec![
                 "—".to_owned(),
-                report.names[i].clone(),
+                self.names[i].clone(),
                 paint.warn("not measured (budget)"),
             ];
             row.extend(std::iter::repeat_n(String::new(), 7));
@@ -865,8 +865,8 @@ pub fn write_markdown(out: &mut dyn Write, report: &WorkloadReport) -> io::Resul
     for &i in &report.measurements.skipped_for_budget {
         writeln!(
             out,
-            "| — | `{}` | not measured (budget) | | | | | | | |",
-            report.names[i]
+            "| — | {} | not measured (budget) | | | | | | | |",
+            markdown::code(&report.names[i]).replace('|', "\\|")
         )?;
     }
     writeln!(out)?;
