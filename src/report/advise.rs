@@ -745,19 +745,11 @@ impl AdviseText<'_> {
 
     /// The queries that could not be measured, and why.
     fn unmeasured(&self, out: &mut dyn Write) -> io::Result<()> {
-        let paint = &self.paint;
         if self.report.unmeasured.is_empty() {
             return Ok(());
         }
         writeln!(out)?;
-        writeln!(out, "{}", paint.bad("Queries that could not be measured"))?;
-        for u in &self.report.unmeasured {
-            writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
-            for line in u.error.lines() {
-                writeln!(out, "    {}", crate::format::printable(line))?;
-            }
-        }
-        Ok(())
+        super::skipped::write_unmeasured_text(out, &self.paint, &self.report.unmeasured)
     }
 
     /// The notes gathered while advising, each under its query where it has one.

@@ -102,6 +102,26 @@ pub fn write_markdown(out: &mut dyn Write, screening: &Screening) -> io::Result<
     Ok(())
 }
 
+/// The queries that could not be measured, each with where it failed and the server's error
+/// (a line per line of it), under a heading; nothing when every query was measured.
+pub fn write_unmeasured_text(
+    out: &mut dyn Write,
+    paint: &Paint,
+    unmeasured: &[Unmeasured],
+) -> io::Result<()> {
+    if unmeasured.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "{}", paint.bad("Queries that could not be measured"))?;
+    for u in unmeasured {
+        writeln!(out, "  {} ({}):", paint.bold(&u.query), u.during)?;
+        for line in u.error.lines() {
+            writeln!(out, "    {}", printable(line))?;
+        }
+    }
+    Ok(())
+}
+
 /// The queries that could not be measured, under `heading` (a Markdown heading line of the
 /// report's own level), each with where it failed and the error on one line.
 pub fn write_unmeasured_markdown(

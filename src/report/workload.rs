@@ -598,17 +598,7 @@ impl WorkloadText<'_> {
         if self.report.unmeasured.is_empty() {
             return Ok(());
         }
-        writeln!(
-            out,
-            "{}",
-            self.paint.bad("Queries that could not be measured")
-        )?;
-        for u in &self.report.unmeasured {
-            writeln!(out, "  {} ({}):", self.paint.bold(&u.query), u.during)?;
-            for line in u.error.lines() {
-                writeln!(out, "    {}", crate::format::printable(line))?;
-            }
-        }
+        super::skipped::write_unmeasured_text(out, &self.paint, &self.report.unmeasured)?;
         writeln!(out)
     }
 
