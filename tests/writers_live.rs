@@ -3,7 +3,8 @@
 //! `--max-writer-wait` each time, pgplan yields and tries again, reports the yields and "not
 //! measured" with exit status 2, and leaves nothing behind: for one query's compare, a
 //! workload's and advise's proposals; directly and through PgBouncer in transaction mode (the
-//! watcher and the worker on different server connections).
+//! watcher and the worker on different server connections); and the watch itself never leaves
+//! its session inside a transaction when the work ends during one of its polls.
 
 mod common;
 
@@ -371,6 +372,66 @@ async fn a_workloads_builds_yield_to_a_steady_writer() {
             writes.longest
         );
         assert_nothing_left(&db).await;
+        db.drop_db().await;
+    })
+    .await;
+}
+
+/// The watch never leaves its own session inside a transaction: work that ends while a poll is
+/// in flight (here, during the watch's first poll) still lets that poll reach its ROLLBACK.
+/// Dropping the poll instead left the watch's session idle in a transaction, with its catalog
+/// locks, until pgplan exited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_watch_finishes_its_poll_when_the_work_ends_first() {
+    use pgplan::db::connect::{ConnectOptions, connect};
+    use pgplan::db::conninfo::{ConnRequest, Environment, resolve};
+    use pgplan::db::writers::{Watched, WriterWatch};
+    for_each_version("writers_watch_poll", |major| async move {
+        let db = TestDb::create(major, "writers_watch_poll").await;
+        let env = Environment::new(Default::default(), None, "postgres");
+        let request = ConnRequest {
+            dbname: Some(db.conninfo()),
+            ..ConnRequest::default()
+        };
+        let params = resolve(&request, &env).unwrap();
+        let conn = connect(&params, &ConnectOptions::default(), |_, _, _| {})
+            .await
+            .unwrap();
+        let pid: i32 = conn
+            .client
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        let mut watch = WriterWatch::new(conn, Duration::from_millis(200));
+        for round in 0..5 {
+            // Pending once (the poll has sent its BEGIN by then), ready the next time.
+            let mut polled = false;
+            let work = std::future::poll_fn(move |cx| {
+                if polled {
+                    std::task::Poll::Ready(())
+                } else {
+                    polled = true;
+                    cx.waker().wake_by_ref();
+                    std::task::Poll::Pending
+                }
+            });
+            tokio::pin!(work);
+            assert!(matches!(
+                watch.watch(pid, work.as_mut()).await,
+                Watched::Done(())
+            ));
+            // The watch is still open: its session must be idle, outside any transaction.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let state = db
+                .value(&format!(
+                    "SELECT state FROM pg_stat_activity WHERE pid = {pid}"
+                ))
+                .await;
+            assert_eq!(state.as_deref(), Some("idle"), "round {round}");
+        }
+        drop(watch);
+        db.wait_until_pgplan_sessions_are_gone().await;
         db.drop_db().await;
     })
     .await;
