@@ -6,9 +6,9 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-use common::{TestDb, for_each_version, pgplan_bin, stderr};
+use common::{TestDb, for_each_version, pgplan_command, stderr};
 
 const SETUP: &str = "
 CREATE TABLE t (id integer PRIMARY KEY, v integer NOT NULL);
@@ -22,10 +22,7 @@ CREATE FUNCTION hold_lock() RETURNS integer LANGUAGE plpgsql VOLATILE AS
 fn pgplan(db: &TestDb, dir: &std::path::Path, command: &str, query: &str, args: &[&str]) -> Output {
     let path = dir.join(format!("q{}.sql", query.len()));
     std::fs::write(&path, query).unwrap();
-    Command::new(pgplan_bin())
-        .env("NO_COLOR", "1")
-        .env_remove("PGSERVICE")
-        .arg(command)
+    pgplan_command(&[command])
         .arg("-d")
         .arg(db.conninfo())
         .arg(&path)
@@ -133,14 +130,7 @@ async fn a_workloads_runs_are_diffed_too() {
         let dir = tempfile::tempdir().unwrap();
         let workload = dir.path().join("workload.sql");
         let file = workload.display().to_string();
-        let run = |args: &[&str]| {
-            Command::new(pgplan_bin())
-                .env("NO_COLOR", "1")
-                .env_remove("PGSERVICE")
-                .args(args)
-                .output()
-                .unwrap()
-        };
+        let run = |args: &[&str]| pgplan_command(args).output().unwrap();
         let conninfo = db.conninfo();
         let compare = [
             "compare",
@@ -216,10 +206,7 @@ async fn a_checks_runs_are_diffed_too() {
         let baseline = dir.path().join("baseline.json");
         let conninfo = db.conninfo();
         let run = |extra: &[&str]| {
-            Command::new(pgplan_bin())
-                .env("NO_COLOR", "1")
-                .env_remove("PGSERVICE")
-                .args(["check", "-d", &conninfo, "--runs", "1", "--workload"])
+            pgplan_command(&["check", "-d", &conninfo, "--runs", "1", "--workload"])
                 .arg(&workload)
                 .arg("--baseline")
                 .arg(&baseline)
